@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MaxBundleCertificates bounds the certificates one caBundle may hold. Real
+// bundles hold one to a handful (old+new during rotation); the bound keeps a
+// hostile 10,000-certificate bundle from costing unbounded time and memory.
+const MaxBundleCertificates = 64
+
+// shortFingerprintLen is how many hex digits messages show.
+const shortFingerprintLen = 16
+
+// Fingerprint is the SHA-256 of a certificate's DER bytes.
+type Fingerprint [sha256.Size]byte
+
+// String is the full lowercase hex digest.
+func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
+
+// Short is the first 16 hex digits, enough to tell CAs apart in messages.
+func (f Fingerprint) Short() string { return f.String()[:shortFingerprintLen] }
+
+// BundleError says why a PEM bundle was rejected.
+type BundleError struct {
+	Reason string
+}
+
+func (e *BundleError) Error() string { return e.Reason }
+
+// ParseBundle returns the fingerprints of every certificate in a PEM bundle,
+// in order. A bundle that holds no PEM block, a block that is not a
+// CERTIFICATE (a private key pasted into a caBundle is refused, not ignored),
+// a certificate that does not parse, or more than MaxBundleCertificates is an
+// error. Text between blocks is ignored, as kube-apiserver's own PEM loader
+// ignores it.
+func ParseBundle(data []byte) ([]Fingerprint, error) {
+	var fps []Fingerprint
+	rest := data
+	for i := 0; ; i++ {
+		block, next := pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		rest = next
+		if block.Type != "CERTIFICATE" {
+			return nil, &BundleError{Reason: fmt.Sprintf("PEM block %d is a %q, not a CERTIFICATE", i, block.Type)}
+		}
+		if len(fps) == MaxBundleCertificates {
+			return nil, &BundleError{Reason: fmt.Sprintf("holds more than %d certificates", MaxBundleCertificates)}
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return nil, &BundleError{Reason: fmt.Sprintf("PEM block %d is not a valid certificate: %v", i, err)}
+		}
+		fps = append(fps, sha256.Sum256(block.Bytes))
+	}
+	if len(fps) == 0 {
+		if len(bytes.TrimSpace(data)) == 0 {
+			return nil, &BundleError{Reason: "is empty"}
+		}
+		return nil, &BundleError{Reason: "is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found"}
+	}
+	return fps, nil
+}
+
+// CASet is an owner's set of trusted CA certificates, by fingerprint.
+type CASet struct {
+	// Source describes where the set was read, for messages.
+	Source string
+	fps    []Fingerprint // sorted, deduplicated
+}
+
+// NewCASet parses a PEM bundle into a CASet.
+func NewCASet(source string, pemData []byte) (CASet, error) {
+	fps, err := ParseBundle(pemData)
+	if err != nil {
+		return CASet{}, err
+	}
+	return NewCASetFromFingerprints(source, fps...), nil
+}
+
+// NewCASetFromFingerprints builds a set from known fingerprints.
+func NewCASetFromFingerprints(source string, fps ...Fingerprint) CASet {
+	s := CASet{Source: source, fps: slices.Clone(fps)}
+	slices.SortFunc(s.fps, func(a, b Fingerprint) int { return bytes.Compare(a[:], b[:]) })
+	s.fps = slices.Compact(s.fps)
+	return s
+}
+
+// Union returns a set holding the certificates of both.
+func (s CASet) Union(o CASet) CASet {
+	return NewCASetFromFingerprints(s.Source, append(slices.Clone(s.fps), o.fps...)...)
+}
+
+// Contains reports whether the fingerprint is in the set.
+func (s CASet) Contains(f Fingerprint) bool {
+	_, found := slices.BinarySearchFunc(s.fps, f, func(a, b Fingerprint) int { return bytes.Compare(a[:], b[:]) })
+	return found
+}
+
+// Len is the number of distinct certificates.
+func (s CASet) Len() int { return len(s.fps) }
+
+// Fingerprints returns the sorted fingerprints.
+func (s CASet) Fingerprints() []Fingerprint { return slices.Clone(s.fps) }
+
+// Short returns the short fingerprints, sorted.
+func (s CASet) Short() []string { return shortAll(s.fps) }
+
+func shortAll(fps []Fingerprint) []string {
+	out := make([]string, len(fps))
+	for i, f := range fps {
+		out[i] = f.Short()
+	}
+	return out
+}
+
+func joinShort(fps []string) string {
+	if len(fps) == 0 {
+		return "none"
+	}
+	return strings.Join(fps, ",")
+}

@@ -1,0 +1,165 @@
+package policy
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// APIVersion and Kind identify a GuardConfig document.
+const (
+	APIVersion = "webhook-guard.io/v1alpha1"
+	Kind       = "GuardConfig"
+)
+
+// Mode says what happens to a request that breaks a rule.
+type Mode string
+
+const (
+	// ModeAudit allows the request, returns a warning and records it.
+	ModeAudit Mode = "audit"
+	// ModeEnforce rejects the request with a 403.
+	ModeEnforce Mode = "enforce"
+)
+
+// UnmanagedAction says what happens to writes of configurations no mapping covers.
+type UnmanagedAction string
+
+const (
+	// UnmanagedAllow lets them through silently.
+	UnmanagedAllow UnmanagedAction = "allow"
+	// UnmanagedAudit lets them through with a warning and a record, so that
+	// users can discover which configurations still need an owner.
+	UnmanagedAudit UnmanagedAction = "audit"
+)
+
+// GuardConfig is the owner-mapping file. The chart renders it from Helm
+// values into a ConfigMap; `webhook-guard serve` and `check` read it.
+type GuardConfig struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// DefaultMode applies to every mapping that does not set its own mode.
+	// Default: audit.
+	DefaultMode Mode `json:"defaultMode,omitempty"`
+
+	// BreakGlass subjects are always allowed, always recorded, and get a
+	// warning. The rendered static webhook skips the call for them inside
+	// kube-apiserver (matchConditions), so a guard outage never locks them out.
+	BreakGlass Subjects `json:"breakGlass,omitempty"`
+
+	// Unmanaged says what to do with configurations no mapping matches.
+	// Default: allow.
+	Unmanaged UnmanagedAction `json:"unmanaged,omitempty"`
+
+	// CertManager describes the cert-manager installation that
+	// injectedByCertManager, certificate and issuer sources rely on.
+	CertManager CertManagerSettings `json:"certManager,omitempty"`
+
+	// Flapping tunes the detector of many distinct caBundle values written to
+	// one configuration in a short window (the 8-replica incident).
+	Flapping FlappingSettings `json:"flapping,omitempty"`
+
+	// Owners are the mappings, one per owning controller.
+	Owners []Owner `json:"owners"`
+}
+
+// CertManagerSettings names cert-manager's identities and namespaces.
+type CertManagerSettings struct {
+	// CAInjectorServiceAccount ("namespace/name") becomes a writer of every
+	// mapping whose CA source is injectedByCertManager.
+	// Default: cert-manager/cert-manager-cainjector.
+	CAInjectorServiceAccount string `json:"caInjectorServiceAccount,omitempty"`
+	// ClusterResourceNamespace is where a ClusterIssuer's CA Secret lives
+	// (cert-manager's --cluster-resource-namespace). Default: cert-manager.
+	ClusterResourceNamespace string `json:"clusterResourceNamespace,omitempty"`
+}
+
+// FlappingSettings configures flapping detection.
+type FlappingSettings struct {
+	// MaxDistinctBundles is how many distinct caBundle values may be written
+	// to one configuration within Window before it is reported as flapping.
+	// Default: 3 (a rotation writes at most old, old+new, new).
+	MaxDistinctBundles int `json:"maxDistinctBundles,omitempty"`
+	// Window is the sliding window. Default: 10m.
+	Window metav1.Duration `json:"window,omitempty"`
+}
+
+// Subjects are identities as kube-apiserver authenticates them. Matching is
+// always exact: a whole username, a whole group, never a prefix.
+type Subjects struct {
+	// ServiceAccounts as "namespace/name"; they match the username
+	// system:serviceaccount:namespace:name.
+	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+	// Users are exact usernames.
+	Users []string `json:"users,omitempty"`
+	// Groups are exact group names.
+	Groups []string `json:"groups,omitempty"`
+}
+
+// Owner maps configurations to the one party allowed to write them.
+type Owner struct {
+	// Name is used in messages, metrics and reports.
+	Name string `json:"name"`
+	// Mode overrides GuardConfig.DefaultMode for this mapping.
+	Mode Mode `json:"mode,omitempty"`
+	// Match selects the configurations this mapping owns.
+	Match Match `json:"match"`
+	// Writers may write the matched configurations.
+	Writers Subjects `json:"writers,omitempty"`
+	// CA is where the owner's CA comes from; exactly one source.
+	CA CASource `json:"ca"`
+}
+
+// Match selects webhook configurations by name or by label.
+type Match struct {
+	// Validating names ValidatingWebhookConfigurations.
+	Validating []string `json:"validating,omitempty"`
+	// Mutating names MutatingWebhookConfigurations.
+	Mutating []string `json:"mutating,omitempty"`
+	// LabelSelector selects configurations of both kinds by their labels.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// CASource names where an owner's CA certificates are read. Exactly one
+// field must be set.
+type CASource struct {
+	// Secret: a key of a Secret (default key ca.crt).
+	Secret *KeyRef `json:"secret,omitempty"`
+	// ConfigMap: a key of a ConfigMap's data or binaryData (default key ca.crt).
+	ConfigMap *KeyRef `json:"configMap,omitempty"`
+	// Certificate: a cert-manager Certificate; the CA is its Secret's ca.crt.
+	Certificate *ObjectRef `json:"certificate,omitempty"`
+	// Issuer: a cert-manager Issuer or ClusterIssuer of CA type; the CA is the
+	// certificate in its spec.ca.secretName Secret.
+	Issuer *IssuerRef `json:"issuer,omitempty"`
+	// InjectedByCertManager: the CA named by the configuration's own
+	// cert-manager.io/inject-ca-from or inject-ca-from-secret annotation;
+	// cainjector's service account becomes a writer.
+	InjectedByCertManager *InjectedByCertManager `json:"injectedByCertManager,omitempty"`
+	// PEM: the CA certificates inline.
+	PEM string `json:"pem,omitempty"`
+}
+
+// KeyRef points at one key of a namespaced Secret or ConfigMap.
+type KeyRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Key defaults to ca.crt.
+	Key string `json:"key,omitempty"`
+}
+
+// ObjectRef points at a namespaced object.
+type ObjectRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// IssuerRef points at a cert-manager Issuer or ClusterIssuer.
+type IssuerRef struct {
+	// Kind is Issuer or ClusterIssuer.
+	Kind string `json:"kind"`
+	// Namespace is required for Issuer and forbidden for ClusterIssuer.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// InjectedByCertManager has no fields; its presence selects the source.
+type InjectedByCertManager struct{}

@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Decide applies the single-ownership rules of DESIGN section 4 to one
+// request. It is pure: the owner's CA arrives in in.CA, resolved by the
+// caller when NeedsCA(in) is true.
+func (c *Config) Decide(in *Input) Decision {
+	d := Decision{
+		Operation: in.Operation,
+		Kind:      in.Kind,
+		Name:      in.Name,
+		Subject:   in.User.Username,
+		DryRun:    in.DryRun,
+		Changes:   ChangedBundles(in),
+	}
+	m := c.Match(in.Kind, in.Name, in.Labels)
+	breakGlass := c.breakGlass.matches(in.User)
+
+	switch {
+	case len(m.Conflicting) > 0:
+		d.Mode = m.Mode
+		d.Mapping = strings.Join(m.Conflicting, ",")
+		d.Violations = append(d.Violations, Violation{
+			Rule:   RuleAmbiguousOwner,
+			Field:  "metadata.labels",
+			Detail: fmt.Sprintf("the label selectors of mappings %s all match this configuration; single ownership cannot be decided", strings.Join(quoteAll(m.Conflicting), ", ")),
+			Hint:   "narrow the labelSelector of all but one of these mappings",
+		})
+		d.finish(d.Mode, breakGlass)
+		return d
+	case m.Owner == nil:
+		d.Outcome, d.Rule = OutcomeAllow, RuleNone
+		if breakGlass {
+			// Break-glass writes are always recorded, even to unmanaged configurations.
+			d.Outcome, d.Rule, d.Record = OutcomeBreakGlass, RuleBreakGlass, !in.DryRun
+		} else if c.Spec.Unmanaged == UnmanagedAudit {
+			d.Outcome, d.Rule, d.Record = OutcomeAudit, RuleUnmanaged, !in.DryRun
+			d.Violations = []Violation{{
+				Rule:   RuleUnmanaged,
+				Detail: "no owner mapping covers this configuration",
+				Hint:   "add it to the match of the mapping of the controller that owns it",
+			}}
+		}
+		return d
+	}
+
+	d.Mapping, d.Mode = m.Owner.Name, m.Mode
+	co := &c.owners[m.index]
+	isWriter := co.writers.matches(in.User)
+	if !isWriter && !breakGlass {
+		d.Violations = append(d.Violations, notOwner(co, in))
+	}
+	if in.Operation != OperationDelete && (isWriter || !breakGlass) {
+		d.Violations = append(d.Violations, c.checkBundles(co, in, d.Changes)...)
+	}
+	d.finish(d.Mode, breakGlass && !isWriter)
+	return d
+}
+
+func notOwner(co *compiledOwner, in *Input) Violation {
+	v := Violation{
+		Rule:   RuleNotOwner,
+		Field:  "userInfo",
+		Detail: fmt.Sprintf("%q is not a writer of this configuration", in.User.Username),
+	}
+	if ns, name, ok := strings.Cut(strings.TrimPrefix(in.User.Username, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(in.User.Username, "system:serviceaccount:") {
+		v.Hint = fmt.Sprintf("if %s/%s should own it, add it to owners[%s].writers.serviceAccounts; otherwise stop it writing this configuration", ns, name, co.spec.Name)
+	} else {
+		v.Hint = fmt.Sprintf("if %q should own it, add it to owners[%s].writers.users; otherwise stop it writing this configuration", in.User.Username, co.spec.Name)
+	}
+	if in.Operation == OperationDelete {
+		v.Detail = fmt.Sprintf("%q is not a writer of this configuration; deleting it (and recreating it) is a takeover", in.User.Username)
+	}
+	return v
+}
+
+// checkBundles applies ca-mismatch and ca-unavailable to every caBundle the
+// request writes.
+func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChange) []Violation {
+	var out []Violation
+	for _, ch := range changes {
+		v := Violation{Rule: RuleCAMismatch, Field: ch.Field(), Webhook: ch.Webhook}
+		if ch.Emptied() {
+			v.Detail = "a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate"
+			v.Hint = "write the owner's CA instead of removing it"
+			out = append(out, v)
+			continue
+		}
+		fps, err := ParseBundle(ch.New)
+		if err != nil {
+			v.Detail = "the caBundle " + err.Error()
+			v.Hint = "caBundle must hold the owner's CA certificates in PEM"
+			out = append(out, v)
+			continue
+		}
+		set, caErr := ownerCA(co, in)
+		if caErr != nil {
+			out = append(out, Violation{
+				Rule:    RuleCAUnavailable,
+				Field:   ch.Field(),
+				Webhook: ch.Webhook,
+				Detail:  "cannot verify the new caBundle: " + caErr.Error() + "; caBundle changes fail closed until the source can be read",
+				Hint:    "fix the CA source named above; updates that leave caBundle alone are not affected",
+			})
+			continue
+		}
+		var foreign []string
+		for _, fp := range fps {
+			if !set.Contains(fp) {
+				foreign = append(foreign, fp.Short())
+			}
+		}
+		if len(foreign) > 0 {
+			v.Detail = fmt.Sprintf("the caBundle holds %d certificate(s) that are not the owner's CA (from %s)", len(foreign), set.Source)
+			v.Expected, v.Found = set.Short(), foreign
+			v.Hint = "write the owner's CA; if the owner's CA changed, update its source first"
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func ownerCA(co *compiledOwner, in *Input) (CASet, error) {
+	if co.inlineCA != nil {
+		return *co.inlineCA, nil
+	}
+	switch {
+	case !in.CA.Resolved:
+		return CASet{}, errors.New("the owner's CA was not resolved")
+	case in.CA.Err != nil:
+		return CASet{}, in.CA.Err
+	case in.CA.Set.Len() == 0:
+		return CASet{}, fmt.Errorf("%s holds no CA certificate", in.CA.Set.Source)
+	}
+	return in.CA.Set, nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package policy
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// Rule names a broken rule; values are metric label values.
+type Rule string
+
+const (
+	RuleNone Rule = "none"
+	// RuleNotOwner: the subject is neither a writer nor break-glass.
+	RuleNotOwner Rule = "not-owner"
+	// RuleCAMismatch: a written caBundle is invalid, emptied, or holds a
+	// certificate outside the owner's CA set.
+	RuleCAMismatch Rule = "ca-mismatch"
+	// RuleCAUnavailable: a caBundle was written but the owner's CA source
+	// could not be read; caBundle changes fail closed.
+	RuleCAUnavailable Rule = "ca-unavailable"
+	// RuleAmbiguousOwner: label selectors of two mappings matched one
+	// configuration; single ownership cannot be decided.
+	RuleAmbiguousOwner Rule = "ambiguous-owner"
+	// RuleUnmanaged: no mapping covers the configuration (unmanaged: audit).
+	RuleUnmanaged Rule = "unmanaged"
+	// RuleBreakGlass: a break-glass subject wrote a guarded configuration.
+	RuleBreakGlass Rule = "break-glass"
+)
+
+// rulePriority orders rules for the one label a decision is counted under.
+var rulePriority = map[Rule]int{RuleNotOwner: 0, RuleAmbiguousOwner: 1, RuleCAUnavailable: 2, RuleCAMismatch: 3}
+
+// Outcome is what happens to the request; values are metric label values.
+type Outcome string
+
+const (
+	// OutcomeAllow: nothing was broken.
+	OutcomeAllow Outcome = "allow"
+	// OutcomeDeny: a rule was broken in enforce mode; the request is rejected.
+	OutcomeDeny Outcome = "deny"
+	// OutcomeAudit: a rule was broken in audit mode; allowed with a warning.
+	OutcomeAudit Outcome = "audit"
+	// OutcomeBreakGlass: a break-glass subject; allowed with a warning.
+	OutcomeBreakGlass Outcome = "break-glass"
+)
+
+// Violation is one broken rule.
+type Violation struct {
+	Rule Rule `json:"rule"`
+	// Field is the path the violation is about.
+	Field string `json:"field,omitempty"`
+	// Webhook is the webhooks[] entry name, for caBundle rules.
+	Webhook string `json:"webhook,omitempty"`
+	// Detail says what is wrong.
+	Detail string `json:"detail"`
+	// Hint says how to fix it.
+	Hint string `json:"hint,omitempty"`
+	// Expected and Found are short CA fingerprints, for ca-mismatch.
+	Expected []string `json:"expected,omitempty"`
+	Found    []string `json:"found,omitempty"`
+}
+
+func (v Violation) String() string {
+	var b strings.Builder
+	b.WriteString(string(v.Rule))
+	b.WriteString(": ")
+	if v.Field != "" {
+		b.WriteString(v.Field)
+		if v.Webhook != "" {
+			fmt.Fprintf(&b, " (webhook %q)", v.Webhook)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(v.Detail)
+	if v.Expected != nil || v.Found != nil {
+		fmt.Fprintf(&b, " [expected CA %s, found %s]", joinShort(v.Expected), joinShort(v.Found))
+	}
+	if v.Hint != "" {
+		b.WriteString("; hint: ")
+		b.WriteString(v.Hint)
+	}
+	return b.String()
+}
+
+// Decision is the verdict on one request.
+type Decision struct {
+	Operation Operation  `json:"operation"`
+	Kind      ConfigKind `json:"kind"`
+	Name      string     `json:"name"`
+	Subject   string     `json:"subject"`
+	DryRun    bool       `json:"dryRun,omitempty"`
+	// Mapping is the owning mapping's name; empty when unmanaged.
+	Mapping string `json:"mapping,omitempty"`
+	// Mode is the effective mode; empty when unmanaged.
+	Mode    Mode    `json:"mode,omitempty"`
+	Outcome Outcome `json:"outcome"`
+	// Rule is the primary broken rule (RuleNone when none), the label the
+	// decision is counted under.
+	Rule       Rule        `json:"rule"`
+	Violations []Violation `json:"violations,omitempty"`
+	// Changes are the caBundle writes the request makes.
+	Changes []BundleChange `json:"-"`
+	// Record says whether the decision must be recorded: every would-deny,
+	// deny, break-glass and audited unmanaged write, never a dry run.
+	Record bool `json:"record"`
+}
+
+// Allowed reports whether the request goes through.
+func (d *Decision) Allowed() bool { return d.Outcome != OutcomeDeny }
+
+// Code is the HTTP status code of the admission response.
+func (d *Decision) Code() int32 {
+	if d.Allowed() {
+		return http.StatusOK
+	}
+	return http.StatusForbidden
+}
+
+// Message is the full, actionable explanation returned with a denial.
+func (d *Decision) Message() string {
+	if len(d.Violations) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	verb := "denied"
+	switch d.Outcome {
+	case OutcomeAudit:
+		verb = "would deny (audit mode)"
+	case OutcomeBreakGlass:
+		verb = "allowed break-glass"
+	}
+	fmt.Fprintf(&b, "webhook-guard %s %s of %s %q by %q", verb, d.Operation, d.Kind, d.Name, d.Subject)
+	if d.Mapping != "" {
+		fmt.Fprintf(&b, " (mapping %q, %s)", d.Mapping, d.Mode)
+	}
+	for _, v := range d.Violations {
+		b.WriteString("; ")
+		b.WriteString(v.String())
+	}
+	return b.String()
+}
+
+// maxWarningLen keeps each warning under kube-apiserver's truncation limit
+// for webhook warnings, so kubectl prints it whole.
+const maxWarningLen = 250
+
+// Warnings are what kubectl prints for an allowed request that broke a rule.
+func (d *Decision) Warnings() []string {
+	var prefix string
+	switch d.Outcome {
+	case OutcomeAudit:
+		prefix = "webhook-guard (audit) would deny: "
+	case OutcomeBreakGlass:
+		prefix = "webhook-guard break-glass: "
+	default:
+		return nil
+	}
+	if d.Rule == RuleBreakGlass {
+		return []string{truncate(fmt.Sprintf("%s%q wrote %s %q owned by mapping %q; this write is recorded", prefix, d.Subject, d.Kind, d.Name, d.Mapping))}
+	}
+	out := make([]string, 0, len(d.Violations))
+	for _, v := range d.Violations {
+		out = append(out, truncate(prefix+v.String()))
+	}
+	return out
+}
+
+func truncate(s string) string {
+	if len(s) <= maxWarningLen {
+		return s
+	}
+	return s[:maxWarningLen-3] + "..."
+}
+
+// AuditAnnotations land in kube-apiserver's audit log (prefixed there with
+// the webhook's name).
+func (d *Decision) AuditAnnotations() map[string]string {
+	if d.Outcome == OutcomeAllow && d.Rule == RuleNone {
+		return nil
+	}
+	a := map[string]string{"decision": string(d.Outcome), "rule": string(d.Rule)}
+	if d.Mapping != "" {
+		a["mapping"] = d.Mapping
+	}
+	if len(d.Violations) > 0 {
+		rules := make([]string, 0, len(d.Violations))
+		for _, v := range d.Violations {
+			rules = append(rules, v.String())
+		}
+		a["violations"] = strings.Join(rules, " | ")
+	}
+	return a
+}
+
+func (d *Decision) finish(mode Mode, breakGlass bool) {
+	sort.SliceStable(d.Violations, func(i, j int) bool {
+		a, b := d.Violations[i], d.Violations[j]
+		if a.Field != b.Field {
+			return a.Field < b.Field
+		}
+		return a.Rule < b.Rule
+	})
+	d.Rule = RuleNone
+	for _, v := range d.Violations {
+		if d.Rule == RuleNone || rulePriority[v.Rule] < rulePriority[d.Rule] {
+			d.Rule = v.Rule
+		}
+	}
+	switch {
+	case breakGlass:
+		d.Outcome = OutcomeBreakGlass
+		if d.Rule == RuleNone {
+			d.Rule = RuleBreakGlass
+		}
+	case len(d.Violations) == 0:
+		d.Outcome = OutcomeAllow
+	case mode == ModeEnforce:
+		d.Outcome = OutcomeDeny
+	default:
+		d.Outcome = OutcomeAudit
+	}
+	d.Record = d.Outcome != OutcomeAllow && !d.DryRun
+}

@@ -1,0 +1,76 @@
+package policy
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// ConfigKind is the kind of webhook configuration a request is about.
+type ConfigKind string
+
+const (
+	KindValidating ConfigKind = "ValidatingWebhookConfiguration"
+	KindMutating   ConfigKind = "MutatingWebhookConfiguration"
+)
+
+// MatchResult is the mapping that owns a configuration.
+type MatchResult struct {
+	// Owner is the owning mapping; nil when no mapping matches or when
+	// Conflicting is set.
+	Owner *Owner
+	// Mode is the owner's effective mode.
+	Mode Mode
+	// Conflicting names every mapping that matched when more than one did
+	// (only possible through label selectors; names are checked at load).
+	Conflicting []string
+	index       int
+}
+
+// Match finds the mapping that owns the named configuration. Name matches
+// are an index lookup; only selector mappings are evaluated, so the cost does
+// not grow with the number of name-matched mappings.
+func (c *Config) Match(kind ConfigKind, name string, objLabels map[string]string) MatchResult {
+	matched := -1
+	if i, ok := c.byName[kind][name]; ok {
+		matched = i
+	}
+	var conflicting []int
+	for _, i := range c.selectors {
+		if i == matched || !c.owners[i].selector.Matches(labels.Set(objLabels)) {
+			continue
+		}
+		if matched < 0 {
+			matched = i
+			continue
+		}
+		if conflicting == nil {
+			conflicting = append(conflicting, matched)
+		}
+		conflicting = append(conflicting, i)
+	}
+	if len(conflicting) > 0 {
+		mode := ModeAudit
+		names := make([]string, 0, len(conflicting))
+		for _, i := range conflicting {
+			names = append(names, c.owners[i].spec.Name)
+			if c.owners[i].mode == ModeEnforce {
+				mode = ModeEnforce // the strictest of the claimants wins
+			}
+		}
+		sort.Strings(names)
+		return MatchResult{Conflicting: names, Mode: mode, index: -1}
+	}
+	if matched < 0 {
+		return MatchResult{index: -1}
+	}
+	return MatchResult{Owner: c.owners[matched].spec, Mode: c.owners[matched].mode, index: matched}
+}
+
+// InlineCA returns the owner's inline PEM CA set, if its source is pem.
+func (c *Config) InlineCA(m MatchResult) (CASet, bool) {
+	if m.index < 0 || c.owners[m.index].inlineCA == nil {
+		return CASet{}, false
+	}
+	return *c.owners[m.index].inlineCA, true
+}

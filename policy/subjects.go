@@ -1,0 +1,56 @@
+package policy
+
+import (
+	"strings"
+)
+
+// User is the authenticated subject of a request, as kube-apiserver puts it
+// in AdmissionRequest.userInfo.
+type User struct {
+	Username string
+	Groups   []string
+}
+
+// ServiceAccountUsername returns the username kube-apiserver gives the
+// service account "namespace/name".
+func ServiceAccountUsername(namespacedName string) string {
+	ns, name, _ := strings.Cut(namespacedName, "/")
+	return "system:serviceaccount:" + ns + ":" + name
+}
+
+// subjectSet is a compiled Subjects: exact-match lookups only.
+type subjectSet struct {
+	users  map[string]struct{}
+	groups map[string]struct{}
+}
+
+func compileSubjects(s Subjects, extraServiceAccounts ...string) subjectSet {
+	set := subjectSet{users: map[string]struct{}{}, groups: map[string]struct{}{}}
+	for _, sa := range append(append([]string{}, s.ServiceAccounts...), extraServiceAccounts...) {
+		set.users[ServiceAccountUsername(sa)] = struct{}{}
+	}
+	for _, u := range s.Users {
+		set.users[u] = struct{}{}
+	}
+	for _, g := range s.Groups {
+		set.groups[g] = struct{}{}
+	}
+	return set
+}
+
+// matches reports whether the user is in the set, by whole username or by
+// one whole group. There is deliberately no prefix matching: trusting every
+// service account whose name starts with something is how guards get bypassed.
+func (s subjectSet) matches(u User) bool {
+	if _, ok := s.users[u.Username]; ok {
+		return true
+	}
+	for _, g := range u.Groups {
+		if _, ok := s.groups[g]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (s subjectSet) empty() bool { return len(s.users) == 0 && len(s.groups) == 0 }

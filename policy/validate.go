@@ -1,0 +1,246 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// validate checks a defaulted spec and returns every problem with its path.
+func validate(spec *GuardConfig) field.ErrorList {
+	var errs field.ErrorList
+	if spec.APIVersion != APIVersion {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), spec.APIVersion, "must be "+APIVersion))
+	}
+	if spec.Kind != Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), spec.Kind, "must be "+Kind))
+	}
+	errs = append(errs, validateMode(field.NewPath("defaultMode"), spec.DefaultMode)...)
+	if spec.Unmanaged != UnmanagedAllow && spec.Unmanaged != UnmanagedAudit {
+		errs = append(errs, field.NotSupported(field.NewPath("unmanaged"), spec.Unmanaged, []UnmanagedAction{UnmanagedAllow, UnmanagedAudit}))
+	}
+	errs = append(errs, validateSubjects(field.NewPath("breakGlass"), spec.BreakGlass)...)
+	errs = append(errs, validateServiceAccount(field.NewPath("certManager", "caInjectorServiceAccount"), spec.CertManager.CAInjectorServiceAccount)...)
+	for _, msg := range validation.IsDNS1123Label(spec.CertManager.ClusterResourceNamespace) {
+		errs = append(errs, field.Invalid(field.NewPath("certManager", "clusterResourceNamespace"), spec.CertManager.ClusterResourceNamespace, msg))
+	}
+	if spec.Flapping.MaxDistinctBundles < 2 {
+		errs = append(errs, field.Invalid(field.NewPath("flapping", "maxDistinctBundles"), spec.Flapping.MaxDistinctBundles, "must be >= 2: a CA rotation legitimately writes old+new, then new"))
+	}
+	if spec.Flapping.Window.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("flapping", "window"), spec.Flapping.Window.Duration.String(), "must be a positive duration such as 10m"))
+	}
+
+	ownersPath := field.NewPath("owners")
+	names := map[string]int{}
+	claimed := map[ConfigKind]map[string]int{KindValidating: {}, KindMutating: {}}
+	for i := range spec.Owners {
+		o := &spec.Owners[i]
+		p := ownersPath.Index(i)
+		errs = append(errs, validateOwner(p, o)...)
+		if first, dup := names[o.Name]; dup && o.Name != "" {
+			errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also owners[%d].name)", o.Name, first)))
+		} else {
+			names[o.Name] = i
+		}
+		errs = append(errs, claimNames(p.Child("match", "validating"), spec, i, KindValidating, o.Match.Validating, claimed)...)
+		errs = append(errs, claimNames(p.Child("match", "mutating"), spec, i, KindMutating, o.Match.Mutating, claimed)...)
+	}
+	return errs
+}
+
+// claimNames reports a configuration name claimed by two mappings: single
+// ownership is the point of the product, so it is a load-time error.
+func claimNames(p *field.Path, spec *GuardConfig, owner int, kind ConfigKind, names []string, claimed map[ConfigKind]map[string]int) field.ErrorList {
+	var errs field.ErrorList
+	for j, n := range names {
+		if n == "" {
+			errs = append(errs, field.Required(p.Index(j), "a configuration name"))
+			continue
+		}
+		for _, msg := range validation.IsDNS1123Subdomain(n) {
+			errs = append(errs, field.Invalid(p.Index(j), n, msg))
+		}
+		if first, dup := claimed[kind][n]; dup {
+			if first == owner {
+				errs = append(errs, field.Duplicate(p.Index(j), n))
+				continue
+			}
+			errs = append(errs, field.Duplicate(p.Index(j), fmt.Sprintf("%s %q is already owned by owners[%d] (%s); a configuration must have a single owner: remove it from one of %q and %q",
+				kind, n, first, spec.Owners[first].Name, spec.Owners[first].Name, spec.Owners[owner].Name)))
+			continue
+		}
+		claimed[kind][n] = owner
+	}
+	return errs
+}
+
+func validateOwner(p *field.Path, o *Owner) field.ErrorList {
+	var errs field.ErrorList
+	if o.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "used in messages, metrics and reports"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(o.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), o.Name, msg))
+		}
+	}
+	if o.Mode != "" {
+		errs = append(errs, validateMode(p.Child("mode"), o.Mode)...)
+	}
+	m := o.Match
+	if len(m.Validating) == 0 && len(m.Mutating) == 0 && m.LabelSelector == nil {
+		errs = append(errs, field.Required(p.Child("match"), "at least one of validating, mutating or labelSelector"))
+	}
+	if m.LabelSelector != nil {
+		sp := p.Child("match", "labelSelector")
+		if len(m.LabelSelector.MatchLabels) == 0 && len(m.LabelSelector.MatchExpressions) == 0 {
+			errs = append(errs, field.Invalid(sp, "{}", "an empty selector would match every webhook configuration; name the labels to match"))
+		} else if _, err := metav1.LabelSelectorAsSelector(m.LabelSelector); err != nil {
+			errs = append(errs, field.Invalid(sp, m.LabelSelector.String(), err.Error()))
+		}
+	}
+	errs = append(errs, validateSubjects(p.Child("writers"), o.Writers)...)
+	if o.CA.InjectedByCertManager == nil && len(o.Writers.ServiceAccounts)+len(o.Writers.Users)+len(o.Writers.Groups) == 0 {
+		errs = append(errs, field.Required(p.Child("writers"), "at least one service account, user or group; hint: the owner's controller usually runs as a service account \"namespace/name\""))
+	}
+	errs = append(errs, validateCASource(p.Child("ca"), &o.CA)...)
+	return errs
+}
+
+func validateMode(p *field.Path, m Mode) field.ErrorList {
+	if m != ModeAudit && m != ModeEnforce {
+		return field.ErrorList{field.NotSupported(p, m, []Mode{ModeAudit, ModeEnforce})}
+	}
+	return nil
+}
+
+func validateSubjects(p *field.Path, s Subjects) field.ErrorList {
+	var errs field.ErrorList
+	for i, sa := range s.ServiceAccounts {
+		errs = append(errs, validateServiceAccount(p.Child("serviceAccounts").Index(i), sa)...)
+	}
+	for i, u := range s.Users {
+		if strings.TrimSpace(u) == "" {
+			errs = append(errs, field.Required(p.Child("users").Index(i), "a username"))
+		}
+	}
+	for i, g := range s.Groups {
+		if strings.TrimSpace(g) == "" {
+			errs = append(errs, field.Required(p.Child("groups").Index(i), "a group name"))
+		}
+	}
+	return errs
+}
+
+// validateServiceAccount accepts exactly "namespace/name".
+func validateServiceAccount(p *field.Path, sa string) field.ErrorList {
+	ns, name, ok := strings.Cut(sa, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		hint := ""
+		if strings.HasPrefix(sa, "system:serviceaccount:") {
+			hint = "; hint: write it as \"namespace/name\", not as a username"
+		}
+		return field.ErrorList{field.Invalid(p, sa, "must be \"namespace/name\""+hint)}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(ns) {
+		errs = append(errs, field.Invalid(p, sa, "namespace: "+msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(p, sa, "name: "+msg))
+	}
+	return errs
+}
+
+// caSourceFields lists the CA source fields in the order messages name them.
+var caSourceFields = []string{"secret", "configMap", "certificate", "issuer", "injectedByCertManager", "pem"}
+
+func validateCASource(p *field.Path, ca *CASource) field.ErrorList {
+	set := sets.New[string]()
+	if ca.Secret != nil {
+		set.Insert("secret")
+	}
+	if ca.ConfigMap != nil {
+		set.Insert("configMap")
+	}
+	if ca.Certificate != nil {
+		set.Insert("certificate")
+	}
+	if ca.Issuer != nil {
+		set.Insert("issuer")
+	}
+	if ca.InjectedByCertManager != nil {
+		set.Insert("injectedByCertManager")
+	}
+	if ca.PEM != "" {
+		set.Insert("pem")
+	}
+	switch set.Len() {
+	case 0:
+		return field.ErrorList{field.Required(p, "exactly one CA source: one of "+strings.Join(caSourceFields, ", "))}
+	case 1:
+	default:
+		return field.ErrorList{field.Invalid(p, strings.Join(sets.List(set), ", "), "exactly one CA source may be set; the owner's CA must come from a single place")}
+	}
+	var errs field.ErrorList
+	if ca.Secret != nil {
+		errs = append(errs, validateKeyRef(p.Child("secret"), ca.Secret)...)
+	}
+	if ca.ConfigMap != nil {
+		errs = append(errs, validateKeyRef(p.Child("configMap"), ca.ConfigMap)...)
+	}
+	if ca.Certificate != nil {
+		errs = append(errs, validateObjectRef(p.Child("certificate"), ca.Certificate.Namespace, ca.Certificate.Name)...)
+	}
+	if ca.Issuer != nil {
+		ip := p.Child("issuer")
+		switch ca.Issuer.Kind {
+		case "Issuer":
+			errs = append(errs, validateObjectRef(ip, ca.Issuer.Namespace, ca.Issuer.Name)...)
+		case "ClusterIssuer":
+			if ca.Issuer.Namespace != "" {
+				errs = append(errs, field.Forbidden(ip.Child("namespace"), "a ClusterIssuer is cluster-scoped; its CA Secret is read from certManager.clusterResourceNamespace"))
+			}
+			errs = append(errs, validateObjectRef(ip, "-", ca.Issuer.Name)...)
+		default:
+			errs = append(errs, field.NotSupported(ip.Child("kind"), ca.Issuer.Kind, []string{"Issuer", "ClusterIssuer"}))
+		}
+	}
+	if ca.PEM != "" {
+		if _, err := NewCASet("pem", []byte(ca.PEM)); err != nil {
+			errs = append(errs, field.Invalid(p.Child("pem"), "<pem>", err.Error()))
+		}
+	}
+	return errs
+}
+
+func validateKeyRef(p *field.Path, r *KeyRef) field.ErrorList {
+	errs := validateObjectRef(p, r.Namespace, r.Name)
+	for _, msg := range validation.IsConfigMapKey(r.Key) {
+		errs = append(errs, field.Invalid(p.Child("key"), r.Key, msg))
+	}
+	return errs
+}
+
+func validateObjectRef(p *field.Path, namespace, name string) field.ErrorList {
+	var errs field.ErrorList
+	if namespace == "" {
+		errs = append(errs, field.Required(p.Child("namespace"), ""))
+	} else if namespace != "-" {
+		for _, msg := range validation.IsDNS1123Label(namespace) {
+			errs = append(errs, field.Invalid(p.Child("namespace"), namespace, msg))
+		}
+	}
+	if name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(p.Child("name"), name, msg))
+		}
+	}
+	return errs
+}
