@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
