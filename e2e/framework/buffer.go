@@ -1,0 +1,47 @@
+package framework
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+)
+
+// Buffer is an io.Writer safe for concurrent use that keeps everything a
+// process printed, so its tail can go into a test failure.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Lines returns the complete lines written so far.
+func (b *Buffer) Lines() []string {
+	s := b.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	} else {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// Tail returns the last n lines.
+func (b *Buffer) Tail(n int) string {
+	lines := b.Lines()
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

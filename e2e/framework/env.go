@@ -1,0 +1,364 @@
+// Package framework runs webhook-guard end to end: a real kube-apiserver and
+// etcd (built into <repo>/bin by `make tools`) under controller-runtime's
+// envtest, started with the AdmissionConfiguration and static webhook manifest
+// that `webhook-guard render static-manifest` writes, and the built
+// `webhook-guard serve` binary running as its own service account with a
+// certificate in cert-manager's Secret format.
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// The guard's own identity, as the chart would deploy it.
+const (
+	GuardNamespace      = "webhook-guard"
+	GuardServiceAccount = "webhook-guard"
+	GuardSecretName     = "webhook-guard-tls"
+	// WebhookPath is where `serve` answers AdmissionReviews.
+	WebhookPath = "/validate"
+)
+
+// Options configure one environment.
+type Options struct {
+	// Config is the GuardConfig `serve` runs with; `render` reads it too (its
+	// breakGlass subjects become matchConditions).
+	Config *policy.GuardConfig
+	// FailurePolicy of the rendered static webhook: Fail (default) or Ignore.
+	FailurePolicy string
+	// TimeoutSeconds of the rendered static webhook (default 5).
+	TimeoutSeconds int
+	// CertManagerCRDs installs cert-manager's Certificate, Issuer,
+	// ClusterIssuer and CertificateRequest CRDs.
+	CertManagerCRDs bool
+}
+
+// Env is one control plane with one guard.
+type Env struct {
+	t testing.TB
+	// Root is the repository root; Dir the environment's scratch directory.
+	Root, Dir string
+	// Admin is a system:masters identity (break-glass in the usual config).
+	Admin     *rest.Config
+	AdminKube kubernetes.Interface
+	// APIServerLog holds kube-apiserver's stdout and stderr.
+	APIServerLog *Buffer
+	// GuardCA signs the guard's serving certificate; its PEM is the static
+	// webhook's caBundle.
+	GuardCA *CA
+	// Rendered are the files `render static-manifest` wrote, by path
+	// relative to the render output directory.
+	Rendered map[string][]byte
+	Guard    *Guard
+
+	testEnv *envtest.Environment
+
+	rbacOnce sync.Once
+}
+
+// RepoRoot is the repository root, found from this file's location.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// RequireControlPlane fails the test unless bin/kube-apiserver and bin/etcd
+// exist. It never skips: a missing control plane is a broken setup.
+func RequireControlPlane(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(RepoRoot(), "bin")
+	var missing []string
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if fi, err := os.Stat(filepath.Join(bin, name)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			missing = append(missing, filepath.Join(bin, name))
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("the e2e suite needs a real control plane but %s missing; run `make tools` "+
+			"(hack/build-control-plane.sh builds kube-apiserver and etcd from the Go module proxy into bin/)",
+			strings.Join(missing, " and ")+map[bool]string{true: " is", false: " are"}[len(missing) == 1])
+	}
+	return bin
+}
+
+// Start brings up etcd, kube-apiserver (with the rendered static webhook) and
+// the guard. Everything is torn down by t.Cleanup.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	binDir := RequireControlPlane(t)
+	if opts.Config == nil {
+		t.Fatal("framework.Start: Options.Config is required")
+	}
+	if opts.FailurePolicy == "" {
+		opts.FailurePolicy = "Fail"
+	}
+	if opts.TimeoutSeconds == 0 {
+		opts.TimeoutSeconds = 5
+	}
+	e := &Env{t: t, Root: RepoRoot(), Dir: t.TempDir(), APIServerLog: &Buffer{}}
+	guardBin := GuardBinary(t)
+
+	// The guard's serving certificate, as cert-manager would issue it.
+	e.GuardCA = NewCA(t, "webhook-guard-ca")
+	leaf := e.GuardCA.Issue(t, "webhook-guard")
+	certDir := filepath.Join(e.Dir, "certs")
+	WriteSecretDir(t, certDir, SecretData(e.GuardCA, leaf))
+
+	configPath := filepath.Join(e.Dir, "config", "guard.yaml")
+	if err := os.MkdirAll(filepath.Dir(configPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	WriteFileAtomic(t, configPath, MarshalConfig(t, opts.Config))
+
+	g := &Guard{
+		env:        e,
+		Bin:        guardBin,
+		ConfigPath: configPath,
+		CertDir:    certDir,
+		Port:       FreePort(t),
+		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		Log:         &Buffer{},
+	}
+	e.Guard = g
+
+	// The static webhook manifest and AdmissionConfiguration, from the
+	// product's own render command.
+	renderDir := filepath.Join(e.Dir, "admission")
+	e.render(t, guardBin, renderDir, g.URL(), filepath.Join(certDir, "ca.crt"), configPath, opts)
+	admissionConfig := filepath.Join(renderDir, "admission-configuration.yaml")
+
+	e.testEnv = &envtest.Environment{
+		BinaryAssetsDirectory:    binDir,
+		ControlPlaneStartTimeout: 60 * time.Second,
+		ControlPlaneStopTimeout:  30 * time.Second,
+		ErrorIfCRDPathMissing:    true,
+	}
+	e.testEnv.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(binDir, "etcd")}
+	api := e.testEnv.ControlPlane.GetAPIServer()
+	api.Path = filepath.Join(binDir, "kube-apiserver")
+	api.Out, api.Err = e.APIServerLog, e.APIServerLog
+	api.Configure().Set("admission-control-config-file", admissionConfig)
+	if opts.CertManagerCRDs {
+		e.testEnv.CRDInstallOptions.Paths = CertManagerCRDPaths(t)
+	}
+	cfg, err := e.testEnv.Start()
+	if err != nil {
+		_ = e.testEnv.Stop()
+		t.Fatalf("start kube-apiserver and etcd: %v\n--- kube-apiserver log (last 40 lines) ---\n%s\n--- static webhook manifest rendered by `webhook-guard render` ---\n%s",
+			err, e.APIServerLog.Tail(40), e.renderedSummary())
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- kube-apiserver log (last 30 lines) ---\n%s", e.APIServerLog.Tail(30))
+		}
+		if err := e.testEnv.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	e.Admin = cfg
+	e.AdminKube = kubernetes.NewForConfigOrDie(cfg)
+
+	e.installGuardIdentity(t, leaf)
+	g.Start(t)
+	return e
+}
+
+func (e *Env) render(t testing.TB, bin, outDir, url, caFile, configPath string, opts Options) {
+	t.Helper()
+	args := []string{"render", "static-manifest",
+		"--url", url,
+		"--ca-file", caFile,
+		"--config", configPath,
+		"--failure-policy", opts.FailurePolicy,
+		"--timeout-seconds", fmt.Sprint(opts.TimeoutSeconds),
+		"--output-dir", outDir,
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("webhook-guard %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	e.Rendered = map[string][]byte{}
+	err = filepath.WalkDir(outDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(outDir, p)
+		e.Rendered[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatalf("read rendered files: %v", err)
+	}
+	for _, want := range []string{"admission-configuration.yaml", filepath.Join("static", "webhook-guard.static.k8s.io.yaml")} {
+		if _, ok := e.Rendered[want]; !ok {
+			t.Fatalf("webhook-guard render static-manifest --output-dir did not write %s; it wrote:\n%s", want, e.renderedSummary())
+		}
+	}
+}
+
+func (e *Env) renderedSummary() string {
+	var b strings.Builder
+	for name, data := range e.Rendered {
+		fmt.Fprintf(&b, "# %s\n%s\n", name, data)
+	}
+	return b.String()
+}
+
+// StaticManifest is the rendered static ValidatingWebhookConfiguration.
+func (e *Env) StaticManifest() string {
+	return string(e.Rendered[filepath.Join("static", "webhook-guard.static.k8s.io.yaml")])
+}
+
+// installGuardIdentity creates what the chart and cert-manager would: the
+// guard's namespace, its least-privilege ClusterRole, the Secret cert-manager
+// would issue, and a kubeconfig for system:serviceaccount:webhook-guard:webhook-guard.
+func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
+	t.Helper()
+	ctx := context.Background()
+	e.EnsureNamespace(t, GuardNamespace)
+	_, err := e.AdminKube.CoreV1().Secrets(GuardNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: GuardSecretName,
+			Annotations: map[string]string{
+				"cert-manager.io/certificate-name": "webhook-guard",
+				"cert-manager.io/issuer-name":      "webhook-guard-ca",
+				"cert-manager.io/issuer-kind":      "Issuer",
+				"cert-manager.io/common-name":      "webhook-guard",
+				"cert-manager.io/alt-names":        "localhost",
+				"cert-manager.io/ip-sans":          "127.0.0.1",
+			},
+		},
+		Type: corev1.SecretTypeTLS,
+		Data: SecretData(e.GuardCA, leaf),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create the guard's serving Secret: %v", err)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates", "issuers", "clusterissuers"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		},
+	}
+	if _, err := e.AdminKube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the guard's ClusterRole: %v", err)
+	}
+	user := ServiceAccountUser(GuardNamespace, GuardServiceAccount)
+	e.bind(t, "webhook-guard", "webhook-guard", user.Name)
+	au, err := e.testEnv.AddUser(user, nil)
+	if err != nil {
+		t.Fatalf("provision the guard's identity: %v", err)
+	}
+	kc, err := au.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig for the guard: %v", err)
+	}
+	e.Guard.Kubeconfig = filepath.Join(e.Dir, "guard.kubeconfig")
+	if err := os.WriteFile(e.Guard.Kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// EnsureNamespace creates a namespace if it does not exist.
+func (e *Env) EnsureNamespace(t testing.TB, name string) {
+	t.Helper()
+	_, err := e.AdminKube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+func (e *Env) bind(t testing.TB, bindingName, roleName, user string) {
+	t.Helper()
+	_, err := e.AdminKube.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: bindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: roleName},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("bind %s to %s: %v", user, roleName, err)
+	}
+}
+
+// MarshalConfig renders a GuardConfig as the YAML file `serve` reads.
+func MarshalConfig(t testing.TB, c *policy.GuardConfig) []byte {
+	t.Helper()
+	cc := *c
+	cc.APIVersion, cc.Kind = policy.APIVersion, policy.Kind
+	b, err := yaml.Marshal(&cc)
+	if err != nil {
+		t.Fatalf("marshal GuardConfig: %v", err)
+	}
+	if _, err := policy.Load(b); err != nil {
+		t.Fatalf("the test's GuardConfig is invalid: %v\n%s", err, b)
+	}
+	return b
+}
+
+// WriteFileAtomic writes data to a temporary file in path's directory and
+// renames it over path, the way a ConfigMap update reaches a pod.
+func WriteFileAtomic(t testing.TB, path string, data []byte) {
+	t.Helper()
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CertManagerCRDPaths are cert-manager's CRD files from the
+// github.com/cert-manager/cert-manager module in the module cache.
+func CertManagerCRDPaths(t testing.TB) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		t.Fatalf("locate the cert-manager module (go list -m): %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")
+	var paths []string
+	for _, f := range []string{"cert-manager.io_certificates.yaml", "cert-manager.io_issuers.yaml", "cert-manager.io_clusterissuers.yaml", "cert-manager.io_certificaterequests.yaml"} {
+		paths = append(paths, filepath.Join(dir, f))
+	}
+	return paths
+}

@@ -1,0 +1,312 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+	buildDir  string
+)
+
+// GuardBinary builds cmd/webhook-guard once per test process (into a
+// temporary directory removed by Cleanup) and returns its path. Set
+// WEBHOOK_GUARD_BINARY to test a prebuilt binary instead.
+func GuardBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("WEBHOOK_GUARD_BINARY"); p != "" {
+		return p
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "webhook-guard-e2e-bin-")
+		if buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(buildDir, "webhook-guard")
+		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/webhook-guard")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/webhook-guard: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// Cleanup removes what the framework left outside test directories (the
+// built binary). Call it from TestMain after m.Run.
+func Cleanup() {
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Guard is a running `webhook-guard serve` process.
+type Guard struct {
+	env *Env
+	// Bin is the webhook-guard binary.
+	Bin string
+	// ConfigPath is the GuardConfig file; CertDir the serving certificate
+	// directory (cert-manager Secret layout); Kubeconfig the guard's identity.
+	ConfigPath, CertDir, Kubeconfig string
+	// Port serves the webhook on 127.0.0.1.
+	Port int
+	// MetricsAddr and HealthAddr are host:port.
+	MetricsAddr, HealthAddr string
+	// Log holds the process's stdout and stderr (JSON lines).
+	Log *Buffer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// URL is the webhook URL the static manifest points at.
+func (g *Guard) URL() string { return fmt.Sprintf("https://127.0.0.1:%d%s", g.Port, WebhookPath) }
+
+// Args are the `serve` arguments.
+func (g *Guard) Args() []string {
+	return []string{"serve",
+		"--config", g.ConfigPath,
+		"--cert-dir", g.CertDir,
+		"--bind-address", "127.0.0.1",
+		"--port", strconv.Itoa(g.Port),
+		"--metrics-bind-address", g.MetricsAddr,
+		"--health-probe-bind-address", g.HealthAddr,
+		"--kubeconfig", g.Kubeconfig,
+		"--log-format", "json",
+		"--log-level", "debug",
+	}
+}
+
+// Start runs the guard and waits until /readyz answers 200. The process is
+// stopped by t.Cleanup; its log is printed if the test failed.
+func (g *Guard) Start(t testing.TB) {
+	t.Helper()
+	g.mu.Lock()
+	if g.cmd != nil {
+		g.mu.Unlock()
+		t.Fatal("guard already running")
+	}
+	cmd := exec.Command(g.Bin, g.Args()...)
+	cmd.Stdout, cmd.Stderr = g.Log, g.Log
+	// Never leak the guard: it dies with the test process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		g.mu.Unlock()
+		t.Fatalf("start webhook-guard serve: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	g.cmd, g.done = cmd, done
+	g.mu.Unlock()
+
+	var once sync.Once
+	t.Cleanup(func() {
+		once.Do(func() {
+			if t.Failed() {
+				t.Logf("--- webhook-guard log (last 60 lines) ---\n%s", g.Log.Tail(60))
+			}
+		})
+		g.Stop(t)
+	})
+
+	deadline := time.Now().Add(30 * time.Second)
+	client := &http.Client{Timeout: time.Second}
+	var last string
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			t.Fatalf("webhook-guard serve exited before it was ready (%v): %s\n--- log ---\n%s", cmd.ProcessState, strings.Join(g.Args(), " "), g.Log.Tail(40))
+		default:
+		}
+		resp, err := client.Get("http://" + g.HealthAddr + "/readyz")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("webhook-guard did not become ready within 30s (GET /readyz: %s)\n--- log ---\n%s", last, g.Log.Tail(40))
+}
+
+// Stop terminates the guard (SIGTERM, then SIGKILL after 10 s). It is safe
+// to call more than once.
+func (g *Guard) Stop(t testing.TB) {
+	t.Helper()
+	g.mu.Lock()
+	cmd, done := g.cmd, g.done
+	g.cmd, g.done = nil, nil
+	g.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Errorf("webhook-guard did not exit within 10s of SIGTERM; killed it")
+	}
+}
+
+// Running reports whether the process is alive.
+func (g *Guard) Running() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil {
+		return false
+	}
+	select {
+	case <-g.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Metrics scrapes the guard's Prometheus endpoint.
+func (g *Guard) Metrics(t testing.TB) Metrics {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.MetricsAddr+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scrape guard metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape guard metrics: %s", resp.Status)
+	}
+	m, err := ParseMetrics(resp.Body)
+	if err != nil {
+		t.Fatalf("parse guard metrics: %v", err)
+	}
+	return m
+}
+
+// Metric is the sum of the samples of name whose labels include labels.
+func (g *Guard) Metric(t testing.TB, name string, labels map[string]string) float64 {
+	t.Helper()
+	return g.Metrics(t).Sum(name, labels)
+}
+
+// Record is one "decision recorded" log line.
+type Record struct {
+	Mapping string `json:"mapping"`
+	Rule    string `json:"rule"`
+	Outcome string `json:"outcome"`
+	Subject string `json:"subject"`
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	DryRun  bool   `json:"dryRun"`
+	Raw     string `json:"-"`
+}
+
+// Records are the decisions the guard recorded, from its JSON log.
+func (g *Guard) Records() []Record {
+	var out []Record
+	sc := bufio.NewScanner(strings.NewReader(g.Log.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `"decision recorded"`) {
+			continue
+		}
+		var r Record
+		var probe struct {
+			Msg string `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &probe) != nil || probe.Msg != "decision recorded" {
+			continue
+		}
+		_ = json.Unmarshal([]byte(line), &r)
+		r.Raw = line
+		out = append(out, r)
+	}
+	return out
+}
+
+// RecordsFor are the records about one configuration.
+func (g *Guard) RecordsFor(name string) []Record {
+	var out []Record
+	for _, r := range g.Records() {
+		if r.Name == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RewriteConfig replaces the GuardConfig file atomically (temp file +
+// rename) and waits until ready reports the new configuration in force.
+func (g *Guard) RewriteConfig(t testing.TB, c *policy.GuardConfig, ready func() bool) {
+	t.Helper()
+	WriteFileAtomic(t, g.ConfigPath, MarshalConfig(t, c))
+	Eventually(t, 15*time.Second, "the guard reloads its configuration", ready)
+}
+
+// RenewCertificate writes a new serving certificate into the cert directory
+// the way a renewed cert-manager Secret reaches a pod, and returns it.
+func (g *Guard) RenewCertificate(t testing.TB, ca *CA) *ServingCert {
+	t.Helper()
+	leaf := ca.Issue(t, "webhook-guard")
+	WriteSecretDir(t, g.CertDir, SecretData(ca, leaf))
+	return leaf
+}
+
+// Eventually polls cond every 100 ms until it is true or timeout passes,
+// then fails the test naming what it waited for.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
