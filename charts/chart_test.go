@@ -1,0 +1,603 @@
+package charts
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.* from the current chart")
+
+const (
+	chartDir    = "webhook-guard"
+	releaseName = "webhook-guard"
+	namespace   = "webhook-guard"
+	// kubeVersion pins .Capabilities.KubeVersion so that goldens do not depend
+	// on how bin/helm was built.
+	kubeVersion = "1.37.0"
+)
+
+// valueSets are the values every chart-wide test runs with: the defaults,
+// each shape with its options, and the user-facing samples.
+var valueSets = map[string]string{
+	"default":     "",
+	"static":      "testdata/values-static.yaml",
+	"policy":      "testdata/values-policy.yaml",
+	"koordinator": "../config/samples/values-koordinator.yaml",
+	"cainjector":  "../config/samples/values-cainjector.yaml",
+}
+
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := filepath.Abs(filepath.Join("..", "bin", "helm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: run make tools (hack/build-helm.sh builds helm from the Go module proxy)", bin)
+	}
+	return bin
+}
+
+// helm runs bin/helm with an isolated HOME so no user configuration or
+// repository cache leaks in, and returns stdout; a non-zero exit is returned
+// as an error carrying stderr.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), helmBinary(t), args...)
+	cmd.Env = append(os.Environ(),
+		"HOME="+home,
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// writeValues writes a values file for one test. Not under t.TempDir():
+// helm splits --values on commas, and test names contain commas.
+func writeValues(t *testing.T, content string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "webhook-guard-values-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func templateArgs(chart, valuesFile string, extra ...string) []string {
+	args := []string{"template", releaseName, chart, "--namespace", namespace, "--kube-version", kubeVersion}
+	if valuesFile != "" {
+		args = append(args, "--values", valuesFile)
+	}
+	return append(args, extra...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func Test_chartVersionMatchesVERSION(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(string(raw))
+	chartYAML, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		Version     string `json:"version"`
+		AppVersion  string `json:"appVersion"`
+		KubeVersion string `json:"kubeVersion"`
+	}
+	if err := yaml.Unmarshal(chartYAML, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if chart.Version != want || chart.AppVersion != want {
+		t.Errorf("Chart.yaml has version %q and appVersion %q; both must equal VERSION (%q)", chart.Version, chart.AppVersion, want)
+	}
+	if chart.KubeVersion != ">=1.30.0-0" {
+		t.Errorf("Chart.yaml kubeVersion is %q, want >=1.30.0-0 (ValidatingAdmissionPolicy GA)", chart.KubeVersion)
+	}
+}
+
+func Test_lintStrict(t *testing.T) {
+	for _, name := range sortedKeys(valueSets) {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
+			if f := valueSets[name]; f != "" {
+				args = append(args, "--values", f)
+			}
+			if out, err := helm(t, args...); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// notesChart copies the chart and adds a template that renders NOTES.txt into
+// a YAML document: `helm template` skips NOTES.txt, and `helm install
+// --dry-run` needs a cluster.
+func notesChart(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), chartDir)
+	if err := os.CopyFS(dst, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	preview := "notes: |\n{{- include (print $.Template.BasePath \"/NOTES.txt\") . | nindent 2 }}\n"
+	if err := os.WriteFile(filepath.Join(dst, "templates", "zz-notes-preview.yaml"), []byte(preview), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func renderNotes(t *testing.T, valuesFile string, extra ...string) string {
+	t.Helper()
+	out, err := helm(t, templateArgs(notesChart(t), valuesFile, append([]string{"--show-only", "templates/zz-notes-preview.yaml"}, extra...)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Notes string `json:"notes"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(out), "---")), &doc); err != nil {
+		t.Fatalf("NOTES.txt preview is not YAML: %v\n%s", err, out)
+	}
+	return doc.Notes
+}
+
+func compareGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with go test ./charts/ -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s; review the change and run go test ./charts/ -update\n%s", path, lineDiff(string(want), got))
+	}
+}
+
+// lineDiff reports the first lines that differ, enough to locate a change.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 20; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d:\n  golden: %q\n  got:    %q\n", i+1, wl, gl)
+			shown++
+		}
+	}
+	return b.String()
+}
+
+func Test_templateGolden(t *testing.T) {
+	for _, name := range sortedKeys(valueSets) {
+		t.Run(name, func(t *testing.T) {
+			out, err := helm(t, templateArgs(chartDir, valueSets[name])...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareGolden(t, filepath.Join("testdata", name+".golden.yaml"), out)
+			compareGolden(t, filepath.Join("testdata", name+".notes.golden.txt"), renderNotes(t, valueSets[name]))
+		})
+	}
+}
+
+// Test_schemaRejects checks that bad values fail `helm template` before
+// anything renders, with helm's message naming the offending key.
+func Test_schemaRejects(t *testing.T) {
+	const validOwner = `
+    - name: koordinator
+      match: {validating: [koord-validating-webhook-configuration]}
+      writers: {serviceAccounts: [koordinator-system/koord-manager]}
+      ca: {secret: {namespace: koordinator-system, name: koordinator-webhook-certs}}`
+	tests := map[string]struct {
+		values string
+		want   []string
+	}{
+		"if a mapping's mode is unknown, name owners[0].mode": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      mode: enforcing
+      match: {validating: [koord-validating-webhook-configuration]}
+      writers: {serviceAccounts: [koordinator-system/koord-manager]}
+      ca: {secret: {namespace: koordinator-system, name: koordinator-webhook-certs}}`,
+			want: []string{"at '/config/owners/0/mode': value must be one of 'audit', 'enforce'"},
+		},
+		"if defaultMode is unknown, name config.defaultMode": {
+			values: "config:\n  defaultMode: deny\n",
+			want:   []string{"at '/config/defaultMode': value must be one of 'audit', 'enforce'"},
+		},
+		"if a mapping has no CA source, name its ca": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      match: {validating: [koord-validating-webhook-configuration]}
+      writers: {serviceAccounts: [koordinator-system/koord-manager]}
+      ca: {}`,
+			want: []string{"at '/config/owners/0/ca': 'oneOf' failed, none matched"},
+		},
+		"if a mapping has two CA sources, name its ca": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      match: {validating: [koord-validating-webhook-configuration]}
+      writers: {serviceAccounts: [koordinator-system/koord-manager]}
+      ca:
+        secret: {namespace: koordinator-system, name: koordinator-webhook-certs}
+        configMap: {namespace: koordinator-system, name: koordinator-ca}`,
+			want: []string{"at '/config/owners/0/ca': 'oneOf' failed, subschemas 0, 1 matched"},
+		},
+		"if a writer service account is written as a username, name the entry": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      match: {validating: [koord-validating-webhook-configuration]}
+      writers: {serviceAccounts: ["system:serviceaccount:koordinator-system:koord-manager"]}
+      ca: {secret: {namespace: koordinator-system, name: koordinator-webhook-certs}}`,
+			want: []string{"at '/config/owners/0/writers/serviceAccounts/0': 'system:serviceaccount:koordinator-system:koord-manager' does not match pattern"},
+		},
+		"if a writer service account has no namespace, name the entry": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      match: {validating: [koord-validating-webhook-configuration]}
+      writers: {serviceAccounts: [koord-manager]}
+      ca: {secret: {namespace: koordinator-system, name: koordinator-webhook-certs}}`,
+			want: []string{"at '/config/owners/0/writers/serviceAccounts/0': 'koord-manager' does not match pattern"},
+		},
+		"if a break-glass service account is malformed, name it": {
+			values: "config:\n  breakGlass:\n    serviceAccounts: [Kube-System/Admin]\n",
+			want:   []string{"at '/config/breakGlass/serviceAccounts/0': 'Kube-System/Admin' does not match pattern"},
+		},
+		"if the writers lists are all empty, name writers": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      match: {validating: [koord-validating-webhook-configuration]}
+      writers: {serviceAccounts: [], users: [], groups: []}
+      ca: {secret: {namespace: koordinator-system, name: koordinator-webhook-certs}}`,
+			want: []string{"at '/config/owners/0/writers': 'anyOf' failed"},
+		},
+		"if writers are missing and the CA is not injected by cert-manager, name writers": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      match: {validating: [koord-validating-webhook-configuration]}
+      ca: {secret: {namespace: koordinator-system, name: koordinator-webhook-certs}}`,
+			want: []string{"at '/config/owners/0': missing property 'writers'"},
+		},
+		"if a mapping matches nothing, name match": {
+			values: `
+config:
+  owners:
+    - name: koordinator
+      match: {validating: []}
+      writers: {serviceAccounts: [koordinator-system/koord-manager]}
+      ca: {secret: {namespace: koordinator-system, name: koordinator-webhook-certs}}`,
+			want: []string{"at '/config/owners/0/match': 'anyOf' failed"},
+		},
+		"if a ClusterIssuer source has a namespace, name the issuer": {
+			values: `
+config:
+  owners:
+    - name: platform
+      match: {mutating: [platform-defaults]}
+      writers: {users: [platform-deployer]}
+      ca: {issuer: {kind: ClusterIssuer, namespace: cert-manager, name: platform-ca}}`,
+			want: []string{"at '/config/owners/0/ca/issuer'"},
+		},
+		"if a mapping key is misspelled, name it": {
+			values: "config:\n  owners:" + validOwner + "\n      writer: {users: [x]}\n",
+			want:   []string{"at '/config/owners/0': additional properties 'writer' not allowed"},
+		},
+		"if a config key is unknown (apiVersion is the chart's), name it": {
+			values: "config:\n  apiVersion: webhook-guard.io/v1alpha1\n  owners: []\n",
+			want:   []string{"at '/config': additional properties 'apiVersion' not allowed"},
+		},
+		"if a top-level key is unknown, name it": {
+			values: "replicas: 3\n",
+			want:   []string{"additional properties 'replicas' not allowed"},
+		},
+		"if the shape is unknown, name shape": {
+			values: "shape: deployment\n",
+			want:   []string{"at '/shape': value must be one of 'static', 'policy'"},
+		},
+		"if the restricted securityContext is weakened, name the field": {
+			values: "securityContext:\n  readOnlyRootFilesystem: false\n",
+			want:   []string{"at '/securityContext/readOnlyRootFilesystem'"},
+		},
+		"if both an existing Secret and an issuer are given, fail naming both": {
+			values: "tls:\n  existingSecret: my-tls\n  issuerRef: {name: my-issuer}\n",
+			want:   []string{"tls.existingSecret and tls.issuerRef.name are both set"},
+		},
+		"if staticManifestSync is enabled in the policy shape, fail naming both": {
+			values: "shape: policy\nstaticManifestSync: {enabled: true}\n",
+			want:   []string{"staticManifestSync.enabled requires shape: static"},
+		},
+		"if several policy replicas run without leader election, fail": {
+			values: "shape: policy\nleaderElection: {enabled: false}\n",
+			want:   []string{"policy.replicas is 2 but leaderElection.enabled is false"},
+		},
+		"if two mappings share a name, fail naming it": {
+			values: "config:\n  owners:" + validOwner + strings.ReplaceAll(validOwner, "koord-validating-webhook-configuration", "other") + "\n",
+			want:   []string{`config.owners: two mappings are named "koordinator"`},
+		},
+		"if a ServiceMonitor would scrape a loopback-only metrics server, fail": {
+			values: "monitoring:\n  serviceMonitor: {enabled: true}\nmetrics:\n  bindAddress: 127.0.0.1\n",
+			want:   []string{"monitoring.serviceMonitor.enabled but metrics.bindAddress is loopback"},
+		},
+	}
+	for _, name := range sortedKeys(tests) {
+		tc := tests[name]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			valuesFile := writeValues(t, tc.values)
+			out, err := helm(t, templateArgs(chartDir, valuesFile)...)
+			if err == nil {
+				t.Fatalf("helm template accepted the values; want an error containing %q\n%s", tc.want, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// Test_schemaAccepts checks values the schema must not reject.
+func Test_schemaAccepts(t *testing.T) {
+	tests := map[string]string{
+		"if the CA is injected by cert-manager, writers may be omitted": `
+config:
+  owners:
+    - name: example
+      match: {validating: [example]}
+      ca: {injectedByCertManager: {}}`,
+		"if only groups are writers, that is enough": `
+config:
+  owners:
+    - name: example
+      match: {labelSelector: {matchLabels: {app: example}}}
+      writers: {groups: [platform-admins]}
+      ca: {configMap: {namespace: example, name: example-ca, key: ca.pem}}`,
+		"if the policy shape runs one replica, it renders (NOTES warns)": "shape: policy\npolicy: {replicas: 1}\n",
+	}
+	for _, name := range sortedKeys(tests) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			valuesFile := writeValues(t, tests[name])
+			if _, err := helm(t, templateArgs(chartDir, valuesFile)...); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func Test_notesWarnAboutSingleReplica(t *testing.T) {
+	notes := renderNotes(t, "", "--set", "shape=policy", "--set", "policy.replicas=1")
+	if !strings.Contains(notes, "WARNING: policy.replicas is 1") {
+		t.Errorf("NOTES.txt does not warn about a single replica:\n%s", notes)
+	}
+	notes = renderNotes(t, "", "--set", "shape=policy")
+	if strings.Contains(notes, "WARNING: policy.replicas") {
+		t.Errorf("NOTES.txt warns about replicas although there are 2:\n%s", notes)
+	}
+}
+
+// object is a rendered Kubernetes object, decoded generically.
+type object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Data  map[string]string `json:"data"`
+	Rules []struct {
+		APIGroups     []string `json:"apiGroups"`
+		Resources     []string `json:"resources"`
+		Verbs         []string `json:"verbs"`
+		ResourceNames []string `json:"resourceNames"`
+	} `json:"rules"`
+}
+
+func renderObjects(t *testing.T, valuesFile string, extra ...string) []object {
+	t.Helper()
+	out, err := helm(t, templateArgs(chartDir, valuesFile, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []object
+	for _, doc := range strings.Split(out, "\n---\n") {
+		doc = strings.TrimPrefix(strings.TrimSpace(doc), "---")
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var o object
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("rendered document is not YAML: %v\n%s", err, doc)
+		}
+		if o.Kind != "" {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+// Test_renderedGuardConfigLoads is the values -> ConfigMap -> loader round
+// trip: the guard.yaml the chart renders loads with policy.Load unchanged,
+// with as many mappings as the values declare.
+func Test_renderedGuardConfigLoads(t *testing.T) {
+	for _, name := range sortedKeys(valueSets) {
+		t.Run(name, func(t *testing.T) {
+			var values struct {
+				Config struct {
+					Owners []map[string]any `json:"owners"`
+				} `json:"config"`
+			}
+			if f := valueSets[name]; f != "" {
+				raw, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := yaml.Unmarshal(raw, &values); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var cm *object
+			for _, o := range renderObjects(t, valueSets[name], "--show-only", "templates/configmap.yaml") {
+				if o.Kind == "ConfigMap" {
+					cm = &o
+				}
+			}
+			if cm == nil {
+				t.Fatal("the chart renders no ConfigMap")
+			}
+			guardYAML, ok := cm.Data["guard.yaml"]
+			if !ok {
+				t.Fatalf("ConfigMap %s has no key guard.yaml", cm.Metadata.Name)
+			}
+			cfg, err := policy.Load([]byte(guardYAML))
+			if err != nil {
+				t.Fatalf("policy.Load rejects the rendered guard.yaml: %v\n%s", err, guardYAML)
+			}
+			if got, want := len(cfg.Spec.Owners), len(values.Config.Owners); got != want {
+				t.Errorf("loaded %d mappings, the values declare %d", got, want)
+			}
+			if cfg.Spec.DefaultMode != policy.ModeAudit && name != "static" {
+				t.Errorf("defaultMode is %q, want audit by default", cfg.Spec.DefaultMode)
+			}
+		})
+	}
+}
+
+// Test_rbacIsLeastPrivilege checks invariants of every rendered Role and
+// ClusterRole: nothing may write webhook configurations, and Secrets and
+// ConfigMaps are only ever readable with `get` on named objects.
+func Test_rbacIsLeastPrivilege(t *testing.T) {
+	for _, name := range sortedKeys(valueSets) {
+		t.Run(name, func(t *testing.T) {
+			for _, o := range renderObjects(t, valueSets[name]) {
+				if o.Kind != "Role" && o.Kind != "ClusterRole" {
+					continue
+				}
+				where := fmt.Sprintf("%s %s/%s", o.Kind, o.Metadata.Namespace, o.Metadata.Name)
+				for i, r := range o.Rules {
+					for _, res := range r.Resources {
+						switch res {
+						case "validatingwebhookconfigurations", "mutatingwebhookconfigurations",
+							"validatingadmissionpolicies", "validatingadmissionpolicybindings":
+							for _, v := range r.Verbs {
+								if !slices.Contains([]string{"get", "list", "watch"}, v) {
+									t.Errorf("%s rules[%d] grants %q on %s: the guard must never write what it guards", where, i, v, res)
+								}
+							}
+						case "secrets", "configmaps":
+							if o.Kind == "ClusterRole" {
+								t.Errorf("%s rules[%d] grants %s cluster-wide; CA sources are read through Roles with resourceNames", where, i, res)
+							}
+							if !slices.Equal(r.Verbs, []string{"get"}) || len(r.ResourceNames) == 0 {
+								t.Errorf("%s rules[%d] grants %v on %s with resourceNames %v; want get on named objects only", where, i, r.Verbs, res, r.ResourceNames)
+							}
+						}
+						if res == "*" || slices.Contains(r.Verbs, "*") {
+							t.Errorf("%s rules[%d] uses a wildcard", where, i)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// Test_secretReadsFollowMappings checks that the Roles grant get on exactly
+// the Secrets and ConfigMaps named by the mappings and extra*Reads of the
+// static test values, per namespace.
+func Test_secretReadsFollowMappings(t *testing.T) {
+	want := map[string]map[string][]string{
+		"cert-manager":       {"secrets": {"platform-ca"}},
+		"gatekeeper-system":  {"secrets": {"gatekeeper-ca"}},
+		"koordinator-system": {"secrets": {"koordinator-webhook-certs"}, "configmaps": {"koordinator-ca-bundle"}},
+		"kyverno":            {"configmaps": {"kyverno-ca"}},
+	}
+	got := map[string]map[string][]string{}
+	for _, o := range renderObjects(t, valueSets["static"], "--show-only", "templates/rbac.yaml") {
+		if o.Kind != "Role" || strings.HasSuffix(o.Metadata.Name, "-leader-election") {
+			continue
+		}
+		for _, r := range o.Rules {
+			for _, res := range r.Resources {
+				if got[o.Metadata.Namespace] == nil {
+					got[o.Metadata.Namespace] = map[string][]string{}
+				}
+				got[o.Metadata.Namespace][res] = append(got[o.Metadata.Namespace][res], r.ResourceNames...)
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("CA source reads:\n got  %v\n want %v", got, want)
+	}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if _, err := os.Stat(filepath.Join("..", "bin", "helm")); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(os.Stderr, "bin/helm is missing: run make tools (hack/build-helm.sh)")
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,153 @@
+{{/* Chart name, truncated to the 63 characters of a label value. */}}
+{{- define "webhook-guard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: the prefix of every object name. */}}
+{{- define "webhook-guard.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels: stable across upgrades. */}}
+{{- define "webhook-guard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "webhook-guard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "webhook-guard.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "webhook-guard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: {{ .Values.shape }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "webhook-guard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "webhook-guard.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "webhook-guard.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default (printf "v%s" .Chart.AppVersion) .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the serving certificate. */}}
+{{- define "webhook-guard.tlsSecretName" -}}
+{{- if .Values.tls.existingSecret }}
+{{- .Values.tls.existingSecret }}
+{{- else }}
+{{- printf "%s-tls" (include "webhook-guard.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The Service name (policy shape webhook DNS names and metrics). */}}
+{{- define "webhook-guard.serviceName" -}}
+{{- include "webhook-guard.fullname" . }}
+{{- end }}
+
+{{/*
+The address the webhook server listens on: loopback on the node in the static
+shape; the pod IP in the policy shape.
+*/}}
+{{- define "webhook-guard.webhookHost" -}}
+{{- if eq .Values.shape "static" }}127.0.0.1{{ else }}$(POD_IP){{ end }}
+{{- end }}
+
+{{/* The host probes and the health server use. */}}
+{{- define "webhook-guard.healthHost" -}}
+{{- if eq .Values.shape "static" }}127.0.0.1{{ else }}$(POD_IP){{ end }}
+{{- end }}
+
+{{- define "webhook-guard.metricsHost" -}}
+{{- default "$(POD_IP)" .Values.metrics.bindAddress }}
+{{- end }}
+
+{{/*
+caReads returns, as YAML, the objects the guard may `get`, grouped by
+namespace: {<namespace>: {secrets: [names], configMaps: [names]}}, with sorted,
+de-duplicated names. Sources come from the mappings (ca.secret, ca.configMap)
+and from extraSecretReads/extraConfigMapReads.
+*/}}
+{{- define "webhook-guard.caReads" -}}
+{{- $secrets := dict }}
+{{- $configMaps := dict }}
+{{- range .Values.config.owners }}
+{{- with .ca }}
+{{- with .secret }}
+{{- $_ := set $secrets .namespace (append (get $secrets .namespace | default list) .name) }}
+{{- end }}
+{{- with .configMap }}
+{{- $_ := set $configMaps .namespace (append (get $configMaps .namespace | default list) .name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range .Values.extraSecretReads }}
+{{- $_ := set $secrets .namespace (append (get $secrets .namespace | default list) .name) }}
+{{- end }}
+{{- range .Values.extraConfigMapReads }}
+{{- $_ := set $configMaps .namespace (append (get $configMaps .namespace | default list) .name) }}
+{{- end }}
+{{- $out := dict }}
+{{- range $ns := concat (keys $secrets) (keys $configMaps) | uniq | sortAlpha }}
+{{- $entry := dict }}
+{{- with get $secrets $ns }}{{ $_ := set $entry "secrets" (uniq . | sortAlpha) }}{{ end }}
+{{- with get $configMaps $ns }}{{ $_ := set $entry "configMaps" (uniq . | sortAlpha) }}{{ end }}
+{{- $_ := set $out $ns $entry }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/*
+Mappings whose CA source resolves to a Secret only at run time; NOTES.txt
+reminds the user to list those Secrets in extraSecretReads.
+*/}}
+{{- define "webhook-guard.indirectSources" -}}
+{{- range .Values.config.owners }}
+{{- if or .ca.certificate .ca.issuer (hasKey .ca "injectedByCertManager") }}
+{{ .name }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Fail on contradictory values the schema cannot express. */}}
+{{- define "webhook-guard.validate" -}}
+{{- if and .Values.tls.existingSecret .Values.tls.issuerRef.name }}
+{{- fail "tls.existingSecret and tls.issuerRef.name are both set: use your own Secret OR have your issuer sign the serving certificate, not both" }}
+{{- end }}
+{{- if and .Values.staticManifestSync.enabled (ne .Values.shape "static") }}
+{{- fail "staticManifestSync.enabled requires shape: static (only the static shape runs on the control-plane nodes whose disk holds the static manifest)" }}
+{{- end }}
+{{- if and (eq .Values.shape "policy") (gt (int .Values.policy.replicas) 1) (not .Values.leaderElection.enabled) }}
+{{- fail (printf "policy.replicas is %d but leaderElection.enabled is false: the replicas' controllers would all act at once; enable leader election or run one replica" (int .Values.policy.replicas)) }}
+{{- end }}
+{{- if and .Values.monitoring.serviceMonitor.enabled (hasPrefix "127." .Values.metrics.bindAddress) }}
+{{- fail "monitoring.serviceMonitor.enabled but metrics.bindAddress is loopback: Prometheus could not scrape it; leave metrics.bindAddress empty" }}
+{{- end }}
+{{- $owners := dict }}
+{{- range .Values.config.owners }}
+{{- if hasKey $owners .name }}
+{{- fail (printf "config.owners: two mappings are named %q; mapping names must be unique" .name) }}
+{{- end }}
+{{- $_ := set $owners .name true }}
+{{- end }}
+{{- end }}
