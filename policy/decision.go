@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Rule names a broken rule; values are metric label values.
@@ -158,7 +159,11 @@ func (d *Decision) Warnings() []string {
 		return nil
 	}
 	if d.Rule == RuleBreakGlass {
-		return []string{truncate(fmt.Sprintf("%s%q wrote %s %q owned by mapping %q; this write is recorded", prefix, d.Subject, d.Kind, d.Name, d.Mapping))}
+		owner := fmt.Sprintf("owned by mapping %q", d.Mapping)
+		if d.Mapping == "" {
+			owner = "that no mapping covers"
+		}
+		return []string{truncate(fmt.Sprintf("%s%q wrote %s %q %s; this write is recorded", prefix, d.Subject, d.Kind, d.Name, owner))}
 	}
 	out := make([]string, 0, len(d.Violations))
 	for _, v := range d.Violations {
@@ -167,11 +172,17 @@ func (d *Decision) Warnings() []string {
 	return out
 }
 
+// truncate cuts on a rune boundary: kube-apiserver drops a warning that is
+// not valid UTF-8 instead of showing it.
 func truncate(s string) string {
 	if len(s) <= maxWarningLen {
 		return s
 	}
-	return s[:maxWarningLen-3] + "..."
+	cut := maxWarningLen - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // AuditAnnotations land in kube-apiserver's audit log (prefixed there with

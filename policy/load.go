@@ -42,14 +42,16 @@ type compiledOwner struct {
 }
 
 // Load decodes, defaults and validates a GuardConfig document (YAML or
-// JSON). Decoding is strict: an unknown or misspelled field, or a field
-// given twice, is an error naming its path. Every validation problem is
-// reported at once, each with its field path.
+// JSON). Decoding is strict: an unknown or misspelled field is an error
+// naming its path, and a field given twice is an error naming its key and
+// line. Every validation problem is reported at once, each with its field path.
 func Load(data []byte) (*Config, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, errors.New("the configuration is empty")
 	}
-	jsonData, err := yaml.YAMLToJSON(data)
+	// Strict: the lenient conversion keeps the last of two equal keys, so a
+	// second "writers:" would silently replace the first.
+	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}

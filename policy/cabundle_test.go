@@ -1,0 +1,186 @@
+package policy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func Test_ParseBundle(t *testing.T) {
+	f := testFixtures(t)
+
+	var tooMany []byte
+	for range MaxBundleCertificates + 1 {
+		tooMany = append(tooMany, f.Owner.PEM...)
+	}
+	var atMax []byte
+	var atMaxFPs []Fingerprint
+	for range MaxBundleCertificates {
+		atMax = append(atMax, f.Owner.PEM...)
+		atMaxFPs = append(atMaxFPs, f.Owner.FP)
+	}
+	garbageDER := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not DER")})
+
+	tests := map[string]struct {
+		input  []byte
+		expFPs []Fingerprint
+		expErr string
+	}{
+		"if the bundle holds one certificate, return its fingerprint": {
+			input:  f.Owner.PEM,
+			expFPs: []Fingerprint{f.Owner.FP},
+		},
+		"if the bundle holds old and new CA during a rotation, return both in order": {
+			input:  bundle(f.Owner.PEM, f.OwnerNew.PEM),
+			expFPs: []Fingerprint{f.Owner.FP, f.OwnerNew.FP},
+		},
+		"if there is text around and between the blocks, ignore it": {
+			input:  bundle([]byte("# koord CA\n"), f.Owner.PEM, []byte("\nSubject: CN=koord-ca-2\n\n"), f.OwnerNew.PEM, []byte("trailer")),
+			expFPs: []Fingerprint{f.Owner.FP, f.OwnerNew.FP},
+		},
+		"if the bundle holds exactly MaxBundleCertificates, accept it": {
+			input:  atMax,
+			expFPs: atMaxFPs,
+		},
+		"if the bundle is empty, say it is empty": {
+			input:  nil,
+			expErr: "is empty",
+		},
+		"if the bundle is only whitespace, say it is empty": {
+			input:  []byte(" \n\t "),
+			expErr: "is empty",
+		},
+		"if the bundle is not PEM, say no certificate block was found": {
+			input:  []byte("not pem"),
+			expErr: `is not PEM: no "-----BEGIN CERTIFICATE-----" block found`,
+		},
+		"if the bundle holds a private key, refuse it instead of ignoring it": {
+			input:  bundle(f.Owner.PEM, f.KeyPEM),
+			expErr: `PEM block 1 is a "EC PRIVATE KEY", not a CERTIFICATE`,
+		},
+		"if a CERTIFICATE block does not hold a certificate, say which block": {
+			input:  bundle(f.Owner.PEM, garbageDER),
+			expErr: "PEM block 1 is not a valid certificate: x509: malformed certificate",
+		},
+		"if the bundle holds more than MaxBundleCertificates, refuse it": {
+			input:  tooMany,
+			expErr: "holds more than 64 certificates",
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			fps, err := ParseBundle(test.input)
+			if test.expErr != "" {
+				require.EqualError(t, err, test.expErr)
+				var be *BundleError
+				assert.ErrorAs(t, err, &be)
+				assert.Nil(t, fps)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, test.expFPs, fps)
+		})
+	}
+}
+
+func Test_Fingerprint(t *testing.T) {
+	f := testFixtures(t)
+	block, _ := pem.Decode(f.Owner.PEM)
+	require.NotNil(t, block)
+	sum := sha256.Sum256(block.Bytes)
+	full := fmt.Sprintf("%x", sum)
+
+	assert.Equal(t, full, f.Owner.FP.String())
+	assert.Len(t, f.Owner.FP.String(), 64)
+	assert.Equal(t, full[:16], f.Owner.FP.Short())
+	assert.Len(t, f.Owner.FP.Short(), 16)
+}
+
+func Test_NewCASet(t *testing.T) {
+	f := testFixtures(t)
+	tests := map[string]struct {
+		input  []byte
+		expFPs []Fingerprint
+		expErr string
+	}{
+		"if the PEM holds one CA, return a set of one": {
+			input:  f.Owner.PEM,
+			expFPs: []Fingerprint{f.Owner.FP},
+		},
+		"if the PEM holds a CA twice, deduplicate it": {
+			input:  bundle(f.Owner.PEM, f.OwnerNew.PEM, f.Owner.PEM),
+			expFPs: sortedFPs(f.Owner.FP, f.OwnerNew.FP),
+		},
+		"if the PEM is garbage, return the bundle error": {
+			input:  []byte("garbage"),
+			expErr: `is not PEM: no "-----BEGIN CERTIFICATE-----" block found`,
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			set, err := NewCASet("secret koordinator-system/webhook-certs", test.input)
+			if test.expErr != "" {
+				require.EqualError(t, err, test.expErr)
+				assert.Equal(t, CASet{}, set)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "secret koordinator-system/webhook-certs", set.Source)
+			assert.Equal(t, test.expFPs, set.Fingerprints())
+			assert.Equal(t, len(test.expFPs), set.Len())
+		})
+	}
+}
+
+func Test_CASet(t *testing.T) {
+	f := testFixtures(t)
+	old := NewCASetFromFingerprints("old", f.Owner.FP)
+	next := NewCASetFromFingerprints("next", f.OwnerNew.FP, f.Owner.FP)
+
+	union := old.Union(next)
+	assert.Equal(t, "old", union.Source)
+	assert.Equal(t, sortedFPs(f.Owner.FP, f.OwnerNew.FP), union.Fingerprints())
+	assert.Equal(t, 2, union.Len())
+	assert.Equal(t, shortAll(sortedFPs(f.Owner.FP, f.OwnerNew.FP)), union.Short())
+
+	assert.True(t, union.Contains(f.Owner.FP))
+	assert.True(t, union.Contains(f.OwnerNew.FP))
+	assert.False(t, union.Contains(f.Foreign.FP))
+	assert.False(t, CASet{}.Contains(f.Owner.FP))
+
+	// Fingerprints returns a copy: the set stays immutable.
+	fps := union.Fingerprints()
+	fps[0] = f.Foreign.FP
+	assert.False(t, union.Contains(f.Foreign.FP))
+	// The union does not change its operands.
+	assert.Equal(t, []Fingerprint{f.Owner.FP}, old.Fingerprints())
+}
+
+func Test_joinShort(t *testing.T) {
+	tests := map[string]struct {
+		input []string
+		exp   string
+	}{
+		"if there are no fingerprints, say none":   {input: nil, exp: "none"},
+		"if there is one fingerprint, return it":   {input: []string{"0123456789abcdef"}, exp: "0123456789abcdef"},
+		"if there are two, join them with a comma": {input: []string{"0123456789abcdef", "fedcba9876543210"}, exp: "0123456789abcdef,fedcba9876543210"},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, test.exp, joinShort(test.input))
+		})
+	}
+}
+
+// sortedFPs sorts fingerprints by their bytes, the order a CASet keeps.
+func sortedFPs(fps ...Fingerprint) []Fingerprint {
+	out := slices.Clone(fps)
+	slices.SortFunc(out, func(a, b Fingerprint) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
