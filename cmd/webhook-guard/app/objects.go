@@ -1,0 +1,85 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// objectsReader is a client.Reader over the objects of a YAML stream, so
+// `check` resolves CA sources offline exactly as `serve` does online.
+type objectsReader struct {
+	scheme  *runtime.Scheme
+	objects map[objectKey]runtime.Object
+}
+
+type objectKey struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+}
+
+var _ client.Reader = &objectsReader{}
+
+// readObjects decodes a multi-document YAML stream of Secrets, ConfigMaps
+// and cert-manager objects. An unknown kind or an undecodable document is
+// an error naming the document.
+func readObjects(scheme *runtime.Scheme, data []byte) (*objectsReader, error) {
+	r := &objectsReader{scheme: scheme, objects: map[objectKey]runtime.Object{}}
+	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return r, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 || bytes.Equal(bytes.TrimSpace(doc), []byte("---")) {
+			continue
+		}
+		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		key := objectKey{gvk: *gvk, namespace: acc.GetNamespace(), name: acc.GetName()}
+		if _, dup := r.objects[key]; dup {
+			return nil, fmt.Errorf("document %d: %s %s/%s appears twice", i, gvk.Kind, key.namespace, key.name)
+		}
+		r.objects[key] = obj
+	}
+}
+
+// Get implements client.Reader.
+func (r *objectsReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	gvks, _, err := r.scheme.ObjectKinds(obj)
+	if err != nil {
+		return err
+	}
+	stored, ok := r.objects[objectKey{gvk: gvks[0], namespace: key.Namespace, name: key.Name}]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Group: gvks[0].Group, Resource: gvks[0].Kind}, key.Name)
+	}
+	return r.scheme.Convert(stored, obj, nil)
+}
+
+// List implements client.Reader; CA sources never list.
+func (r *objectsReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("objects reader: list is not supported")
+}

@@ -1,0 +1,315 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook"
+)
+
+// Names of the rendered static webhook.
+const (
+	StaticConfigName  = "webhook-guard.static.k8s.io"
+	StaticWebhookName = "guard.webhook-guard.io"
+	staticFileName    = StaticConfigName + ".yaml"
+	admissionFileName = "admission-configuration.yaml"
+)
+
+type renderStaticOptions struct {
+	url                string
+	caFile             string
+	configPath         string
+	failurePolicy      string
+	timeoutSeconds     int32
+	outputDir          string
+	staticManifestsDir string
+	watch              bool
+	watchInterval      time.Duration
+}
+
+func newRenderCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "render",
+		Short: "Render the manifests that connect kube-apiserver to the guard",
+	}
+	cmd.AddCommand(newRenderStaticCommand())
+	return cmd
+}
+
+func newRenderStaticCommand() *cobra.Command {
+	o := &renderStaticOptions{}
+	cmd := &cobra.Command{
+		Use:   "static-manifest --url https://127.0.0.1:9443/validate --ca-file ca.crt [--config guard.yaml] [--output-dir DIR]",
+		Short: "Render the static ValidatingWebhookConfiguration and the AdmissionConfiguration that loads it",
+		Long: `kube-apiserver never calls API-registered webhooks for webhook configuration
+objects, but it does call static webhooks: a ValidatingWebhookConfiguration
+file named *.static.k8s.io in the staticManifestsDir of the
+ValidatingAdmissionWebhook plugin (Kubernetes 1.37 beta, on by default; 1.36
+alpha behind the ManifestBasedAdmissionControlConfig gate).
+
+This renders that file and the AdmissionConfiguration for
+--admission-control-config-file. With --output-dir it writes
+DIR/admission-configuration.yaml and DIR/static/` + staticFileName + ` (atomically);
+otherwise it prints both. With --watch it re-renders whenever the CA file
+changes, so the manifest follows the guard's certificate renewals.
+
+failurePolicy Fail (the default) rejects writes to webhook configurations
+while the guard is unreachable; break-glass subjects from --config are
+skipped inside kube-apiserver by matchConditions, so they can always write.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return invalid("%v", err)
+			}
+			if !o.watch {
+				return o.renderOnce(cmd.OutOrStdout())
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return o.watchAndRender(ctx, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", "https://127.0.0.1:9443"+webhook.Path, "URL kube-apiserver calls; https, reachable from the apiserver (loopback for the static shape).")
+	f.StringVar(&o.caFile, "ca-file", "", "PEM CA that signed the guard's serving certificate (ca.crt of its cert-manager Secret). Required.")
+	f.StringVar(&o.configPath, "config", "", "GuardConfig whose breakGlass subjects are exempted by matchConditions.")
+	f.StringVar(&o.failurePolicy, "failure-policy", "Fail", "Fail: writes to webhook configurations are rejected while the guard is down (break-glass excepted). Ignore: they pass unguarded.")
+	f.Int32Var(&o.timeoutSeconds, "timeout-seconds", 5, "How long kube-apiserver waits for the guard (1-30).")
+	f.StringVar(&o.outputDir, "output-dir", "", "Write the files here instead of printing them.")
+	f.StringVar(&o.staticManifestsDir, "static-manifests-dir", "", "staticManifestsDir written into the AdmissionConfiguration, as kube-apiserver sees it (default: OUTPUT-DIR/static).")
+	f.BoolVar(&o.watch, "watch", false, "Keep running and re-render when the CA file or config changes (requires --output-dir).")
+	f.DurationVar(&o.watchInterval, "watch-interval", 5*time.Second, "How often --watch checks the inputs.")
+	return cmd
+}
+
+func (o *renderStaticOptions) validate() error {
+	if o.caFile == "" {
+		return fmt.Errorf("--ca-file is required: the CA of the guard's serving certificate")
+	}
+	if len(o.url) < 8 || o.url[:8] != "https://" {
+		return fmt.Errorf("--url must be an https URL, got %q", o.url)
+	}
+	if o.failurePolicy != "Fail" && o.failurePolicy != "Ignore" {
+		return fmt.Errorf("--failure-policy must be Fail or Ignore, got %q", o.failurePolicy)
+	}
+	if o.timeoutSeconds < 1 || o.timeoutSeconds > 30 {
+		return fmt.Errorf("--timeout-seconds must be in 1..30, got %d", o.timeoutSeconds)
+	}
+	if o.watch && o.outputDir == "" {
+		return fmt.Errorf("--watch requires --output-dir")
+	}
+	if o.outputDir != "" && o.staticManifestsDir == "" {
+		abs, err := filepath.Abs(filepath.Join(o.outputDir, "static"))
+		if err != nil {
+			return err
+		}
+		o.staticManifestsDir = abs
+	}
+	if o.staticManifestsDir != "" && !filepath.IsAbs(o.staticManifestsDir) {
+		return fmt.Errorf("--static-manifests-dir must be absolute (kube-apiserver requires it), got %q", o.staticManifestsDir)
+	}
+	return nil
+}
+
+// render builds both documents.
+func (o *renderStaticOptions) render() (static, admission []byte, err error) {
+	ca, err := os.ReadFile(o.caFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	if _, err := policy.ParseBundle(ca); err != nil {
+		return nil, nil, fmt.Errorf("--ca-file %s: the data %v", o.caFile, err)
+	}
+	var breakGlass policy.Subjects
+	if o.configPath != "" {
+		cfg, _, err := webhook.LoadConfigFile(o.configPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		breakGlass = cfg.Spec.BreakGlass
+	}
+	vwc := StaticWebhook(o.url, ca, breakGlass, o.failurePolicy, o.timeoutSeconds)
+	static, err = yaml.Marshal(vwc)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := o.staticManifestsDir
+	if dir == "" {
+		dir = "/etc/kubernetes/webhook-guard/static"
+	}
+	admission, err = yaml.Marshal(AdmissionConfiguration(dir))
+	return static, admission, err
+}
+
+func (o *renderStaticOptions) renderOnce(out io.Writer) error {
+	static, admission, err := o.render()
+	if err != nil {
+		return invalid("%v", err)
+	}
+	if o.outputDir == "" {
+		_, err := fmt.Fprintf(out, "# %s: pass its path to kube-apiserver --admission-control-config-file\n%s---\n# %s: place in the staticManifestsDir\n%s",
+			admissionFileName, admission, staticFileName, static)
+		return err
+	}
+	if err := writeAtomic(filepath.Join(o.outputDir, admissionFileName), admission); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), static)
+}
+
+// watchAndRender re-renders when an input changes. The static manifest is
+// replaced by rename, which kube-apiserver picks up within ~0.1 s; a render
+// that fails leaves the previous file in place.
+func (o *renderStaticOptions) watchAndRender(ctx context.Context, log io.Writer) error {
+	var last []byte
+	tick := time.NewTicker(o.watchInterval)
+	defer tick.Stop()
+	for {
+		static, admission, err := o.render()
+		switch {
+		case err != nil:
+			fmt.Fprintf(log, "render failed, keeping the previous files: %v\n", err)
+		case !bytes.Equal(static, last):
+			if err := writeAtomic(filepath.Join(o.outputDir, admissionFileName), admission); err != nil {
+				fmt.Fprintf(log, "write failed: %v\n", err)
+				break
+			}
+			if err := writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), static); err != nil {
+				fmt.Fprintf(log, "write failed: %v\n", err)
+				break
+			}
+			last = static
+			fmt.Fprintf(log, "rendered %s\n", filepath.Join(o.outputDir, "static", staticFileName))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// StaticWebhook is the static ValidatingWebhookConfiguration.
+func StaticWebhook(url string, ca []byte, breakGlass policy.Subjects, failurePolicy string, timeoutSeconds int32) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	fp := admissionregistrationv1.FailurePolicyType(failurePolicy)
+	sideEffects := admissionregistrationv1.SideEffectClassNoneOnDryRun
+	matchPolicy := admissionregistrationv1.Equivalent
+	scope := admissionregistrationv1.ClusterScope
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   StaticConfigName,
+			Labels: map[string]string{"app.kubernetes.io/name": "webhook-guard", "app.kubernetes.io/managed-by": "webhook-guard-render"},
+		},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    StaticWebhookName,
+			AdmissionReviewVersions: []string{"v1"},
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups:   []string{"admissionregistration.k8s.io"},
+					APIVersions: []string{"v1"},
+					Resources:   []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
+					Scope:       &scope,
+				},
+			}},
+			FailurePolicy:  &fp,
+			MatchPolicy:    &matchPolicy,
+			SideEffects:    &sideEffects,
+			TimeoutSeconds: &timeoutSeconds,
+		}},
+	}
+	if expr, ok := breakGlassExpression(breakGlass); ok {
+		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "skip-break-glass", Expression: expr}}
+	}
+	return vwc
+}
+
+// breakGlassExpression is CEL, evaluated inside kube-apiserver, that is
+// false for break-glass subjects so the call is skipped: they can write even
+// while the guard is down. Lists are JSON arrays of strings, which are valid
+// CEL list literals with correct escaping.
+func breakGlassExpression(s policy.Subjects) (string, bool) {
+	users := slices.Clone(s.Users)
+	for _, sa := range s.ServiceAccounts {
+		users = append(users, policy.ServiceAccountUsername(sa))
+	}
+	slices.Sort(users)
+	groups := slices.Sorted(slices.Values(s.Groups))
+	var parts []string
+	if len(users) > 0 {
+		u, _ := json.Marshal(users)
+		parts = append(parts, fmt.Sprintf("!(request.userInfo.username in %s)", u))
+	}
+	if len(groups) > 0 {
+		g, _ := json.Marshal(groups)
+		parts = append(parts, fmt.Sprintf("!request.userInfo.groups.exists(g, g in %s)", g))
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	expr := parts[0]
+	for _, p := range parts[1:] {
+		expr += " && " + p
+	}
+	return expr, true
+}
+
+// AdmissionConfiguration points the ValidatingAdmissionWebhook plugin at
+// the static manifests directory. kubeConfigFile stays empty: the static
+// webhook carries its own URL and CA.
+func AdmissionConfiguration(staticManifestsDir string) map[string]any {
+	return map[string]any{
+		"apiVersion": "apiserver.config.k8s.io/v1",
+		"kind":       "AdmissionConfiguration",
+		"plugins": []any{map[string]any{
+			"name": "ValidatingAdmissionWebhook",
+			"configuration": map[string]any{
+				"apiVersion":         "apiserver.config.k8s.io/v1",
+				"kind":               "WebhookAdmissionConfiguration",
+				"kubeConfigFile":     "",
+				"staticManifestsDir": staticManifestsDir,
+			},
+		}},
+	}
+}
+
+// writeAtomic writes via a temporary file and rename, so a reader (the
+// apiserver's file watcher) never sees a half-written file.
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/webhook-guard/webhook-guard/webhook"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+)
+
+func newServeCommand() *cobra.Command {
+	o := &webhook.Options{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the admission webhook server",
+		Long: `Serve admission reviews for webhook configurations over TLS.
+
+The certificate directory is a mounted cert-manager Secret (tls.crt, tls.key)
+and is reloaded on change; the config file is reloaded on change, and a bad
+new file is rejected while the last good one stays in force.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			logger, err := newLogger(o.LogFormat, o.LogLevel)
+			if err != nil {
+				return err
+			}
+			ctrl.SetLogger(logger)
+			restCfg, err := restConfig(o.Kubeconfig)
+			if err != nil {
+				return err
+			}
+			return webhook.Run(ctrl.SetupSignalHandler(), o, restCfg)
+		},
+	}
+	addServeFlags(cmd, o)
+	return cmd
+}
+
+// addServeFlags adds the flags in named sections, each documented.
+func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
+	app := pflag.NewFlagSet("App", pflag.ExitOnError)
+	app.StringVar(&o.ConfigPath, "config", "", "GuardConfig file with the owner mappings (re-read on change).")
+	app.DurationVar(&o.ConfigReloadInterval, "config-reload-interval", 2*time.Second, "How often the config file is checked for changes.")
+
+	wh := pflag.NewFlagSet("Webhook", pflag.ExitOnError)
+	wh.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "Address the webhook server listens on (127.0.0.1 for the static shape).")
+	wh.IntVar(&o.Port, "port", 9443, "Port the webhook server listens on.")
+	wh.StringVar(&o.CertDir, "cert-dir", "", "Directory holding tls.crt and tls.key, as mounted from a cert-manager Secret; reloaded on change.")
+	wh.StringVar(&o.TLSMinVersion, "tls-min-version", "VersionTLS12", "Minimum TLS version: VersionTLS12 or VersionTLS13.")
+	wh.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", nil, "TLS 1.2 cipher suites (IANA names); default: Go's secure suites.")
+	wh.DurationVar(&o.CATTL, "ca-cache-ttl", casource.DefaultTTL, "How long an owner's CA read is cached; a mismatch is always re-read live before denying.")
+	wh.DurationVar(&o.CAMaxStale, "ca-max-stale", casource.DefaultMaxStale, "How long a cached CA serves while its source cannot be read; then caBundle changes fail closed.")
+
+	kube := pflag.NewFlagSet("Kubernetes", pflag.ExitOnError)
+	kube.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty.")
+	kube.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader among replicas for API writes (records, policy objects).")
+	kube.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+
+	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
+	obs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "Address serving Prometheus /metrics; \"0\" disables it.")
+	obs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", "127.0.0.1:8081", "Address serving /healthz and /readyz.")
+	obs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json or text.")
+	obs.StringVar(&o.LogLevel, "log-level", "info", "Log level: info, debug, or a number (higher is more verbose).")
+
+	sections := []*pflag.FlagSet{app, wh, kube, obs}
+	for _, fs := range sections {
+		cmd.Flags().AddFlagSet(fs)
+	}
+	cmd.SetUsageFunc(func(c *cobra.Command) error {
+		out := c.OutOrStderr()
+		fmt.Fprintf(out, "Usage:\n  %s\n", c.UseLine())
+		for _, fs := range sections {
+			fmt.Fprintf(out, "\n%s flags:\n%s", fs.Name(), fs.FlagUsages())
+		}
+		return nil
+	})
+}
+
+func newLogger(format, level string) (logr.Logger, error) {
+	opts := ctrlzap.Options{}
+	switch format {
+	case "json":
+		opts.Encoder = zapcore.NewJSONEncoder(encoderConfig())
+	case "text":
+		opts.Encoder = zapcore.NewConsoleEncoder(encoderConfig())
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-format must be json or text, got %q", format)
+	}
+	switch level {
+	case "info":
+		opts.Level = zapcore.InfoLevel
+	case "debug":
+		opts.Level = zapcore.DebugLevel
+	default:
+		n, err := strconv.Atoi(level)
+		if err != nil || n < 0 {
+			return logr.Logger{}, fmt.Errorf("--log-level must be info, debug or a non-negative number, got %q", level)
+		}
+		opts.Level = zapcore.Level(-n)
+	}
+	return ctrlzap.New(ctrlzap.UseFlagOptions(&opts)), nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig given and not running in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+func encoderConfig() zapcore.EncoderConfig {
+	return zapcore.EncoderConfig{
+		TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg", StacktraceKey: "stacktrace",
+		LineEnding: zapcore.DefaultLineEnding, EncodeLevel: zapcore.LowercaseLevelEncoder,
+		EncodeTime: zapcore.ISO8601TimeEncoder, EncodeDuration: zapcore.StringDurationEncoder,
+	}
+}

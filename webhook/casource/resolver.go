@@ -1,0 +1,307 @@
+package casource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// Defaults for Options.
+const (
+	DefaultTTL      = 30 * time.Second
+	DefaultMaxStale = 5 * time.Minute
+)
+
+// Options tune the cache.
+type Options struct {
+	// TTL is how long a successful read is used without asking the API again.
+	TTL time.Duration
+	// MaxStale is how long a successful read keeps serving when re-reading
+	// fails (the API server unreachable); after it, caBundle changes fail closed.
+	MaxStale time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Request names what to resolve: the owner, and the annotations of the
+// configuration (for injectedByCertManager).
+type Request struct {
+	Owner       *policy.Owner
+	Annotations map[string]string
+	// ClusterResourceNamespace holds ClusterIssuers' CA Secrets.
+	ClusterResourceNamespace string
+}
+
+// Result is a resolution and where it came from.
+type Result struct {
+	policy.CAResult
+	// Cached is true when the answer was served from the cache without a read.
+	Cached bool
+	// Stale is true when a read failed and an older cached answer was served.
+	Stale bool
+	// Source describes the source, for metrics and messages.
+	Source string
+}
+
+// Resolver reads and caches owners' CAs. It is safe for concurrent use.
+type Resolver struct {
+	reader client.Reader
+	opts   Options
+
+	mu    sync.Mutex
+	cache map[string]cacheEntry
+}
+
+type cacheEntry struct {
+	set     policy.CASet
+	readAt  time.Time
+	version string
+}
+
+// New returns a Resolver reading through reader.
+func New(reader client.Reader, opts Options) *Resolver {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.MaxStale < opts.TTL {
+		opts.MaxStale = max(DefaultMaxStale, opts.TTL)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Resolver{reader: reader, opts: opts, cache: map[string]cacheEntry{}}
+}
+
+// Resolve returns the owner's CA set. With live false a fresh cached answer
+// is used; with live true the source is always read (the re-read before a
+// denial, so that a CA rotation racing the cache is never denied).
+func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
+	src, err := sourceOf(req)
+	if err != nil {
+		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: "unknown"}
+	}
+	now := r.opts.Now()
+	r.mu.Lock()
+	entry, ok := r.cache[src.key]
+	r.mu.Unlock()
+	if ok && !live && now.Sub(entry.readAt) < r.opts.TTL {
+		return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Source: src.key}
+	}
+	set, err := src.read(ctx, r.reader)
+	if err != nil {
+		if ok && now.Sub(entry.readAt) < r.opts.MaxStale && !isDefinitive(err) {
+			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Stale: true, Source: src.key}
+		}
+		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: src.key}
+	}
+	r.mu.Lock()
+	r.cache[src.key] = cacheEntry{set: set, readAt: now}
+	r.mu.Unlock()
+	return Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Source: src.key}
+}
+
+// Invalidate drops every cached answer (used when the configuration changes).
+func (r *Resolver) Invalidate() {
+	r.mu.Lock()
+	clear(r.cache)
+	r.mu.Unlock()
+}
+
+// isDefinitive tells a source that answered "wrong" (not found, no key,
+// garbage PEM) from one that could not be asked. Only the latter may be
+// papered over with a stale cached answer: a deleted CA Secret must fail
+// closed at once, not five minutes later.
+func isDefinitive(err error) bool {
+	var se *SourceError
+	return errors.As(err, &se) && se.Definitive
+}
+
+// SourceError names the CA source and why it could not be used.
+type SourceError struct {
+	Source string
+	Reason string
+	// Definitive is true when the source answered (not found, forbidden,
+	// malformed) rather than could not be asked.
+	Definitive bool
+	// InvalidData is true when the source exists but its data is not a
+	// usable CA (garbage PEM, a private key, no certificate).
+	InvalidData bool
+}
+
+func (e *SourceError) Error() string {
+	return fmt.Sprintf("cannot read the owner's CA from %s: %s", e.Source, e.Reason)
+}
+
+// source is one resolvable CA source.
+type source struct {
+	key  string
+	read func(ctx context.Context, reader client.Reader) (policy.CASet, error)
+}
+
+func sourceOf(req Request) (source, error) {
+	ca := req.Owner.CA
+	switch {
+	case ca.Secret != nil:
+		s := ca.Secret
+		return source{key: secretDesc(s.Namespace, s.Name, s.Key), read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
+			return readSecretKeys(ctx, rd, s.Namespace, s.Name, s.Key)
+		}}, nil
+	case ca.ConfigMap != nil:
+		c := ca.ConfigMap
+		desc := fmt.Sprintf("ConfigMap %s/%s (key %s)", c.Namespace, c.Name, c.Key)
+		return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
+			return readConfigMap(ctx, rd, c.Namespace, c.Name, c.Key, desc)
+		}}, nil
+	case ca.Certificate != nil:
+		return certificateSource(ca.Certificate.Namespace, ca.Certificate.Name, ""), nil
+	case ca.Issuer != nil:
+		return issuerSource(ca.Issuer, req.ClusterResourceNamespace), nil
+	case ca.InjectedByCertManager != nil:
+		return injectedSource(req.Annotations)
+	case ca.PEM != "":
+		set, err := policy.NewCASet("inline pem of owners["+req.Owner.Name+"]", []byte(ca.PEM))
+		return source{key: set.Source, read: func(context.Context, client.Reader) (policy.CASet, error) { return set, err }}, nil
+	}
+	return source{}, errors.New("the mapping has no CA source")
+}
+
+func certificateSource(ns, name, via string) source {
+	desc := via + fmt.Sprintf("Certificate %s/%s", ns, name)
+	return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
+		var crt cmapi.Certificate
+		if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &crt); err != nil {
+			return policy.CASet{}, getError(desc, err)
+		}
+		if crt.Spec.SecretName == "" {
+			return policy.CASet{}, &SourceError{Source: desc, Reason: "spec.secretName is empty", Definitive: true}
+		}
+		set, err := readSecretKeys(ctx, rd, ns, crt.Spec.SecretName, keyCA)
+		if err != nil {
+			return set, err
+		}
+		set.Source = desc + " -> " + set.Source
+		return set, nil
+	}}
+}
+
+func issuerSource(ref *policy.IssuerRef, clusterResourceNamespace string) source {
+	desc := fmt.Sprintf("%s %s", ref.Kind, ref.Name)
+	if ref.Kind == "Issuer" {
+		desc = fmt.Sprintf("Issuer %s/%s", ref.Namespace, ref.Name)
+	}
+	return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
+		var spec cmapi.IssuerSpec
+		secretNS := ref.Namespace
+		if ref.Kind == "ClusterIssuer" {
+			var ci cmapi.ClusterIssuer
+			if err := rd.Get(ctx, types.NamespacedName{Name: ref.Name}, &ci); err != nil {
+				return policy.CASet{}, getError(desc, err)
+			}
+			spec, secretNS = ci.Spec, clusterResourceNamespace
+		} else {
+			var iss cmapi.Issuer
+			if err := rd.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &iss); err != nil {
+				return policy.CASet{}, getError(desc, err)
+			}
+			spec = iss.Spec
+		}
+		if spec.CA == nil || spec.CA.SecretName == "" {
+			return policy.CASet{}, &SourceError{Source: desc, Reason: "it is not a CA issuer (spec.ca.secretName is empty); use a certificate or secret source for other issuer types", Definitive: true}
+		}
+		// A CA issuer's Secret holds the CA itself in tls.crt (and its
+		// parents, if any, in ca.crt); the issued certificates chain to it.
+		set, err := readSecretKeys(ctx, rd, secretNS, spec.CA.SecretName, keyTLS, keyCA)
+		if err != nil {
+			return set, err
+		}
+		set.Source = desc + " -> " + set.Source
+		return set, nil
+	}}
+}
+
+func injectedSource(annotations map[string]string) (source, error) {
+	if v, ok := annotations[AnnotationInjectCAFrom]; ok {
+		ns, name, okRef := strings.Cut(v, "/")
+		if !okRef || ns == "" || name == "" {
+			return source{}, &SourceError{Source: "annotation " + AnnotationInjectCAFrom, Reason: fmt.Sprintf("value %q is not \"namespace/name\"", v), Definitive: true}
+		}
+		return certificateSource(ns, name, "annotation "+AnnotationInjectCAFrom+" -> "), nil
+	}
+	if v, ok := annotations[AnnotationInjectCAFromSecret]; ok {
+		ns, name, okRef := strings.Cut(v, "/")
+		if !okRef || ns == "" || name == "" {
+			return source{}, &SourceError{Source: "annotation " + AnnotationInjectCAFromSecret, Reason: fmt.Sprintf("value %q is not \"namespace/name\"", v), Definitive: true}
+		}
+		desc := "annotation " + AnnotationInjectCAFromSecret + " -> " + secretDesc(ns, name, keyCA)
+		return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
+			set, err := readSecretKeys(ctx, rd, ns, name, keyCA)
+			set.Source = desc
+			return set, err
+		}}, nil
+	}
+	return source{}, &SourceError{
+		Source:     "injectedByCertManager",
+		Reason:     fmt.Sprintf("the configuration carries neither %s nor %s", AnnotationInjectCAFrom, AnnotationInjectCAFromSecret),
+		Definitive: true,
+	}
+}
+
+// readSecretKeys reads the certificates in the given keys of a Secret. The
+// first key is required; later keys are read when present.
+func readSecretKeys(ctx context.Context, rd client.Reader, ns, name string, keys ...string) (policy.CASet, error) {
+	desc := secretDesc(ns, name, keys[0])
+	var s corev1.Secret
+	if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
+		return policy.CASet{}, getError(desc, err)
+	}
+	var set policy.CASet
+	for i, k := range keys {
+		data, ok := s.Data[k]
+		if !ok || len(data) == 0 {
+			if i == 0 {
+				return policy.CASet{}, &SourceError{Source: desc, Reason: fmt.Sprintf("the Secret has no %q key", k), Definitive: true}
+			}
+			continue
+		}
+		part, err := policy.NewCASet(desc, data)
+		if err != nil {
+			return policy.CASet{}, &SourceError{Source: secretDesc(ns, name, k), Reason: "the data " + err.Error(), Definitive: true, InvalidData: true}
+		}
+		if i == 0 {
+			set = part
+		} else {
+			set = set.Union(part)
+		}
+	}
+	set.Source = desc
+	return set, nil
+}
+
+func readConfigMap(ctx context.Context, rd client.Reader, ns, name, key, desc string) (policy.CASet, error) {
+	var cm corev1.ConfigMap
+	if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cm); err != nil {
+		return policy.CASet{}, getError(desc, err)
+	}
+	data := []byte(cm.Data[key])
+	if len(data) == 0 {
+		data = cm.BinaryData[key]
+	}
+	if len(data) == 0 {
+		return policy.CASet{}, &SourceError{Source: desc, Reason: fmt.Sprintf("the ConfigMap has no %q key in data or binaryData", key), Definitive: true}
+	}
+	set, err := policy.NewCASet(desc, data)
+	if err != nil {
+		return policy.CASet{}, &SourceError{Source: desc, Reason: "the data " + err.Error(), Definitive: true, InvalidData: true}
+	}
+	return set, nil
+}

@@ -1,0 +1,133 @@
+package webhook
+
+import (
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// admissionregistration.k8s.io/v1 is the only version the guard is
+// registered for; anything else is a misconfiguration, not something to allow.
+const guardedGroup, guardedVersion = "admissionregistration.k8s.io", "v1"
+
+// webhookConfiguration holds only what the decision reads from a
+// Validating- or MutatingWebhookConfiguration. Decoding into it is
+// case-sensitive (sigs.k8s.io/json, as kube-apiserver decodes), and it skips
+// everything else, so it costs a fraction of decoding the full typed object.
+type webhookConfiguration struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name        string            `json:"name"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Webhooks []struct {
+		Name         string `json:"name"`
+		ClientConfig struct {
+			CABundle []byte `json:"caBundle"`
+		} `json:"clientConfig"`
+	} `json:"webhooks"`
+}
+
+// InputError is a request the guard cannot decide because it is malformed.
+// It is answered with a 400 and the request is rejected: an undecodable
+// request is never allowed by accident.
+type InputError struct{ msg string }
+
+func (e *InputError) Error() string { return e.msg }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{msg: fmt.Sprintf(format, args...)}
+}
+
+// DecodeInput turns an AdmissionRequest into the decision's input.
+func DecodeInput(req *admissionv1.AdmissionRequest) (*policy.Input, error) {
+	if req.UID == "" {
+		return nil, inputErrorf("request.uid is missing")
+	}
+	if req.Kind.Group != guardedGroup || req.Kind.Version != guardedVersion {
+		return nil, inputErrorf("request.kind %s is not guarded: expected %s/%s %s or %s; check the rules of the webhook registration",
+			req.Kind.String(), guardedGroup, guardedVersion, policy.KindValidating, policy.KindMutating)
+	}
+	kind := policy.ConfigKind(req.Kind.Kind)
+	if kind != policy.KindValidating && kind != policy.KindMutating {
+		return nil, inputErrorf("request.kind %s is not guarded: expected %s or %s", req.Kind.Kind, policy.KindValidating, policy.KindMutating)
+	}
+	in := &policy.Input{
+		Operation: policy.Operation(req.Operation),
+		Kind:      kind,
+		Name:      req.Name,
+		User:      policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups},
+		DryRun:    req.DryRun != nil && *req.DryRun,
+	}
+	if in.User.Username == "" {
+		return nil, inputErrorf("request.userInfo.username is missing")
+	}
+	var obj, old *webhookConfiguration
+	var err error
+	switch in.Operation {
+	case policy.OperationCreate:
+		obj, err = decodeObject("request.object", req.Object.Raw, kind)
+	case policy.OperationUpdate:
+		if obj, err = decodeObject("request.object", req.Object.Raw, kind); err == nil {
+			old, err = decodeObject("request.oldObject", req.OldObject.Raw, kind)
+		}
+	case policy.OperationDelete:
+		old, err = decodeObject("request.oldObject", req.OldObject.Raw, kind)
+	default:
+		return nil, inputErrorf("request.operation %q is not guarded: expected CREATE, UPDATE or DELETE", req.Operation)
+	}
+	if err != nil {
+		return nil, err
+	}
+	meta := obj
+	if meta == nil {
+		meta = old
+	}
+	if in.Name == "" {
+		in.Name = meta.Metadata.Name
+	}
+	if meta.Metadata.Name != "" && meta.Metadata.Name != in.Name {
+		return nil, inputErrorf("request.name %q does not match the object's metadata.name %q", in.Name, meta.Metadata.Name)
+	}
+	in.Labels, in.Annotations = meta.Metadata.Labels, meta.Metadata.Annotations
+	if old != nil && in.Operation == policy.OperationUpdate {
+		// The CA source annotation is read from the stored object, so a
+		// request cannot redirect its own CA check by rewriting it.
+		in.Annotations = old.Metadata.Annotations
+	}
+	in.Webhooks, in.OldWebhooks = webhooks(obj), webhooks(old)
+	return in, nil
+}
+
+func decodeObject(field string, raw []byte, kind policy.ConfigKind) (*webhookConfiguration, error) {
+	if len(raw) == 0 {
+		return nil, inputErrorf("%s is missing", field)
+	}
+	var obj webhookConfiguration
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+		return nil, inputErrorf("%s does not decode as a %s: %v", field, kind, err)
+	}
+	if obj.Kind != "" && obj.Kind != string(kind) {
+		return nil, inputErrorf("%s is a %s, but request.kind says %s", field, obj.Kind, kind)
+	}
+	if obj.APIVersion != "" && obj.APIVersion != guardedGroup+"/"+guardedVersion {
+		return nil, inputErrorf("%s has apiVersion %s, expected %s/%s", field, obj.APIVersion, guardedGroup, guardedVersion)
+	}
+	return &obj, nil
+}
+
+func webhooks(obj *webhookConfiguration) []policy.Webhook {
+	if obj == nil {
+		return nil
+	}
+	out := make([]policy.Webhook, len(obj.Webhooks))
+	for i, w := range obj.Webhooks {
+		out[i] = policy.Webhook{Name: w.Name, CABundle: w.ClientConfig.CABundle}
+	}
+	return out
+}

@@ -1,0 +1,177 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+)
+
+// Path is where the guard serves admission reviews.
+const Path = "/validate"
+
+// CAResolver resolves an owner's CA; casource.Resolver is the real one.
+type CAResolver interface {
+	Resolve(ctx context.Context, req casource.Request, live bool) casource.Result
+}
+
+// Handler decides admission requests for webhook configurations. Wire it
+// into a controller-runtime admission.Webhook.
+type Handler struct {
+	Config   ConfigSource
+	CA       CAResolver
+	Metrics  *Metrics
+	Recorder Recorder
+	// Now is the clock for flapping detection; time.Now when nil.
+	Now func() time.Time
+
+	flapMu  sync.Mutex
+	flap    *policy.FlapDetector
+	flapFor policy.FlappingSettings
+}
+
+var _ admission.Handler = &Handler{}
+
+// Handle implements admission.Handler.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	log := logf.FromContext(ctx)
+	start := time.Now()
+	in, err := DecodeInput(&req.AdmissionRequest)
+	if err != nil {
+		h.Metrics.InvalidRequests.Inc()
+		log.Info("rejecting a malformed admission review", "reason", err.Error())
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	d := h.Decide(ctx, in)
+	h.Metrics.DecisionDuration.WithLabelValues(string(d.Outcome)).Observe(time.Since(start).Seconds())
+	h.observe(ctx, &d)
+	return Response(&d)
+}
+
+// Decide resolves the owner's CA when the request writes a caBundle, and
+// decides. A ca-mismatch decided on a cached CA is re-decided on a live read,
+// so a CA rotation racing the cache is never denied.
+func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision {
+	cfg := h.Config.Current()
+	if !policy.NeedsCA(in) {
+		return cfg.Decide(in)
+	}
+	m := cfg.Match(in.Kind, in.Name, in.Labels)
+	if m.Owner == nil {
+		return cfg.Decide(in)
+	}
+	req := casource.Request{Owner: m.Owner, Annotations: in.Annotations, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}
+	res := h.resolve(ctx, m.Owner.Name, req, false)
+	in.CA = res.CAResult
+	d := cfg.Decide(in)
+	if !res.Cached || !hasRule(&d, policy.RuleCAMismatch) {
+		return d
+	}
+	in.CA = h.resolve(ctx, m.Owner.Name, req, true).CAResult
+	d = cfg.Decide(in)
+	outcome := "confirmed"
+	if !hasRule(&d, policy.RuleCAMismatch) {
+		outcome = "rotated"
+	}
+	h.Metrics.CALiveRereads.WithLabelValues(outcome).Inc()
+	return d
+}
+
+func (h *Handler) resolve(ctx context.Context, mapping string, req casource.Request, live bool) casource.Result {
+	res := h.CA.Resolve(ctx, req, live)
+	if res.Err != nil || res.Stale {
+		h.Metrics.CASourceErrors.WithLabelValues(mapping, res.Source).Inc()
+		reason := "source unreadable"
+		if res.Err != nil {
+			reason = res.Err.Error()
+		}
+		logf.FromContext(ctx).Info("owner CA source error", "mapping", mapping, "source", res.Source, "stale", res.Stale, "reason", reason)
+	}
+	return res
+}
+
+// observe counts, logs and records a decision, and feeds flapping detection.
+func (h *Handler) observe(ctx context.Context, d *policy.Decision) {
+	log := logf.FromContext(ctx).WithValues("mapping", d.Mapping, "rule", d.Rule, "decision", d.Outcome, "subject", d.Subject)
+	h.Metrics.Decisions.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()
+	switch d.Outcome {
+	case policy.OutcomeAllow:
+		log.V(1).Info("allowed")
+	default:
+		log.Info(string(d.Outcome), "message", d.Message())
+	}
+	if d.Record {
+		h.Metrics.Records.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()
+		h.Recorder.RecordDecision(ctx, d)
+	}
+	if d.Mapping == "" {
+		return
+	}
+	if report, flapping := h.flapDetector().Observe(d, h.now()); flapping {
+		h.Metrics.FlappingDetected.WithLabelValues(d.Mapping, string(report.Kind), report.Name).Inc()
+		h.Recorder.RecordFlapping(ctx, d.Mapping, report)
+	}
+}
+
+// flapDetector returns the detector for the settings in force, replacing
+// it when a reload changed them.
+func (h *Handler) flapDetector() *policy.FlapDetector {
+	settings := h.Config.Current().Spec.Flapping
+	h.flapMu.Lock()
+	defer h.flapMu.Unlock()
+	if h.flap == nil || h.flapFor != settings {
+		h.flap = policy.NewFlapDetector(settings.MaxDistinctBundles, settings.Window.Duration)
+		h.flapFor = settings
+	}
+	return h.flap
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// Response turns a decision into the admission response: enforce denials
+// are 403s with the full message; audit and break-glass are allowed with
+// warnings kubectl prints; every non-trivial decision carries audit
+// annotations for kube-apiserver's audit log.
+func Response(d *policy.Decision) admission.Response {
+	r := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed:          d.Allowed(),
+		Warnings:         d.Warnings(),
+		AuditAnnotations: d.AuditAnnotations(),
+		Result:           &metav1.Status{Code: d.Code()},
+	}}
+	if !d.Allowed() {
+		r.Result.Status = metav1.StatusFailure
+		r.Result.Reason = metav1.StatusReasonForbidden
+		r.Result.Message = d.Message()
+	}
+	return r
+}
+
+func hasRule(d *policy.Decision, rule policy.Rule) bool {
+	for _, v := range d.Violations {
+		if v.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// IsInputError reports whether err is a malformed-request error.
+func IsInputError(err error) bool {
+	var ie *InputError
+	return errors.As(err, &ie)
+}

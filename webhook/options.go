@@ -1,0 +1,156 @@
+package webhook
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options configure `webhook-guard serve`. Every field is a flag.
+type Options struct {
+	// App
+
+	// ConfigPath is the GuardConfig file; it is re-read when it changes.
+	ConfigPath string
+	// ConfigReloadInterval is how often the config file is checked.
+	ConfigReloadInterval time.Duration
+
+	// Webhook
+
+	// BindAddress is the webhook server's listen address (127.0.0.1 for the
+	// static shape, where kube-apiserver calls https://127.0.0.1).
+	BindAddress string
+	// Port is the webhook server's port.
+	Port int
+	// CertDir holds tls.crt and tls.key as mounted from a cert-manager
+	// Secret; they are reloaded on change without a restart.
+	CertDir string
+	// TLSMinVersion is VersionTLS12 or VersionTLS13.
+	TLSMinVersion string
+	// TLSCipherSuites restricts TLS 1.2 suites (IANA names); empty means Go's
+	// secure defaults. TLS 1.3 suites are not configurable in Go.
+	TLSCipherSuites []string
+	// CATTL is how long an owner's CA read is cached.
+	CATTL time.Duration
+	// CAMaxStale is how long a cached CA keeps serving while its source
+	// cannot be read (API server unreachable); then caBundle changes fail closed.
+	CAMaxStale time.Duration
+
+	// Kubernetes
+
+	// Kubeconfig is a kubeconfig file; in-cluster config when empty.
+	Kubeconfig string
+	// LeaderElect makes API writers (records, policy objects) leader-only.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the Lease.
+	LeaderElectionNamespace string
+
+	// Observability
+
+	// MetricsBindAddress serves /metrics; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz.
+	HealthProbeBindAddress string
+	// LogFormat is json or text.
+	LogFormat string
+	// LogLevel is info or debug (or a number: higher is more verbose).
+	LogLevel string
+}
+
+// Complete validates the options and fills what can be derived, returning
+// errors that name the flag.
+func (o *Options) Complete() error {
+	var errs []string
+	if o.ConfigPath == "" {
+		errs = append(errs, "--config is required: the GuardConfig file with the owner mappings")
+	}
+	if o.CertDir == "" {
+		errs = append(errs, "--cert-dir is required: a directory holding tls.crt and tls.key (a mounted cert-manager Secret)")
+	} else {
+		for _, f := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(o.CertDir, f)); err != nil {
+				errs = append(errs, fmt.Sprintf("--cert-dir %s: %v", o.CertDir, err))
+			}
+		}
+	}
+	if o.Port < 1 || o.Port > 65535 {
+		errs = append(errs, fmt.Sprintf("--port must be in 1..65535, got %d", o.Port))
+	}
+	if o.ConfigReloadInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Sprintf("--config-reload-interval must be >= 100ms, got %s", o.ConfigReloadInterval))
+	}
+	if o.CATTL <= 0 {
+		errs = append(errs, fmt.Sprintf("--ca-cache-ttl must be > 0, got %s", o.CATTL))
+	}
+	if o.CAMaxStale < o.CATTL {
+		errs = append(errs, fmt.Sprintf("--ca-max-stale must be >= --ca-cache-ttl (%s), got %s", o.CATTL, o.CAMaxStale))
+	}
+	if _, err := o.tlsVersion(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if _, err := o.cipherSuites(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if o.LogFormat != "json" && o.LogFormat != "text" {
+		errs = append(errs, fmt.Sprintf("--log-format must be json or text, got %q", o.LogFormat))
+	}
+	if o.LeaderElect && o.LeaderElectionNamespace == "" {
+		if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			o.LeaderElectionNamespace = strings.TrimSpace(string(ns))
+		} else {
+			errs = append(errs, "--leader-election-namespace is required outside a cluster when --leader-elect is set")
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid options:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+func (o *Options) tlsVersion() (uint16, error) {
+	switch o.TLSMinVersion {
+	case "VersionTLS12":
+		return tls.VersionTLS12, nil
+	case "VersionTLS13":
+		return tls.VersionTLS13, nil
+	}
+	return 0, fmt.Errorf("--tls-min-version must be VersionTLS12 or VersionTLS13, got %q", o.TLSMinVersion)
+}
+
+// cipherSuites maps names to IDs, accepting only suites Go considers secure.
+func (o *Options) cipherSuites() ([]uint16, error) {
+	if len(o.TLSCipherSuites) == 0 {
+		return nil, nil
+	}
+	secure := map[string]uint16{}
+	var names []string
+	for _, s := range tls.CipherSuites() {
+		secure[s.Name] = s.ID
+		names = append(names, s.Name)
+	}
+	slices.Sort(names)
+	var ids []uint16
+	for _, n := range o.TLSCipherSuites {
+		id, ok := secure[n]
+		if !ok {
+			return nil, fmt.Errorf("--tls-cipher-suites: %q is not a supported secure suite; choose from %s", n, strings.Join(names, ", "))
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// TLSConfig applies the TLS policy to a server config.
+func (o *Options) TLSConfig(cfg *tls.Config) {
+	v, _ := o.tlsVersion()
+	ids, _ := o.cipherSuites()
+	cfg.MinVersion = v
+	cfg.CipherSuites = ids
+	// kube-apiserver speaks HTTP/2 to webhooks; keep the HTTP/1.1 fallback
+	// for curl and older clients.
+	cfg.NextProtos = []string{"h2", "http/1.1"}
+}

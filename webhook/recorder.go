@@ -1,0 +1,37 @@
+package webhook
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// Recorder keeps what the guard decided so that audit mode can be reviewed.
+// Implementations must not block the admission path.
+type Recorder interface {
+	// RecordDecision is called for every decision with Record set.
+	RecordDecision(ctx context.Context, d *policy.Decision)
+	// RecordFlapping is called when a configuration is found flapping.
+	RecordFlapping(ctx context.Context, mapping string, r policy.FlapReport)
+}
+
+// LogRecorder writes each record as one structured log line, which a log
+// pipeline keeps durably.
+type LogRecorder struct {
+	Log logr.Logger
+}
+
+// RecordDecision implements Recorder.
+func (l LogRecorder) RecordDecision(_ context.Context, d *policy.Decision) {
+	l.Log.Info("decision recorded", "mapping", d.Mapping, "mode", d.Mode, "rule", d.Rule, "outcome", d.Outcome,
+		"operation", d.Operation, "kind", d.Kind, "name", d.Name, "subject", d.Subject, "dryRun", d.DryRun,
+		"violations", d.Violations)
+}
+
+// RecordFlapping implements Recorder.
+func (l LogRecorder) RecordFlapping(_ context.Context, mapping string, r policy.FlapReport) {
+	l.Log.Info("caBundle flapping detected", "mapping", mapping, "kind", r.Kind, "name", r.Name,
+		"distinctBundles", r.DistinctBundles, "window", r.Window.String(), "writers", r.Writers)
+}

@@ -1,0 +1,106 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+)
+
+// LeaderElectionID names the Lease replicas compete for.
+const LeaderElectionID = "webhook-guard"
+
+// NewScheme knows the core types and cert-manager's, which CA sources read.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := cmapi.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run serves admission reviews until ctx ends. The initial configuration
+// must load: a guard that starts without its mappings would allow
+// everything, so it refuses to start (and never becomes ready) instead.
+func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
+	log := ctrl.Log.WithName("webhook-guard")
+	cfg, data, err := LoadConfigFile(o.ConfigPath)
+	if err != nil {
+		return err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// Runnables that need no leader (the webhook server, the reloader)
+		// keep serving while leadership moves.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host:    o.BindAddress,
+			Port:    o.Port,
+			CertDir: o.CertDir,
+			TLSOpts: []func(*tls.Config){o.TLSConfig},
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("setting up the manager: %w", err)
+	}
+
+	metrics := NewMetrics(ctrlmetrics.Registry)
+	store := NewConfigStore(cfg)
+	// The API reader does direct GETs: no informers, so no list/watch
+	// permission on Secrets is ever needed.
+	resolver := casource.New(mgr.GetAPIReader(), casource.Options{TTL: o.CATTL, MaxStale: o.CAMaxStale})
+	reloader := NewConfigReloader(o.ConfigPath, data, store, o.ConfigReloadInterval, metrics, log.WithName("config"))
+	reloader.OnReload = func(*policy.Config) { resolver.Invalidate() }
+	if err := mgr.Add(reloader); err != nil {
+		return err
+	}
+
+	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: LogRecorder{Log: log.WithName("records")}}
+	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: handler})
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready only once the config is loaded (it is, or Run returned above)
+	// and the webhook server answers TLS with its certificate.
+	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("config", func(*http.Request) error {
+		if store.Current() == nil {
+			return fmt.Errorf("no configuration loaded")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	log.Info("starting", "config", o.ConfigPath, "owners", len(cfg.Spec.Owners), "defaultMode", cfg.Spec.DefaultMode,
+		"listen", fmt.Sprintf("%s:%d", o.BindAddress, o.Port), "path", Path)
+	return mgr.Start(ctx)
+}
