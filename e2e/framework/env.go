@@ -132,11 +132,11 @@ func Start(t testing.TB, opts Options) *Env {
 	WriteFileAtomic(t, configPath, MarshalConfig(t, opts.Config))
 
 	g := &Guard{
-		env:        e,
-		Bin:        guardBin,
-		ConfigPath: configPath,
-		CertDir:    certDir,
-		Port:       FreePort(t),
+		env:         e,
+		Bin:         guardBin,
+		ConfigPath:  configPath,
+		CertDir:     certDir,
+		Port:        FreePort(t),
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		Log:         &Buffer{},

@@ -239,8 +239,10 @@ type Record struct {
 	Subject string `json:"subject"`
 	Name    string `json:"name"`
 	Kind    string `json:"kind"`
-	DryRun  bool   `json:"dryRun"`
-	Raw     string `json:"-"`
+	// Operation is CREATE, UPDATE or DELETE.
+	Operation string `json:"operation"`
+	DryRun    bool   `json:"dryRun"`
+	Raw       string `json:"-"`
 }
 
 // Records are the decisions the guard recorded, from its JSON log.
@@ -279,11 +281,16 @@ func (g *Guard) RecordsFor(name string) []Record {
 }
 
 // RewriteConfig replaces the GuardConfig file atomically (temp file +
-// rename) and waits until ready reports the new configuration in force.
-func (g *Guard) RewriteConfig(t testing.TB, c *policy.GuardConfig, ready func() bool) {
+// rename, as a ConfigMap update reaches a pod) and waits until the guard
+// counts a successful reload (webhook_guard_config_reloads_total{result="success"}).
+func (g *Guard) RewriteConfig(t testing.TB, c *policy.GuardConfig) {
 	t.Helper()
+	reloaded := map[string]string{"result": "success"}
+	before := g.Metric(t, "webhook_guard_config_reloads_total", reloaded)
 	WriteFileAtomic(t, g.ConfigPath, MarshalConfig(t, c))
-	Eventually(t, 15*time.Second, "the guard reloads its configuration", ready)
+	Eventually(t, 15*time.Second, "the guard reloads its rewritten configuration", func() bool {
+		return g.Metric(t, "webhook_guard_config_reloads_total", reloaded) > before
+	})
 }
 
 // RenewCertificate writes a new serving certificate into the cert directory
