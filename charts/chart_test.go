@@ -601,3 +601,60 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// Test_everyValueIsCommented checks that every key of values.yaml has a
+// comment on the line(s) right above it. Keys inside lists and inside
+// free-form maps (label selectors, resource quantities) are data, not
+// settings, and are exempt.
+func Test_everyValueIsCommented(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataMaps := []string{"nodeSelector", "requests", "limits", "alertLabels", "capabilities", "seccompProfile", "resources"}
+	type frame struct {
+		indent int
+		key    string
+	}
+	var stack []frame
+	prevComment := false
+	listIndent := -1
+	for i, line := range strings.Split(string(raw), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" {
+			prevComment = false
+			continue
+		}
+		if strings.HasPrefix(trimmed, "#") {
+			prevComment = true
+			continue
+		}
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		wasComment := prevComment
+		prevComment = false
+		if strings.HasPrefix(trimmed, "- ") {
+			listIndent = indent
+			continue
+		}
+		if listIndent >= 0 && indent > listIndent {
+			continue
+		}
+		listIndent = -1
+		key, _, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			continue
+		}
+		for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+			stack = stack[:len(stack)-1]
+		}
+		exempt := len(stack) > 0 && slices.Contains(dataMaps, stack[len(stack)-1].key)
+		stack = append(stack, frame{indent, key})
+		if !exempt && !wasComment {
+			var path []string
+			for _, f := range stack {
+				path = append(path, f.key)
+			}
+			t.Errorf("values.yaml:%d: %s has no comment above it", i+1, strings.Join(path, "."))
+		}
+	}
+}
