@@ -55,10 +55,13 @@ func (c *Config) Decide(in *Input) Decision {
 	if !isWriter && !breakGlass {
 		d.Violations = append(d.Violations, notOwner(co, in))
 	}
-	if in.Operation != OperationDelete && (isWriter || !breakGlass) {
+	if in.Operation != OperationDelete {
 		d.Violations = append(d.Violations, c.checkBundles(co, in, d.Changes)...)
 	}
-	d.finish(d.Mode, breakGlass && !isWriter)
+	// Break-glass subjects are always allowed, writers or not, exactly as
+	// the static webhook's matchConditions skip them inside kube-apiserver;
+	// what they broke is still listed, warned about and recorded.
+	d.finish(d.Mode, breakGlass)
 	return d
 }
 
@@ -66,15 +69,15 @@ func notOwner(co *compiledOwner, in *Input) Violation {
 	v := Violation{
 		Rule:   RuleNotOwner,
 		Field:  "userInfo",
-		Detail: fmt.Sprintf("%q is not a writer of this configuration", in.User.Username),
+		Detail: fmt.Sprintf("%q is not a writer", in.User.Username),
 	}
 	if ns, name, ok := strings.Cut(strings.TrimPrefix(in.User.Username, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(in.User.Username, "system:serviceaccount:") {
-		v.Hint = fmt.Sprintf("if %s/%s should own it, add it to owners[%s].writers.serviceAccounts; otherwise stop it writing this configuration", ns, name, co.spec.Name)
+		v.Hint = fmt.Sprintf("if it should own this configuration, add %s/%s to owners[%s].writers.serviceAccounts", ns, name, co.spec.Name)
 	} else {
-		v.Hint = fmt.Sprintf("if %q should own it, add it to owners[%s].writers.users; otherwise stop it writing this configuration", in.User.Username, co.spec.Name)
+		v.Hint = fmt.Sprintf("if it should own this configuration, add %q to owners[%s].writers.users", in.User.Username, co.spec.Name)
 	}
 	if in.Operation == OperationDelete {
-		v.Detail = fmt.Sprintf("%q is not a writer of this configuration; deleting it (and recreating it) is a takeover", in.User.Username)
+		v.Detail = fmt.Sprintf("%q is not a writer; deleting it (and recreating it) is a takeover", in.User.Username)
 	}
 	return v
 }

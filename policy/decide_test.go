@@ -79,8 +79,8 @@ func notOwnerSA(ns, name, mapping string) Violation {
 	return Violation{
 		Rule:   RuleNotOwner,
 		Field:  "userInfo",
-		Detail: fmt.Sprintf("%q is not a writer of this configuration", sa(ns, name)),
-		Hint:   fmt.Sprintf("if %s/%s should own it, add it to owners[%s].writers.serviceAccounts; otherwise stop it writing this configuration", ns, name, mapping),
+		Detail: fmt.Sprintf("%q is not a writer", sa(ns, name)),
+		Hint:   fmt.Sprintf("if it should own this configuration, add %s/%s to owners[%s].writers.serviceAccounts", ns, name, mapping),
 	}
 }
 
@@ -88,8 +88,8 @@ func notOwnerUser(user, mapping string) Violation {
 	return Violation{
 		Rule:   RuleNotOwner,
 		Field:  "userInfo",
-		Detail: fmt.Sprintf("%q is not a writer of this configuration", user),
-		Hint:   fmt.Sprintf("if %q should own it, add it to owners[%s].writers.users; otherwise stop it writing this configuration", user, mapping),
+		Detail: fmt.Sprintf("%q is not a writer", user),
+		Hint:   fmt.Sprintf("if it should own this configuration, add %q to owners[%s].writers.users", user, mapping),
 	}
 }
 
@@ -360,8 +360,8 @@ func Test_Decide(t *testing.T) {
 			expViolations: []Violation{{
 				Rule:   RuleNotOwner,
 				Field:  "userInfo",
-				Detail: `"system:serviceaccount:kube-system:intruder" is not a writer of this configuration; deleting it (and recreating it) is a takeover`,
-				Hint:   "if kube-system/intruder should own it, add it to owners[koordinator].writers.serviceAccounts; otherwise stop it writing this configuration",
+				Detail: `"system:serviceaccount:kube-system:intruder" is not a writer; deleting it (and recreating it) is a takeover`,
+				Hint:   "if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts",
 			}},
 			expRecord: true,
 		},
@@ -416,9 +416,13 @@ func Test_Decide(t *testing.T) {
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expRecord: true,
 		},
-		"if a break-glass subject writes a foreign CA, still allow with a warning and record": {
+		"if a break-glass subject writes a foreign CA, still allow, list what it bypassed, warn and record": {
 			input:      update("koord", admin, same, [2][]byte{f.Foreign.PEM, nil}, koordCA),
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
+			expViolations: []Violation{
+				caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()}),
+				caEmptied(1, whB),
+			},
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 			expRecord:  true,
 		},
@@ -441,9 +445,9 @@ func Test_Decide(t *testing.T) {
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 			expRecord:  true,
 		},
-		"if a break-glass subject is also a writer, check its caBundle writes as the owner's": {
+		"if a break-glass subject is also a writer, allow it as break-glass (as matchConditions do) and list the foreign CA": {
 			input:      update("koord", User{Username: "root", Groups: []string{"system:masters", "koord-admins"}}, same, [2][]byte{f.Foreign.PEM, f.Owner.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expViolations: []Violation{caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()})},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
@@ -569,7 +573,7 @@ func Test_Decide(t *testing.T) {
 				in.Labels = map[string]string{"team": "a", "shared": "true"}
 				return in
 			}(),
-			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleAmbiguousOwner,
+			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expViolations: []Violation{{
 				Rule:   RuleAmbiguousOwner,
 				Field:  "metadata.labels",

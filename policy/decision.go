@@ -163,7 +163,11 @@ func (d *Decision) Warnings() []string {
 		if d.Mapping == "" {
 			owner = "that no mapping covers"
 		}
-		return []string{truncate(fmt.Sprintf("%s%q wrote %s %q %s; this write is recorded", prefix, d.Subject, d.Kind, d.Name, owner))}
+		out := []string{truncate(fmt.Sprintf("%s%q wrote %s %q %s; this write is recorded", prefix, d.Subject, d.Kind, d.Name, owner))}
+		for _, v := range d.Violations {
+			out = append(out, truncate(prefix+"bypassed "+v.String()))
+		}
+		return out
 	}
 	out := make([]string, 0, len(d.Violations))
 	for _, v := range d.Violations {
@@ -221,10 +225,9 @@ func (d *Decision) finish(mode Mode, breakGlass bool) {
 	}
 	switch {
 	case breakGlass:
-		d.Outcome = OutcomeBreakGlass
-		if d.Rule == RuleNone {
-			d.Rule = RuleBreakGlass
-		}
+		// Counted under break-glass whatever else it broke: the violations
+		// stay listed in the record and the warnings.
+		d.Outcome, d.Rule = OutcomeBreakGlass, RuleBreakGlass
 	case len(d.Violations) == 0:
 		d.Outcome = OutcomeAllow
 	case mode == ModeEnforce:

@@ -18,8 +18,8 @@ var (
 	vNotOwner = Violation{
 		Rule:   RuleNotOwner,
 		Field:  "userInfo",
-		Detail: `"system:serviceaccount:kube-system:intruder" is not a writer of this configuration`,
-		Hint:   "if kube-system/intruder should own it, add it to owners[koordinator].writers.serviceAccounts; otherwise stop it writing this configuration",
+		Detail: `"system:serviceaccount:kube-system:intruder" is not a writer`,
+		Hint:   "if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts",
 	}
 	vMismatch = Violation{
 		Rule:     RuleCAMismatch,
@@ -62,13 +62,13 @@ func Test_Decision_Message(t *testing.T) {
 		"if a deny has two violations, name the request, mapping and mode, then every violation sorted by field": {
 			decision: decision("koordinator", ModeEnforce, false, false, vMismatch, vNotOwner),
 			exp: `webhook-guard denied UPDATE of ValidatingWebhookConfiguration "koord" by "system:serviceaccount:kube-system:intruder" (mapping "koordinator", enforce); ` +
-				`not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer of this configuration; hint: if kube-system/intruder should own it, add it to owners[koordinator].writers.serviceAccounts; otherwise stop it writing this configuration; ` +
+				`not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer; hint: if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts; ` +
 				`ca-mismatch: webhooks[1].clientConfig.caBundle (webhook "b.koord.io"): the caBundle holds 1 certificate(s) that are not the owner's CA (from secret koordinator-system/webhook-certs) [expected CA 0123456789abcdef, found fedcba9876543210]; hint: write the owner's CA; if the owner's CA changed, update its source first`,
 		},
 		"if the decision is audited, say it would deny": {
 			decision: decision("audited", ModeAudit, false, false, vNotOwner),
 			exp: `webhook-guard would deny (audit mode) UPDATE of ValidatingWebhookConfiguration "koord" by "system:serviceaccount:kube-system:intruder" (mapping "audited", audit); ` +
-				`not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer of this configuration; hint: if kube-system/intruder should own it, add it to owners[koordinator].writers.serviceAccounts; otherwise stop it writing this configuration`,
+				`not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer; hint: if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts`,
 		},
 		"if the configuration is unmanaged, name no mapping": {
 			decision: Decision{Operation: OperationCreate, Kind: KindMutating, Name: "x", Subject: "bob", Outcome: OutcomeAudit, Rule: RuleUnmanaged, Violations: []Violation{vUnmanaged}},
@@ -138,10 +138,10 @@ func Test_Decision_Warnings(t *testing.T) {
 		decision Decision
 		exp      []string
 	}{
-		"if the decision is audited, return one warning per violation, sorted by field and cut to 250 bytes": {
+		"if the decision is audited, return one warning per violation, sorted by field": {
 			decision: decision("audited", ModeAudit, false, false, vNotOwner, Violation{Rule: RuleCAMismatch, Field: "webhooks[0].clientConfig.caBundle", Detail: "d"}),
 			exp: []string{
-				`webhook-guard (audit) would deny: not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer of this configuration; hint: if kube-system/intruder should own it, add it to owners[koordinator].writers.serviceAccounts; otherwis...`,
+				`webhook-guard (audit) would deny: not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer; hint: if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts`,
 				`webhook-guard (audit) would deny: ca-mismatch: webhooks[0].clientConfig.caBundle: d`,
 			},
 		},
@@ -157,9 +157,12 @@ func Test_Decision_Warnings(t *testing.T) {
 			decision: Decision{Kind: KindMutating, Name: "unrelated", Subject: "kubernetes-admin", Outcome: OutcomeBreakGlass, Rule: RuleBreakGlass},
 			exp:      []string{`webhook-guard break-glass: "kubernetes-admin" wrote MutatingWebhookConfiguration "unrelated" that no mapping covers; this write is recorded`},
 		},
-		"if a break-glass subject's write broke a rule, warn with the violation": {
+		"if a break-glass subject's write broke a rule, warn about the write and about what it bypassed": {
 			decision: decision("shared,team-a", ModeEnforce, true, false, Violation{Rule: RuleAmbiguousOwner, Field: "metadata.labels", Detail: "ambiguous"}),
-			exp:      []string{`webhook-guard break-glass: ambiguous-owner: metadata.labels: ambiguous`},
+			exp: []string{
+				`webhook-guard break-glass: "system:serviceaccount:kube-system:intruder" wrote ValidatingWebhookConfiguration "koord" owned by mapping "shared,team-a"; this write is recorded`,
+				`webhook-guard break-glass: bypassed ambiguous-owner: metadata.labels: ambiguous`,
+			},
 		},
 		"if the request is denied, return no warnings: the message says it all": {
 			decision: decision("koordinator", ModeEnforce, false, false, vNotOwner),
@@ -295,11 +298,11 @@ func Test_Decision_finish(t *testing.T) {
 			mode: ModeEnforce, breakGlass: true,
 			expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass, expRecord: true,
 		},
-		"if the subject is break-glass and broke a rule, keep the rule": {
+		"if the subject is break-glass and broke a rule, count it as break-glass and keep the violation": {
 			mode: ModeEnforce, breakGlass: true,
 			violations:    []Violation{ambiguous},
 			expViolations: []Violation{ambiguous},
-			expOutcome:    OutcomeBreakGlass, expRule: RuleAmbiguousOwner, expRecord: true,
+			expOutcome:    OutcomeBreakGlass, expRule: RuleBreakGlass, expRecord: true,
 		},
 	}
 	for name, test := range tests {

@@ -1,0 +1,91 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func Test_FlapDetector(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	write := func(name, subject, bundle string, dryRun bool) *Decision {
+		return &Decision{Kind: KindValidating, Name: name, Subject: subject, DryRun: dryRun,
+			Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte(bundle))}}}
+	}
+	type step struct {
+		d      *Decision
+		at     time.Duration
+		report *FlapReport
+	}
+	tests := map[string]struct {
+		steps []step
+	}{
+		"if a rotation writes old+new then new, do not report": {steps: []step{
+			{d: write("koord", "sa", "old+new", false), at: 0},
+			{d: write("koord", "sa", "new", false), at: time.Second},
+			{d: write("koord", "sa", "new", false), at: 2 * time.Second},
+		}},
+		"if more than 3 distinct bundles are written within the window, report once with the writers": {steps: []step{
+			{d: write("koord", "r1", "ca1", false), at: 0},
+			{d: write("koord", "r2", "ca2", false), at: time.Second},
+			{d: write("koord", "r3", "ca3", false), at: 2 * time.Second},
+			{d: write("koord", "r4", "ca4", false), at: 3 * time.Second, report: &FlapReport{Kind: KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1", "r2", "r3", "r4"}}},
+			{d: write("koord", "r5", "ca5", false), at: 4 * time.Second},
+		}},
+		"if the distinct bundles are spread wider than the window, do not report": {steps: []step{
+			{d: write("koord", "r1", "ca1", false), at: 0},
+			{d: write("koord", "r2", "ca2", false), at: 30 * time.Second},
+			{d: write("koord", "r3", "ca3", false), at: 61 * time.Second},
+			{d: write("koord", "r4", "ca4", false), at: 92 * time.Second},
+		}},
+		"if the writes are dry runs or change no caBundle, ignore them": {steps: []step{
+			{d: write("koord", "r1", "ca1", true), at: 0},
+			{d: write("koord", "r2", "ca2", true), at: 1},
+			{d: write("koord", "r3", "ca3", true), at: 2},
+			{d: write("koord", "r4", "ca4", true), at: 3},
+			{d: &Decision{Kind: KindValidating, Name: "koord"}, at: 4},
+		}},
+		"if two configurations each see few bundles, track them apart": {steps: []step{
+			{d: write("a", "r1", "ca1", false), at: 0},
+			{d: write("b", "r2", "ca2", false), at: 1},
+			{d: write("a", "r3", "ca3", false), at: 2},
+			{d: write("b", "r4", "ca4", false), at: 3},
+		}},
+		"if flapping continues past the window, report it again": {steps: []step{
+			{d: write("koord", "r1", "ca1", false), at: 0},
+			{d: write("koord", "r1", "ca2", false), at: 1},
+			{d: write("koord", "r1", "ca3", false), at: 2},
+			{d: write("koord", "r1", "ca4", false), at: 3, report: &FlapReport{Kind: KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1"}}},
+			{d: write("koord", "r1", "ca5", false), at: 70 * time.Second},
+			{d: write("koord", "r1", "ca6", false), at: 71 * time.Second},
+			{d: write("koord", "r1", "ca7", false), at: 72 * time.Second},
+			{d: write("koord", "r1", "ca8", false), at: 73 * time.Second, report: &FlapReport{Kind: KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1"}}},
+		}},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := NewFlapDetector(3, time.Minute)
+			for i, s := range test.steps {
+				got, ok := f.Observe(s.d, t0.Add(s.at))
+				if s.report == nil {
+					assert.False(t, ok, "step %d reported %+v", i, got)
+					continue
+				}
+				require.True(t, ok, "step %d did not report", i)
+				assert.Equal(t, *s.report, got, "step %d", i)
+			}
+		})
+	}
+}
+
+func Test_FlapDetector_boundsMemory(t *testing.T) {
+	f := NewFlapDetector(1000, time.Hour)
+	t0 := time.Now()
+	for i := range 10 * maxTrackedWrites {
+		f.Observe(&Decision{Kind: KindMutating, Name: "storm", Subject: "s", Changes: []BundleChange{{Hash: sha256.Sum256([]byte{byte(i), byte(i >> 8)})}}}, t0)
+	}
+	assert.Len(t, f.writes[flapKey{KindMutating, "storm"}], maxTrackedWrites)
+}
