@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
@@ -656,5 +658,60 @@ func Test_everyValueIsCommented(t *testing.T) {
 			}
 			t.Errorf("values.yaml:%d: %s has no comment above it", i+1, strings.Join(path, "."))
 		}
+	}
+}
+
+// Test_containerArgsAreKnownFlags parses the args of every container the
+// chart renders with the binary's own command tree, so a renamed or removed
+// flag fails here rather than in a crash-looping pod.
+func Test_containerArgsAreKnownFlags(t *testing.T) {
+	wantCommands := map[string]string{"webhook-guard": "serve", "static-manifest-sync": "static-manifest"}
+	for _, name := range sortedKeys(valueSets) {
+		t.Run(name, func(t *testing.T) {
+			out, err := helm(t, templateArgs(chartDir, valueSets[name])...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for _, doc := range strings.Split(out, "\n---\n") {
+				var w struct {
+					Kind string `json:"kind"`
+					Spec struct {
+						Template struct {
+							Spec struct {
+								Containers []struct {
+									Name string   `json:"name"`
+									Args []string `json:"args"`
+								} `json:"containers"`
+							} `json:"spec"`
+						} `json:"template"`
+					} `json:"spec"`
+				}
+				if err := yaml.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(doc), "---")), &w); err != nil {
+					t.Fatal(err)
+				}
+				if w.Kind != "DaemonSet" && w.Kind != "Deployment" {
+					continue
+				}
+				for _, c := range w.Spec.Template.Spec.Containers {
+					seen++
+					root := app.NewCommand(io.Discard, io.Discard)
+					sub, rest, err := root.Find(c.Args)
+					if err != nil {
+						t.Errorf("%s container %s: args %v: %v", w.Kind, c.Name, c.Args, err)
+						continue
+					}
+					if want := wantCommands[c.Name]; sub.Name() != want {
+						t.Errorf("%s container %s runs %q, want %q", w.Kind, c.Name, sub.CommandPath(), want)
+					}
+					if err := sub.ParseFlags(rest); err != nil {
+						t.Errorf("%s container %s: `%s` rejects the chart's args %v: %v", w.Kind, c.Name, sub.CommandPath(), rest, err)
+					}
+				}
+			}
+			if seen == 0 {
+				t.Fatal("the chart renders no DaemonSet or Deployment")
+			}
+		})
 	}
 }

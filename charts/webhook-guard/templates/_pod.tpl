@@ -141,8 +141,6 @@ spec:
         - --timeout-seconds={{ .Values.webhook.timeoutSeconds }}
         - --output-dir=/var/run/webhook-guard/host
         - --static-manifests-dir={{ trimSuffix "/" .Values.staticManifestSync.hostPath }}/static
-        - --log-format={{ .Values.logging.format }}
-        - --log-level={{ .Values.logging.level }}
         - --watch
       resources:
         {{- toYaml .Values.staticManifestSync.resources | nindent 8 }}
