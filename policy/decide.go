@@ -119,7 +119,8 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 			}
 		}
 		if len(foreign) > 0 {
-			v.Detail = fmt.Sprintf("the caBundle holds %d certificate(s) that are not the owner's CA (from %s)", len(foreign), set.Source)
+			v.Detail = fmt.Sprintf("%d certificate(s) not in the owner's CA set from %s", len(foreign), set.Source)
+			v.Summary = "certificate(s) not in the owner's CA set"
 			v.Expected, v.Found = set.Short(), foreign
 			v.Hint = "write the owner's CA; if the owner's CA changed, update its source first"
 			out = append(out, v)

@@ -61,6 +61,8 @@ type Violation struct {
 	// Expected and Found are short CA fingerprints, for ca-mismatch.
 	Expected []string `json:"expected,omitempty"`
 	Found    []string `json:"found,omitempty"`
+	// Summary, when set, replaces Detail where space is short (warnings).
+	Summary string `json:"-"`
 }
 
 func (v Violation) String() string {
@@ -165,15 +167,29 @@ func (d *Decision) Warnings() []string {
 		}
 		out := []string{truncate(fmt.Sprintf("%s%q wrote %s %q %s; this write is recorded", prefix, d.Subject, d.Kind, d.Name, owner))}
 		for _, v := range d.Violations {
-			out = append(out, truncate(prefix+"bypassed "+v.String()))
+			out = append(out, warning(prefix+"bypassed ", v))
 		}
 		return out
 	}
 	out := make([]string, 0, len(d.Violations))
 	for _, v := range d.Violations {
-		out = append(out, truncate(prefix+v.String()))
+		out = append(out, warning(prefix, v))
 	}
 	return out
+}
+
+// warning fits a violation into one warning: whole if it fits, else without
+// its hint (the denial message and the record keep it), else cut.
+func warning(prefix string, v Violation) string {
+	if w := prefix + v.String(); len(w) <= maxWarningLen {
+		return w
+	}
+	v.Hint = ""
+	if w := prefix + v.String(); len(w) <= maxWarningLen || v.Summary == "" {
+		return truncate(w)
+	}
+	v.Detail = v.Summary
+	return truncate(prefix + v.String())
 }
 
 // truncate cuts on a rune boundary: kube-apiserver drops a warning that is

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +58,16 @@ func readObjects(scheme *runtime.Scheme, data []byte) (*objectsReader, error) {
 		acc, err := meta.Accessor(obj)
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if secret, ok := obj.(*corev1.Secret); ok {
+			// As kube-apiserver does on write: stringData wins over data.
+			if secret.Data == nil {
+				secret.Data = map[string][]byte{}
+			}
+			for k, v := range secret.StringData {
+				secret.Data[k] = []byte(v)
+			}
+			secret.StringData = nil
 		}
 		key := objectKey{gvk: *gvk, namespace: acc.GetNamespace(), name: acc.GetName()}
 		if _, dup := r.objects[key]; dup {

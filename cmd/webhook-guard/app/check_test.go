@@ -1,0 +1,111 @@
+package app
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/check")
+
+const samples = "../../../config/samples/"
+
+// Test_check runs `check` over every sample, as a user would, and compares
+// its output with the golden files and its exit code with the documented one.
+func Test_check(t *testing.T) {
+	tests := map[string]struct {
+		config, review string
+		output         string
+		exitCode       int
+	}{
+		"if the owner writes its own CA, allow":                             {config: "guard-koordinator.yaml", review: "owner.json", exitCode: ExitAllowed},
+		"if another service account writes, deny (enforce)":                 {config: "guard-koordinator.yaml", review: "intruder.json", exitCode: ExitDenied},
+		"if another service account writes in audit, allow + warn":          {config: "guard-koordinator-audit.yaml", review: "intruder.json", exitCode: ExitAllowed},
+		"if the owner writes a foreign CA, deny":                            {config: "guard-koordinator.yaml", review: "foreign-ca.json", exitCode: ExitDenied},
+		"if the owner writes old+new CA during rotation, allow":             {config: "guard-koordinator.yaml", review: "rotation-overlap.json", exitCode: ExitAllowed},
+		"if the owner writes garbage PEM, deny":                             {config: "guard-koordinator.yaml", review: "garbage-pem.json", exitCode: ExitDenied},
+		"if a non-owner deletes, deny":                                      {config: "guard-koordinator.yaml", review: "delete-intruder.json", exitCode: ExitDenied},
+		"if system:masters writes, allow as break-glass":                    {config: "guard-koordinator.yaml", review: "breakglass.json", exitCode: ExitAllowed},
+		"if a non-owner dry-runs in audit, allow and record nothing":        {config: "guard-koordinator-audit.yaml", review: "intruder-dry-run.json", exitCode: ExitAllowed},
+		"if cainjector writes the Certificate's CA, allow":                  {config: "guard-cainjector.yaml", review: "cainjector.json", exitCode: ExitAllowed},
+		"if the application writes its own CA over cainjector's, deny":      {config: "guard-cainjector.yaml", review: "cainjector-app-writes-own-ca.json", exitCode: ExitDenied},
+		"if asked for json, print the AdmissionReview response":             {config: "guard-koordinator.yaml", review: "intruder.json", output: "json", exitCode: ExitDenied},
+		"if asked for json in audit, include warnings and auditAnnotations": {config: "guard-koordinator-audit.yaml", review: "foreign-ca.json", output: "json", exitCode: ExitAllowed},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"check", "--config", samples + test.config, "--objects", samples + "objects.yaml", "--review", samples + "reviews/" + test.review}
+			if test.output != "" {
+				args = append(args, "-o", test.output)
+			}
+			var stdout, stderr bytes.Buffer
+			code := Main(args, &stdout, &stderr)
+			assert.Equal(t, test.exitCode, code, "stderr: %s", stderr.String())
+			assert.Empty(t, stderr.String())
+			golden := filepath.Join("testdata", "check", strings.NewReplacer(" ", "_", ",", "", "'", "", "(", "", ")", "", "+", "and", ":", "").Replace(name)+".golden")
+			if *update {
+				require.NoError(t, os.WriteFile(golden, stdout.Bytes(), 0o644))
+			}
+			exp, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test ./cmd/webhook-guard/app -update to create it")
+			assert.Equal(t, string(exp), stdout.String())
+		})
+	}
+}
+
+// Test_check_invalidInput: invalid input exits 2 with an error that names
+// the file and what is wrong, never a decision.
+func Test_check_invalidInput(t *testing.T) {
+	tests := map[string]struct {
+		args   []string
+		stderr string
+	}{
+		"if the review is malformed JSON, name the file": {
+			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/malformed.json"},
+			stderr: "error: review testdata/invalid/malformed.json: neither JSON nor YAML: yaml: line 1: did not find expected node content\n",
+		},
+		"if the review is about another kind, say which kinds are guarded": {
+			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/other-kind.json"},
+			stderr: "error: review testdata/invalid/other-kind.json: request.kind /v1, Kind=ConfigMap is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration or MutatingWebhookConfiguration; check the rules of the webhook registration\n",
+		},
+		"if the review has no uid, say so": {
+			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/missing-uid.json"},
+			stderr: "error: review testdata/invalid/missing-uid.json: request.uid is missing\n",
+		},
+		"if the config has an unknown field, name its path": {
+			args:   []string{"--config", "testdata/invalid/unknown-field.yaml", "--review", samples + "reviews/owner.json"},
+			stderr: "error: config testdata/invalid/unknown-field.yaml: cannot decode GuardConfig: unknown field \"owners[0].writer\"\n",
+		},
+		"if a mapping has two CA sources, name the mapping's ca field": {
+			args:   []string{"--config", "testdata/invalid/two-ca-sources.yaml", "--review", samples + "reviews/owner.json"},
+			stderr: "error: config testdata/invalid/two-ca-sources.yaml: owners[0].ca: Invalid value: \"configMap, secret\": exactly one CA source may be set; the owner's CA must come from a single place\n",
+		},
+		"if a CA source holds garbage PEM, name the Secret": {
+			args:   []string{"--config", samples + "guard-broken-source.yaml", "--objects", samples + "objects.yaml", "--review", samples + "reviews/broken-source.json"},
+			stderr: "error: objects " + samples + "objects.yaml: cannot read the owner's CA from Secret broken/broken-ca (key ca.crt): the data is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found\n",
+		},
+		"if the config file does not exist, name it": {
+			args:   []string{"--config", "testdata/nope.yaml", "--review", samples + "reviews/owner.json"},
+			stderr: "error: config testdata/nope.yaml: open testdata/nope.yaml: no such file or directory\n",
+		},
+		"if the output format is unknown, say which are supported": {
+			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", samples + "reviews/owner.json", "-o", "xml"},
+			stderr: "error: --output must be text or json, got \"xml\"\n",
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Main(append([]string{"check"}, test.args...), &stdout, &stderr)
+			assert.Equal(t, ExitInvalid, code)
+			assert.Equal(t, test.stderr, stderr.String())
+			assert.Empty(t, stdout.String())
+		})
+	}
+}
