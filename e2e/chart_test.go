@@ -91,9 +91,9 @@ func chartTemplate(t *testing.T, r chartRelease) []*unstructured.Unstructured {
 }
 
 // startChartControlPlane starts kube-apiserver and etcd from bin/ with
-// cert-manager's CRDs, without a guard: these tests are about what the chart
-// renders, not about the guard's decisions.
-func startChartControlPlane(t *testing.T) *rest.Config {
+// cert-manager's CRDs and, when admissionConfig is set, that
+// --admission-control-config-file (the static webhook manifest).
+func startChartControlPlane(t *testing.T, admissionConfig string) (*envtest.Environment, *rest.Config) {
 	t.Helper()
 	binDir := framework.RequireControlPlane(t)
 	log := &framework.Buffer{}
@@ -108,6 +108,9 @@ func startChartControlPlane(t *testing.T) *rest.Config {
 	api := env.ControlPlane.GetAPIServer()
 	api.Path = filepath.Join(binDir, "kube-apiserver")
 	api.Out, api.Err = log, log
+	if admissionConfig != "" {
+		api.Configure().Set("admission-control-config-file", admissionConfig)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
@@ -121,7 +124,7 @@ func startChartControlPlane(t *testing.T) *rest.Config {
 			t.Errorf("stop control plane: %v", err)
 		}
 	})
-	return cfg
+	return env, cfg
 }
 
 func ensureNamespace(t *testing.T, kube kubernetes.Interface, name string) {
@@ -133,41 +136,47 @@ func ensureNamespace(t *testing.T, kube kubernetes.Interface, name string) {
 }
 
 // installChart creates every object of every release on the API server
-// (namespaces first, as `helm install --create-namespace` and the user's
-// existing namespaces would provide them) and fails on any rejection.
+// and fails on any rejection.
 func installChart(t *testing.T, cfg *rest.Config) map[string][]*unstructured.Unstructured {
+	t.Helper()
+	rendered := map[string][]*unstructured.Unstructured{}
+	for _, r := range chartReleases {
+		objs := chartTemplate(t, r)
+		rendered[r.name] = objs
+		createChartObjects(t, cfg, r, objs)
+	}
+	return rendered
+}
+
+// createChartObjects creates a release's objects (namespaces first, as `helm
+// install --create-namespace` and the user's existing namespaces would
+// provide them) with strict field validation: an unknown or misspelled field
+// is an error, not a warning and a silently dropped field.
+func createChartObjects(t *testing.T, cfg *rest.Config, r chartRelease, objs []*unstructured.Unstructured) {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered := map[string][]*unstructured.Unstructured{}
-	for _, r := range chartReleases {
-		objs := chartTemplate(t, r)
-		rendered[r.name] = objs
-		ensureNamespace(t, kube, r.namespace)
-		for _, o := range objs {
-			if ns := o.GetNamespace(); ns != "" {
-				ensureNamespace(t, kube, ns)
-			}
-		}
-		for _, o := range objs {
-			// Strict: an unknown or misspelled field is an error, not a
-			// warning and a silently dropped field.
-			if err := c.Create(t.Context(), o, client.FieldValidation("Strict")); err != nil {
-				t.Errorf("release %s: kube-apiserver rejects %s %s/%s: %v", r.name, o.GetKind(), o.GetNamespace(), o.GetName(), err)
-			}
+	ensureNamespace(t, kube, r.namespace)
+	for _, o := range objs {
+		if ns := o.GetNamespace(); ns != "" {
+			ensureNamespace(t, kube, ns)
 		}
 	}
-	return rendered
+	for _, o := range objs {
+		if err := c.Create(t.Context(), o, client.FieldValidation("Strict")); err != nil {
+			t.Errorf("release %s: kube-apiserver rejects %s %s/%s: %v", r.name, o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
 }
 
 // Test_chart covers the chart against a real kube-apiserver with cert-manager's
 // CRDs: every object of both shapes and both samples is accepted, and the
 // chart's service account may do exactly what values.yaml says.
 func Test_chart(t *testing.T) {
-	cfg := startChartControlPlane(t)
+	_, cfg := startChartControlPlane(t, "")
 	rendered := installChart(t, cfg)
 
 	t.Run("every rendered object is accepted", func(t *testing.T) {
