@@ -66,8 +66,9 @@ spec:
         - --cert-dir=/etc/webhook-guard/tls
         - --bind-address={{ include "webhook-guard.webhookHost" . }}
         - --port={{ .Values.webhook.port }}
-        - --metrics-bind-address={{ include "webhook-guard.metricsHost" . }}:{{ .Values.metrics.port }}
-        - --health-probe-bind-address={{ include "webhook-guard.healthHost" . }}:{{ .Values.health.port }}
+        # [host]:port works for IPv4 and IPv6 pod IPs alike.
+        - --metrics-bind-address=[{{ include "webhook-guard.metricsHost" . }}]:{{ .Values.metrics.port }}
+        - --health-probe-bind-address=[{{ include "webhook-guard.healthHost" . }}]:{{ .Values.health.port }}
         - --log-format={{ .Values.logging.format }}
         - --log-level={{ .Values.logging.level }}
         {{- if .Values.leaderElection.enabled }}
