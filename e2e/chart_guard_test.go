@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -335,6 +337,187 @@ func setCABundle(ctx context.Context, kube kubernetes.Interface, name string, bu
 	for i := range vwc.Webhooks {
 		vwc.Webhooks[i].ClientConfig.CABundle = bundle
 	}
+	_, err = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{})
+	return err
+}
+
+// Test_chartStaticManifestSyncFollowsCARotation runs the chart's
+// staticManifestSync sidecar (its rendered args, paths rewritten) next to the
+// guard and kube-apiserver: kube-apiserver loads the static manifest the
+// sidecar writes, and after the guard's CA and serving certificate are
+// replaced (as a cert-manager renewal with a new CA key would), the sidecar
+// re-renders the manifest, kube-apiserver picks it up, and the guard is
+// called again over TLS without a restart of anything.
+func Test_chartStaticManifestSyncFollowsCARotation(t *testing.T) {
+	rel := chartRelease{name: "wg", namespace: "webhook-guard", values: []string{"config/samples/values-koordinator.yaml"},
+		set: []string{"staticManifestSync.enabled=true"}}
+	objs := chartTemplate(t, rel)
+	guardYAML, args := chartGuardConfigAndArgs(t, objs)
+	syncArgs := chartContainerArgs(t, objs, "static-manifest-sync")
+
+	dir := t.TempDir()
+	configDir := filepath.Join(dir, "config")
+	framework.WriteSecretDir(t, configDir, map[string][]byte{"guard.yaml": []byte(guardYAML)})
+	ca1 := framework.NewCA(t, "guard-ca-1")
+	certDir := filepath.Join(dir, "tls")
+	framework.WriteSecretDir(t, certDir, framework.SecretData(ca1, ca1.Issue(t, "localhost")))
+	port := framework.FreePort(t)
+	healthAddr := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
+	bin := framework.GuardBinary(t)
+
+	// The hostPath directory kube-apiserver reads.
+	hostDir := filepath.Join(dir, "host")
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	syncArgs = rewriteChartArgs(t, syncArgs, map[string]string{
+		"--url":                  fmt.Sprintf("https://127.0.0.1:%d/validate", port),
+		"--ca-file":              filepath.Join(certDir, "ca.crt"),
+		"--config":               filepath.Join(configDir, "guard.yaml"),
+		"--output-dir":           hostDir,
+		"--static-manifests-dir": filepath.Join(hostDir, "static"),
+	})
+	syncArgs = append(syncArgs, "--watch-interval=200ms")
+	staticFile := filepath.Join(hostDir, "static", "webhook-guard.static.k8s.io.yaml")
+	startChartProcess(t, bin, syncArgs, func() bool {
+		_, err := os.Stat(staticFile)
+		return err == nil
+	})
+	requireFileHolds(t, staticFile, ca1)
+
+	env, cfg := startChartControlPlane(t, filepath.Join(hostDir, "admission-configuration.yaml"))
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	guardUser, err := env.AddUser(envtest.User{Name: "guard-e2e", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := guardUser.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfigPath := filepath.Join(dir, "guard.kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveArgs := rewriteChartArgs(t, args, map[string]string{
+		"--config":                    filepath.Join(configDir, "guard.yaml"),
+		"--cert-dir":                  certDir,
+		"--port":                      fmt.Sprint(port),
+		"--metrics-bind-address":      metricsAddr,
+		"--health-probe-bind-address": healthAddr,
+	})
+	startChartGuard(t, bin, append(serveArgs, "--kubeconfig="+kubeconfigPath), healthAddr)
+
+	stranger := chartUser(t, env, admin, framework.ServiceAccountUser("default", "intruder"))
+	const name = "koord-validating-webhook-configuration"
+	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), chartTestWebhookConfig(name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	guardCalled := func() bool {
+		stranger.warnings.Take()
+		err := annotate(t.Context(), stranger.kube, name)
+		if err != nil {
+			t.Logf("stranger's write: %v", err)
+			return false
+		}
+		return len(framework.Containing(stranger.warnings.Take(), "webhook-guard (audit) would deny")) > 0
+	}
+	framework.Eventually(t, 30*time.Second, "kube-apiserver calls the guard through the synced static manifest", guardCalled)
+
+	// Rotate: a new CA and a serving certificate it signed, swapped into the
+	// mounted Secret directory the way the kubelet does.
+	ca2 := framework.NewCA(t, "guard-ca-2")
+	framework.WriteSecretDir(t, certDir, framework.SecretData(ca2, ca2.Issue(t, "localhost")))
+	framework.Eventually(t, 30*time.Second, "the sidecar re-renders the static manifest with the new CA", func() bool {
+		b, err := os.ReadFile(staticFile)
+		return err == nil && bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString(ca2.PEM)))
+	})
+	framework.Eventually(t, 30*time.Second, "kube-apiserver calls the guard again after the CA rotation", guardCalled)
+}
+
+// chartContainerArgs returns the args of the named container of the
+// rendered DaemonSet.
+func chartContainerArgs(t *testing.T, objs []*unstructured.Unstructured, name string) []string {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "DaemonSet" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			c := c.(map[string]any)
+			if c["name"] == name {
+				a, _, _ := unstructured.NestedStringSlice(c, "args")
+				return a
+			}
+		}
+	}
+	t.Fatalf("the rendered DaemonSet has no container %q", name)
+	return nil
+}
+
+// startChartProcess runs a long-lived process until the test ends and waits
+// for ready().
+func startChartProcess(t *testing.T, bin string, args []string, ready func() bool) *framework.Buffer {
+	t.Helper()
+	log := &framework.Buffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", strings.Join(args, " "), err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- %s log (last 30 lines) ---\n%s", strings.Join(args[:min(2, len(args))], " "), log.Tail(30))
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			t.Fatalf("%s %s exited (%v)\n%s", bin, strings.Join(args, " "), cmd.ProcessState, log.Tail(40))
+		default:
+		}
+		if ready() {
+			return log
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s %s not ready within 30s\n%s", bin, strings.Join(args, " "), log.Tail(40))
+	return nil
+}
+
+func requireFileHolds(t *testing.T, path string, ca *framework.CA) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString(ca.PEM))) {
+		t.Fatalf("%s does not hold %s as caBundle:\n%s", path, ca, b)
+	}
+}
+
+func annotate(ctx context.Context, kube kubernetes.Interface, name string) error {
+	vwc, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if vwc.Annotations == nil {
+		vwc.Annotations = map[string]string{}
+	}
+	vwc.Annotations["e2e.webhook-guard.io/touched"] = time.Now().Format(time.RFC3339Nano)
 	_, err = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{})
 	return err
 }

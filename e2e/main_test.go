@@ -11,10 +11,15 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 )
 
 func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime; its progress is not test output.
+	logf.SetLogger(logr.Discard())
 	code := m.Run()
 	framework.Cleanup()
 	os.Exit(code)

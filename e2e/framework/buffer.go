@@ -45,3 +45,17 @@ func (b *Buffer) Tail(n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TailMatching returns the last n lines for which keep is true.
+func (b *Buffer) TailMatching(n int, keep func(string) bool) string {
+	var out []string
+	for _, l := range b.Lines() {
+		if keep(l) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, "\n")
+}

@@ -171,7 +171,9 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- kube-apiserver log (last 30 lines) ---\n%s", e.APIServerLog.Tail(30))
+			t.Logf("--- kube-apiserver warnings and errors (last 15) ---\n%s", e.APIServerLog.TailMatching(15, func(l string) bool {
+				return strings.HasPrefix(l, "W") || strings.HasPrefix(l, "E")
+			}))
 		}
 		if err := e.testEnv.Stop(); err != nil {
 			t.Errorf("stop control plane: %v", err)

@@ -137,7 +137,7 @@ func (g *Guard) Start(t testing.TB) {
 	t.Cleanup(func() {
 		once.Do(func() {
 			if t.Failed() {
-				t.Logf("--- webhook-guard log (last 60 lines) ---\n%s", g.Log.Tail(60))
+				t.Logf("--- webhook-guard log (last 40 lines) ---\n%s", g.Log.Tail(40))
 			}
 		})
 		g.Stop(t)
