@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -432,6 +433,16 @@ func Test_chartStaticManifestSyncFollowsCARotation(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "the sidecar re-renders the static manifest with the new CA", func() bool {
 		b, err := os.ReadFile(staticFile)
 		return err == nil && bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString(ca2.PEM)))
+	})
+	// Only once the guard serves the new certificate does a successful call
+	// prove that kube-apiserver trusts the new CA.
+	framework.Eventually(t, 30*time.Second, "the guard serves the certificate signed by the new CA", func() bool {
+		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // inspecting the served certificate, not trusting it
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].CheckSignatureFrom(ca2.Cert) == nil
 	})
 	framework.Eventually(t, 30*time.Second, "kube-apiserver calls the guard again after the CA rotation", guardCalled)
 }
