@@ -48,7 +48,7 @@ func Test_check(t *testing.T) {
 			code := Main(args, &stdout, &stderr)
 			assert.Equal(t, test.exitCode, code, "stderr: %s", stderr.String())
 			assert.Empty(t, stderr.String())
-			golden := filepath.Join("testdata", "check", strings.NewReplacer(" ", "_", ",", "", "'", "", "(", "", ")", "", "+", "and", ":", "").Replace(name)+".golden")
+			golden := filepath.Join("testdata", "check", goldenName(name))
 			if *update {
 				require.NoError(t, os.WriteFile(golden, stdout.Bytes(), 0o644))
 			}
@@ -108,4 +108,9 @@ func Test_check_invalidInput(t *testing.T) {
 			assert.Empty(t, stdout.String())
 		})
 	}
+}
+
+// goldenName turns a test case's sentence into a file name.
+func goldenName(name string) string {
+	return strings.NewReplacer(" ", "_", ",", "", "'", "", "(", "", ")", "", "+", "and", ":", "", "-", "-").Replace(name) + ".golden"
 }

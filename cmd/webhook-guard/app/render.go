@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,8 +27,11 @@ import (
 const (
 	StaticConfigName  = "webhook-guard.static.k8s.io"
 	StaticWebhookName = "guard.webhook-guard.io"
-	staticFileName    = StaticConfigName + ".yaml"
-	admissionFileName = "admission-configuration.yaml"
+	// StaticBreakGlassWebhookName receives only break-glass subjects' writes,
+	// with failurePolicy Ignore.
+	StaticBreakGlassWebhookName = "break-glass.webhook-guard.io"
+	staticFileName              = StaticConfigName + ".yaml"
+	admissionFileName           = "admission-configuration.yaml"
 )
 
 type renderStaticOptions struct {
@@ -69,8 +73,11 @@ otherwise it prints both. With --watch it re-renders whenever the CA file
 changes, so the manifest follows the guard's certificate renewals.
 
 failurePolicy Fail (the default) rejects writes to webhook configurations
-while the guard is unreachable; break-glass subjects from --config are
-skipped inside kube-apiserver by matchConditions, so they can always write.`,
+while the guard is unreachable. Break-glass subjects from --config are sent
+to a second webhook entry with failurePolicy Ignore (matchConditions, CEL
+evaluated inside kube-apiserver): while the guard is up their writes are
+warned about and recorded, while it is down they pass, so an administrator
+is never locked out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -236,15 +243,24 @@ func StaticWebhook(url string, ca []byte, breakGlass policy.Subjects, failurePol
 		}},
 	}
 	if expr, ok := breakGlassExpression(breakGlass); ok {
-		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "skip-break-glass", Expression: expr}}
+		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-break-glass", Expression: "!(" + expr + ")"}}
+		// Break-glass writes still reach the guard, through a second entry
+		// that fails open: while the guard is up they are warned about and
+		// recorded; while it is down they pass. That is how "always allowed,
+		// always recorded" and "never locked out by a guard outage" both hold.
+		bg := vwc.Webhooks[0]
+		bg.Name = StaticBreakGlassWebhookName
+		ignore := admissionregistrationv1.Ignore
+		bg.FailurePolicy = &ignore
+		bg.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: expr}}
+		vwc.Webhooks = append(vwc.Webhooks, bg)
 	}
 	return vwc
 }
 
 // breakGlassExpression is CEL, evaluated inside kube-apiserver, that is
-// false for break-glass subjects so the call is skipped: they can write even
-// while the guard is down. Lists are JSON arrays of strings, which are valid
-// CEL list literals with correct escaping.
+// true for break-glass subjects. Lists are JSON arrays of strings, which are
+// valid CEL list literals with correct escaping.
 func breakGlassExpression(s policy.Subjects) (string, bool) {
 	users := slices.Clone(s.Users)
 	for _, sa := range s.ServiceAccounts {
@@ -255,20 +271,16 @@ func breakGlassExpression(s policy.Subjects) (string, bool) {
 	var parts []string
 	if len(users) > 0 {
 		u, _ := json.Marshal(users)
-		parts = append(parts, fmt.Sprintf("!(request.userInfo.username in %s)", u))
+		parts = append(parts, fmt.Sprintf("request.userInfo.username in %s", u))
 	}
 	if len(groups) > 0 {
 		g, _ := json.Marshal(groups)
-		parts = append(parts, fmt.Sprintf("!request.userInfo.groups.exists(g, g in %s)", g))
+		parts = append(parts, fmt.Sprintf("request.userInfo.groups.exists(g, g in %s)", g))
 	}
 	if len(parts) == 0 {
 		return "", false
 	}
-	expr := parts[0]
-	for _, p := range parts[1:] {
-		expr += " && " + p
-	}
-	return expr, true
+	return strings.Join(parts, " || "), true
 }
 
 // AdmissionConfiguration points the ValidatingAdmissionWebhook plugin at

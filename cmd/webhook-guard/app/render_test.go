@@ -1,0 +1,100 @@
+package app
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Test_renderStaticManifest compares the rendered manifests with golden
+// files; the e2e suite proves kube-apiserver loads and calls them.
+func Test_renderStaticManifest(t *testing.T) {
+	tests := map[string]struct {
+		args []string
+	}{
+		"if a config with break-glass groups is given, add the fail-open break-glass entry": {
+			args: []string{"--config", samples + "guard-koordinator.yaml"},
+		},
+		"if no config is given, render one entry without matchConditions": {
+			args: []string{"--failure-policy", "Ignore", "--timeout-seconds", "3", "--url", "https://127.0.0.1:8443/validate"},
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Main(append([]string{"render", "static-manifest", "--ca-file", "testdata/ca.pem"}, test.args...), &stdout, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			golden := filepath.Join("testdata", "render", goldenName(name))
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+				require.NoError(t, os.WriteFile(golden, stdout.Bytes(), 0o644))
+			}
+			exp, err := os.ReadFile(golden)
+			require.NoError(t, err)
+			assert.Equal(t, string(exp), stdout.String())
+		})
+	}
+}
+
+func Test_renderStaticManifest_outputDir(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"render", "static-manifest", "--ca-file", "testdata/ca.pem", "--config", samples + "guard-koordinator.yaml", "--output-dir", dir}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+
+	data, err := os.ReadFile(filepath.Join(dir, "static", StaticConfigName+".yaml"))
+	require.NoError(t, err)
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	require.NoError(t, yaml.UnmarshalStrict(data, &vwc))
+	assert.Equal(t, StaticConfigName, vwc.Name)
+	require.Len(t, vwc.Webhooks, 2)
+	assert.Equal(t, admissionregistrationv1.Fail, *vwc.Webhooks[0].FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.Ignore, *vwc.Webhooks[1].FailurePolicy)
+	assert.Equal(t, admissionregistrationv1.SideEffectClassNoneOnDryRun, *vwc.Webhooks[0].SideEffects)
+
+	admission, err := os.ReadFile(filepath.Join(dir, "admission-configuration.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(admission), "staticManifestsDir: "+filepath.Join(dir, "static")+"\n")
+}
+
+func Test_renderStaticManifest_invalid(t *testing.T) {
+	tests := map[string]struct {
+		args   []string
+		stderr string
+	}{
+		"if no CA file is given, say it is required": {
+			args:   nil,
+			stderr: "error: --ca-file is required: the CA of the guard's serving certificate\n",
+		},
+		"if the URL is not https, reject it": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--url", "http://127.0.0.1:9443/validate"},
+			stderr: "error: --url must be an https URL, got \"http://127.0.0.1:9443/validate\"\n",
+		},
+		"if the failure policy is unknown, name the choices": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--failure-policy", "Open"},
+			stderr: "error: --failure-policy must be Fail or Ignore, got \"Open\"\n",
+		},
+		"if the CA file is not PEM, say so": {
+			args:   []string{"--ca-file", samples + "guard-koordinator.yaml"},
+			stderr: "error: --ca-file " + samples + "guard-koordinator.yaml: the data is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found\n",
+		},
+		"if --watch has nowhere to write, refuse": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--watch"},
+			stderr: "error: --watch requires --output-dir\n",
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Main(append([]string{"render", "static-manifest"}, test.args...), &stdout, &stderr)
+			assert.Equal(t, ExitInvalid, code)
+			assert.Equal(t, test.stderr, stderr.String())
+		})
+	}
+}
