@@ -81,7 +81,10 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.add(func() { os.RemoveAll(work); say("\ncleaned up: stopped the guard, kube-apiserver and etcd, removed %s", work) })
+	c.add(func() {
+		os.RemoveAll(work)
+		say("\ncleaned up: stopped the guard, kube-apiserver and etcd, removed %s", work)
+	})
 
 	step(1, "The guard's serving certificate, as cert-manager would issue it")
 	guardCA, err := newCA("webhook-guard-ca")
