@@ -73,8 +73,8 @@ func Test_chartGuardServesWithChartRBAC(t *testing.T) {
 	ownerCA := framework.NewCA(t, "koordinator-ca")
 	ensureNamespace(t, admin, "koordinator-system")
 	_, err := admin.CoreV1().Secrets("koordinator-system").Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "koordinator-webhook-certs"},
-		Data:       map[string][]byte{"ca-cert.pem": ownerCA.PEM},
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-certs"},
+		Data:       map[string][]byte{"ca.crt": ownerCA.PEM},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func Test_chartGuardServesWithChartRBAC(t *testing.T) {
 	}
 
 	// The owner writes its own CA: allowed without a warning, which needs the
-	// guard to read koordinator-system/koordinator-webhook-certs (an
+	// guard to read koordinator-system/webhook-certs (an
 	// unreadable CA source would be reported).
 	framework.Eventually(t, 30*time.Second, "the owner's caBundle write passes without a warning", func() bool {
 		owner.warnings.Take()

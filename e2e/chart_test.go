@@ -260,17 +260,17 @@ func testChartServiceAccountAccess(t *testing.T, kube kubernetes.Interface) {
 	}
 	cases = append(cases,
 		// Secrets: exactly the mapping's CA Secret, get only.
-		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "koordinator-system", Name: "koordinator-webhook-certs"}, true},
+		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "koordinator-system", Name: "webhook-certs"}, true},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "koordinator-system", Name: "koord-manager-token"}, false},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: "koordinator-system"}, false},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch", Namespace: "koordinator-system"}, false},
-		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch", Namespace: "koordinator-system", Name: "koordinator-webhook-certs"}, false},
-		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "update", Namespace: "koordinator-system", Name: "koordinator-webhook-certs"}, false},
-		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "kube-system", Name: "koordinator-webhook-certs"}, false},
+		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch", Namespace: "koordinator-system", Name: "webhook-certs"}, false},
+		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "update", Namespace: "koordinator-system", Name: "webhook-certs"}, false},
+		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "kube-system", Name: "webhook-certs"}, false},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list"}, false},
 		// Its own serving Secret is mounted, never read through the API.
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: ns, Name: "wg-koordinator-webhook-guard-tls"}, false},
-		accessCase{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "get", Namespace: "koordinator-system", Name: "koordinator-webhook-certs"}, false},
+		accessCase{authorizationv1.ResourceAttributes{Resource: "configmaps", Verb: "get", Namespace: "koordinator-system", Name: "webhook-certs"}, false},
 		// cert-manager objects: read.
 		accessCase{authorizationv1.ResourceAttributes{Group: "cert-manager.io", Resource: "certificates", Verb: "list"}, true},
 		accessCase{authorizationv1.ResourceAttributes{Group: "cert-manager.io", Resource: "issuers", Verb: "watch"}, true},

@@ -110,6 +110,25 @@ func TestScenario02AnotherServiceAccountUpdates(t *testing.T) {
 	})
 }
 
+// TestScenario02bAuditThenEnforce follows the adoption path (DESIGN 1): the
+// mapping runs in audit, then the config file is switched to enforce and
+// re-read without a restart, and the same write is now denied.
+func TestScenario02bAuditThenEnforceAfterConfigReload(t *testing.T) {
+	f := newFixture(t, framework.Options{})
+	ctx := t.Context()
+	f.create(t, framework.Validating, auditedName, f.ownerCA.PEM)
+	if _, err := f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/step", "audit"); err != nil {
+		t.Fatalf("audit mode rejected the intruder's update: %v", err)
+	}
+
+	cfg := guardConfig()
+	cfg.Owners[1].Mode = policy.ModeEnforce
+	f.env.Guard.RewriteConfig(t, cfg)
+
+	_, err := f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/step", "enforce")
+	requireDenied(t, err, `(mapping "audited", enforce)`, "not-owner")
+}
+
 // Scenario 3: the owner writes a foreign CA: denied, with the expected and
 // found fingerprints; in audit it goes through with a warning.
 func TestScenario03OwnerWritesForeignCA(t *testing.T) {

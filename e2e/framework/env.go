@@ -52,6 +52,9 @@ type Options struct {
 	// CertManagerCRDs installs cert-manager's Certificate, Issuer,
 	// ClusterIssuer and CertificateRequest CRDs.
 	CertManagerCRDs bool
+
+	// afterRender lets the framework's own tests break the rendered files.
+	afterRender func(t testing.TB, renderDir string)
 }
 
 // Env is one control plane with one guard.
@@ -87,7 +90,11 @@ func RepoRoot() string {
 // exist. It never skips: a missing control plane is a broken setup.
 func RequireControlPlane(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(RepoRoot(), "bin")
+	return requireBinaries(t, filepath.Join(RepoRoot(), "bin"))
+}
+
+func requireBinaries(t testing.TB, bin string) string {
+	t.Helper()
 	var missing []string
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if fi, err := os.Stat(filepath.Join(bin, name)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -148,6 +155,9 @@ func Start(t testing.TB, opts Options) *Env {
 	renderDir := filepath.Join(e.Dir, "admission")
 	e.render(t, guardBin, renderDir, g.URL(), filepath.Join(certDir, "ca.crt"), configPath, opts)
 	admissionConfig := filepath.Join(renderDir, "admission-configuration.yaml")
+	if opts.afterRender != nil {
+		opts.afterRender(t, renderDir)
+	}
 
 	e.testEnv = &envtest.Environment{
 		BinaryAssetsDirectory:    binDir,
@@ -166,8 +176,12 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg, err := e.testEnv.Start()
 	if err != nil {
 		_ = e.testEnv.Stop()
-		t.Fatalf("start kube-apiserver and etcd: %v\n--- kube-apiserver log (last 40 lines) ---\n%s\n--- static webhook manifest rendered by `webhook-guard render` ---\n%s",
-			err, e.APIServerLog.Tail(40), e.renderedSummary())
+		reason := e.APIServerLog.TailMatching(1, func(l string) bool { return strings.Contains(l, `"command failed"`) || strings.HasPrefix(l, "F") })
+		if reason == "" {
+			reason = "(no fatal line in its log)"
+		}
+		t.Fatalf("start kube-apiserver and etcd: %v\nkube-apiserver's reason: %s\n--- kube-apiserver log (last 40 lines) ---\n%s\n--- files rendered by `webhook-guard render static-manifest` ---\n%s",
+			err, reason, e.APIServerLog.Tail(40), e.renderedSummary())
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
