@@ -715,3 +715,56 @@ func Test_containerArgsAreKnownFlags(t *testing.T) {
 		})
 	}
 }
+
+// Test_renderedGuardConfigWorksWithCheck feeds the guard.yaml the chart
+// renders from the sample values, unchanged, to `webhook-guard check` with
+// the sample objects and AdmissionReviews of config/samples: the owner's and
+// cainjector's writes are allowed, the intruders' are audited.
+func Test_renderedGuardConfigWorksWithCheck(t *testing.T) {
+	tests := map[string]struct {
+		values, review string
+		want           []string
+	}{
+		"if koord-manager writes its own CA, allow": {
+			values: "koordinator", review: "owner.json",
+			want: []string{"decision: allow (audit)", "mapping:  koordinator"},
+		},
+		"if another service account writes, audit it as not-owner": {
+			values: "koordinator", review: "intruder.json",
+			want: []string{"decision: audit (audit)", "rule:     not-owner", "webhook-guard (audit) would deny"},
+		},
+		"if cainjector writes the injected CA, allow": {
+			values: "cainjector", review: "cainjector.json",
+			want: []string{"decision: allow (audit)", "mapping:  istio-sidecar-injector"},
+		},
+		"if istiod writes its own CA over cainjector's, audit it": {
+			values: "cainjector", review: "cainjector-app-writes-own-ca.json",
+			want: []string{"decision: audit (audit)", "mapping:  istio-sidecar-injector"},
+		},
+	}
+	for _, name := range sortedKeys(tests) {
+		tc := tests[name]
+		t.Run(name, func(t *testing.T) {
+			var guardYAML string
+			for _, o := range renderObjects(t, valueSets[tc.values], "--show-only", "templates/configmap.yaml") {
+				guardYAML = o.Data["guard.yaml"]
+			}
+			configPath := filepath.Join(t.TempDir(), "guard.yaml")
+			if err := os.WriteFile(configPath, []byte(guardYAML), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := app.Main([]string{"check", "--config", configPath,
+				"--objects", filepath.Join("..", "config", "samples", "objects.yaml"),
+				"--review", filepath.Join("..", "config", "samples", "reviews", tc.review)}, &stdout, &stderr)
+			if code != app.ExitAllowed {
+				t.Fatalf("webhook-guard check exited %d, want %d\n%s%s", code, app.ExitAllowed, stdout.String(), stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("check output lacks %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
