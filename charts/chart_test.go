@@ -377,6 +377,10 @@ config:
 			values: "config:\n  owners:" + validOwner + strings.ReplaceAll(validOwner, "koord-validating-webhook-configuration", "other") + "\n",
 			want:   []string{`config.owners: two mappings are named "koordinator"`},
 		},
+		"if two mappings claim the same configuration, fail naming both": {
+			values: "config:\n  owners:" + validOwner + strings.ReplaceAll(validOwner, "name: koordinator", "name: legacy") + "\n",
+			want:   []string{`the validating webhook configuration "koord-validating-webhook-configuration" is matched by mappings "koordinator" and "legacy"`},
+		},
 		"if a ServiceMonitor would scrape a loopback-only metrics server, fail": {
 			values: "monitoring:\n  serviceMonitor: {enabled: true}\nmetrics:\n  bindAddress: 127.0.0.1\n",
 			want:   []string{"monitoring.serviceMonitor.enabled but metrics.bindAddress is loopback"},

@@ -144,10 +144,21 @@ reminds the user to list those Secrets in extraSecretReads.
 {{- fail "monitoring.serviceMonitor.enabled but metrics.bindAddress is loopback: Prometheus could not scrape it; leave metrics.bindAddress empty" }}
 {{- end }}
 {{- $owners := dict }}
+{{- $claimed := dict }}
 {{- range .Values.config.owners }}
 {{- if hasKey $owners .name }}
 {{- fail (printf "config.owners: two mappings are named %q; mapping names must be unique" .name) }}
 {{- end }}
 {{- $_ := set $owners .name true }}
+{{- $owner := .name }}
+{{- range $kind, $names := pick (.match | default dict) "validating" "mutating" }}
+{{- range $names }}
+{{- $key := printf "%s/%s" $kind . }}
+{{- if hasKey $claimed $key }}
+{{- fail (printf "config.owners: the %s webhook configuration %q is matched by mappings %q and %q; a configuration must have a single owner: remove it from one of them" $kind . (get $claimed $key) $owner) }}
+{{- end }}
+{{- $_ := set $claimed $key $owner }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
