@@ -27,16 +27,9 @@ type testCA struct {
 // Short is the short fingerprint messages show.
 func (c testCA) Short() string { return c.FP.Short() }
 
-// newCA generates a self-signed ECDSA P-256 CA certificate. The subject and
+// generateCA makes a self-signed ECDSA P-256 CA certificate. The subject and
 // extensions are filled like a real cluster CA's so that one PEM is close to
 // the 1 KB of the CAs found in real caBundles.
-func newCA(tb testing.TB, cn string) testCA {
-	tb.Helper()
-	ca, err := generateCA(cn)
-	require.NoError(tb, err)
-	return ca
-}
-
 func generateCA(cn string) (testCA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -52,5 +52,3 @@ func (s subjectSet) matches(u User) bool {
 	}
 	return false
 }
-
-func (s subjectSet) empty() bool { return len(s.users) == 0 && len(s.groups) == 0 }

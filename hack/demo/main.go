@@ -113,7 +113,7 @@ func run(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, filepath.Join(bin, "webhook-guard"), "render", "static-manifest",
 		"--url", url, "--ca-file", filepath.Join(certDir, "ca.crt"), "--config", cfgPath, "--output-dir", renderDir).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("render: %v\n%s", err, out)
+		return fmt.Errorf("render: %w\n%s", err, out)
 	}
 	say("kube-apiserver --admission-control-config-file=%s/admission-configuration.yaml", renderDir)
 	say("static manifest %s/static/webhook-guard.static.k8s.io.yaml (CA elided):", renderDir)
@@ -129,7 +129,7 @@ func run(ctx context.Context) error {
 	start := time.Now()
 	admin, err := env.Start()
 	if err != nil {
-		return fmt.Errorf("start kube-apiserver: %v\n--- kube-apiserver log ---\n%s", err, tail(apiLog.String(), 30))
+		return fmt.Errorf("start kube-apiserver: %w\n--- kube-apiserver log ---\n%s", err, tail(apiLog.String(), 30))
 	}
 	c.add(func() { _ = env.Stop() })
 	say("kube-apiserver is up at %s (%.1fs)", admin.Host, time.Since(start).Seconds())
@@ -161,7 +161,7 @@ func run(ctx context.Context) error {
 	}
 	c.add(func() { _ = guard.Process.Signal(syscall.SIGTERM); _ = guard.Wait() })
 	if err := waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)); err != nil {
-		return fmt.Errorf("guard not ready: %v\n--- guard log ---\n%s", err, tail(guardLog.String(), 30))
+		return fmt.Errorf("guard not ready: %w\n--- guard log ---\n%s", err, tail(guardLog.String(), 30))
 	}
 	say("ready: config and certificate loaded")
 

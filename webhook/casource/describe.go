@@ -5,7 +5,7 @@ import "fmt"
 // Annotations cert-manager's cainjector reads on webhook configurations.
 const (
 	AnnotationInjectCAFrom       = "cert-manager.io/inject-ca-from"
-	AnnotationInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret"
+	AnnotationInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret" //nolint:gosec // an annotation name, not a credential
 )
 
 // Keys of a cert-manager TLS Secret.

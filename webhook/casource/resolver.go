@@ -63,9 +63,8 @@ type Resolver struct {
 }
 
 type cacheEntry struct {
-	set     policy.CASet
-	readAt  time.Time
-	version string
+	set    policy.CASet
+	readAt time.Time
 }
 
 // New returns a Resolver reading through reader.

@@ -140,7 +140,7 @@ func (o *renderStaticOptions) render() (static, admission []byte, err error) {
 		return nil, nil, fmt.Errorf("--ca-file: %w", err)
 	}
 	if _, err := policy.ParseBundle(ca); err != nil {
-		return nil, nil, fmt.Errorf("--ca-file %s: the data %v", o.caFile, err)
+		return nil, nil, fmt.Errorf("--ca-file %s: the data %w", o.caFile, err)
 	}
 	var breakGlass policy.Subjects
 	if o.configPath != "" {
@@ -305,22 +305,24 @@ func AdmissionConfiguration(staticManifestsDir string) map[string]any {
 // writeAtomic writes via a temporary file and rename, so a reader (the
 // apiserver's file watcher) never sees a half-written file.
 func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// kube-apiserver (often another user than this process) must read the
+	// manifest; it holds only a URL and a public CA certificate.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // see above
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename; cleans up on error
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil { //nolint:gosec // readable by kube-apiserver, see above
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

@@ -106,10 +106,10 @@ func newLogger(format, level string) (logr.Logger, error) {
 		opts.Level = zapcore.DebugLevel
 	default:
 		n, err := strconv.Atoi(level)
-		if err != nil || n < 0 {
-			return logr.Logger{}, fmt.Errorf("--log-level must be info, debug or a non-negative number, got %q", level)
+		if err != nil || n < 0 || n > 127 {
+			return logr.Logger{}, fmt.Errorf("--log-level must be info, debug or a number in 0..127, got %q", level)
 		}
-		opts.Level = zapcore.Level(-n)
+		opts.Level = zapcore.Level(-int8(n)) //nolint:gosec // bounded to 0..127 above
 	}
 	return ctrlzap.New(ctrlzap.UseFlagOptions(&opts)), nil
 }
