@@ -75,6 +75,9 @@ type CASet struct {
 	// Source describes where the set was read, for messages.
 	Source string
 	fps    []Fingerprint // sorted, deduplicated
+	// pem is the bytes the set was parsed from (policy mode compares
+	// caBundles with them byte for byte; see PEM).
+	pem []byte
 }
 
 // NewCASet parses a PEM bundle into a CASet.
@@ -83,7 +86,9 @@ func NewCASet(source string, pemData []byte) (CASet, error) {
 	if err != nil {
 		return CASet{}, err
 	}
-	return NewCASetFromFingerprints(source, fps...), nil
+	s := NewCASetFromFingerprints(source, fps...)
+	s.pem = slices.Clone(pemData)
+	return s, nil
 }
 
 // NewCASetFromFingerprints builds a set from known fingerprints.
@@ -94,10 +99,25 @@ func NewCASetFromFingerprints(source string, fps ...Fingerprint) CASet {
 	return s
 }
 
-// Union returns a set holding the certificates of both.
+// Union returns a set holding the certificates of both. Its PEM is s's
+// followed by o's, unless o adds no certificate (a self-signed CA issuer's
+// Secret repeats tls.crt in ca.crt).
 func (s CASet) Union(o CASet) CASet {
-	return NewCASetFromFingerprints(s.Source, append(slices.Clone(s.fps), o.fps...)...)
+	u := NewCASetFromFingerprints(s.Source, append(slices.Clone(s.fps), o.fps...)...)
+	u.pem = slices.Clone(s.pem)
+	if u.Len() > s.Len() && len(o.pem) > 0 {
+		if len(u.pem) > 0 && u.pem[len(u.pem)-1] != '\n' {
+			u.pem = append(u.pem, '\n')
+		}
+		u.pem = append(u.pem, o.pem...)
+	}
+	return u
 }
+
+// PEM is the bundle the set was read from, byte for byte (nil for a set
+// built from fingerprints). Policy mode compares caBundles with these bytes:
+// CEL cannot parse PEM.
+func (s CASet) PEM() []byte { return slices.Clone(s.pem) }
 
 // Contains reports whether the fingerprint is in the set.
 func (s CASet) Contains(f Fingerprint) bool {
