@@ -51,7 +51,7 @@ func newRenderCommand() *cobra.Command {
 		Use:   "render",
 		Short: "Render the manifests that connect kube-apiserver to the guard",
 	}
-	cmd.AddCommand(newRenderStaticCommand())
+	cmd.AddCommand(newRenderStaticCommand(), newRenderPolicyCommand())
 	return cmd
 }
 

@@ -1,0 +1,139 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/policysync"
+)
+
+type renderPolicyOptions struct {
+	configPath          string
+	objectsPath         string
+	namespace           string
+	guardServiceAccount string
+}
+
+func newRenderPolicyCommand() *cobra.Command {
+	o := &renderPolicyOptions{}
+	cmd := &cobra.Command{
+		Use:   "policy --config guard.yaml [--objects objects.yaml] [--namespace NS]",
+		Short: "Render the ValidatingAdmissionPolicies, bindings and param ConfigMaps of policy mode",
+		Long: `Policy mode enforces the owner mappings with CEL inside kube-apiserver, for
+clusters whose control plane can't load the static webhook (managed
+clusters): ValidatingAdmissionPolicy is evaluated for webhook configuration
+objects, API-registered webhooks are not.
+
+This prints, per mapping, a ValidatingAdmissionPolicy (not-owner and
+ca-mismatch), its binding (Deny in enforce, Warn+Audit in audit) and the
+param ConfigMap holding the owner's CA bytes in binaryData. CA sources
+resolve against --objects, as 'check' does. 'serve --policy-mode' keeps the
+same objects in step with the cluster; apply this output only to try policy
+mode or where the guard does not run.
+
+CEL cannot parse PEM: a changed caBundle must equal the owner's CA bytes
+exactly. See README "Policy mode" for what the webhook enforces that this
+mode cannot.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRenderPolicy(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.configPath, "config", "", "GuardConfig file (required).")
+	f.StringVar(&o.objectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, cert-manager objects (and webhook configurations, for injectedByCertManager) that CA sources resolve against.")
+	f.StringVar(&o.namespace, "namespace", "webhook-guard", "Namespace of the param ConfigMaps (the guard's namespace).")
+	f.StringVar(&o.guardServiceAccount, "guard-service-account", "", "The guard's service account (namespace/name); when set, a policy lets only it (and break-glass) create or change the param ConfigMaps.")
+	return cmd
+}
+
+func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.configPath == "" {
+		return invalid("--config is required")
+	}
+	if msgs := validation.IsDNS1123Label(o.namespace); len(msgs) > 0 {
+		return invalid("--namespace %q: %s", o.namespace, strings.Join(msgs, "; "))
+	}
+	if sa := o.guardServiceAccount; sa != "" {
+		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return invalid("--guard-service-account must be \"namespace/name\", got %q", sa)
+		}
+	}
+	cfg, _, err := webhook.LoadConfigFile(o.configPath)
+	if err != nil {
+		return invalid("%v", err)
+	}
+	scheme, err := webhook.NewScheme()
+	if err != nil {
+		return err
+	}
+	objects := &objectsReader{scheme: scheme, objects: map[objectKey]runtime.Object{}}
+	if o.objectsPath != "" {
+		data, err := os.ReadFile(o.objectsPath)
+		if err != nil {
+			return invalid("objects %s: %v", o.objectsPath, err)
+		}
+		if objects, err = readObjects(scheme, data); err != nil {
+			return invalid("objects %s: %v", o.objectsPath, err)
+		}
+	}
+	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects, true)
+	for _, owner := range cfg.Spec.Owners {
+		if ca := res.CAs[owner.Name]; ca.Err != "" {
+			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its param holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)
+		}
+	}
+	objs, err := vap.Generate(vap.Input{Config: cfg, Namespace: o.namespace, CAs: res.CAs, GuardServiceAccount: o.guardServiceAccount})
+	if err != nil {
+		return invalid("%v", err)
+	}
+	// Apply order: params first, so that no binding ever points at a
+	// missing param (which denies), then policies, then bindings.
+	var docs []runtime.Object
+	for _, cm := range objs.ConfigMaps {
+		docs = append(docs, cm)
+	}
+	for _, p := range objs.Policies {
+		docs = append(docs, p)
+	}
+	for _, b := range objs.Bindings {
+		docs = append(docs, b)
+	}
+	fmt.Fprintf(out, "# webhook-guard policy mode, generated from %s: %d mapping(s)\n", o.configPath, len(cfg.Spec.Owners))
+	for _, d := range docs {
+		b, err := marshalClean(d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "---\n%s", b)
+	}
+	return nil
+}
+
+// marshalClean prints an object without the empty creationTimestamp and
+// status a typed object carries.
+func marshalClean(obj runtime.Object) ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	if md, ok := u["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	delete(u, "status")
+	return yaml.Marshal(u)
+}

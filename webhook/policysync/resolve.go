@@ -1,0 +1,131 @@
+package policysync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	admv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+)
+
+// CAResolver resolves an owner's CA; casource.Resolver is the real one.
+type CAResolver interface {
+	Resolve(ctx context.Context, req casource.Request, live bool) casource.Result
+}
+
+// Resolution is the outcome of resolving every mapping's CA.
+type Resolution struct {
+	// CAs are the generator's input, by mapping name.
+	CAs map[string]vap.CA
+	// Transient names the mappings whose source could not be asked (API
+	// unreachable, timeouts): the guard keeps their param as it is rather
+	// than replacing a good CA with an error. Definitive failures (not
+	// found, garbage) are written, so caBundle changes fail closed at once,
+	// as the webhook's.
+	Transient map[string]error
+}
+
+// ResolveCAs reads every mapping's CA source. With live true nothing comes
+// from the resolver's cache, so a rotated CA is seen on the next sync.
+// reader reads the mappings' named configurations, whose cert-manager
+// annotations name the CA of injectedByCertManager mappings.
+func ResolveCAs(ctx context.Context, cfg *policy.Config, r CAResolver, reader client.Reader, live bool) Resolution {
+	res := Resolution{CAs: map[string]vap.CA{}, Transient: map[string]error{}}
+	for i := range cfg.Spec.Owners {
+		o := &cfg.Spec.Owners[i]
+		var ca vap.CA
+		var err error
+		if o.CA.InjectedByCertManager != nil {
+			ca, err = resolveInjected(ctx, cfg, o, r, reader, live)
+		} else {
+			out := r.Resolve(ctx, casource.Request{Owner: o, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, live)
+			ca, err = fromResult(out)
+		}
+		if err != nil && !definitive(err) {
+			res.Transient[o.Name] = err
+		}
+		res.CAs[o.Name] = ca
+	}
+	return res
+}
+
+func fromResult(out casource.Result) (vap.CA, error) {
+	if out.Err != nil {
+		return vap.CAFromError(out.Err), out.Err
+	}
+	if out.Stale {
+		err := &casource.SourceError{Source: out.Source, Reason: "the source cannot be read; serving a stale answer"}
+		return vap.CAFromError(err), err
+	}
+	if len(out.Set.PEM()) == 0 {
+		err := &casource.SourceError{Source: out.Source, Reason: "holds no CA bytes", Definitive: true}
+		return vap.CAFromError(err), err
+	}
+	return vap.CAFromSet(out.Set), nil
+}
+
+// resolveInjected resolves the CA that the cert-manager annotations of the
+// mapping's named configurations point at. Policy mode holds one CA per
+// mapping: configurations injecting different CAs, or a selector-only
+// mapping (whose configurations are not known in advance), cannot be
+// expressed and fail closed with a message saying so.
+func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r CAResolver, reader client.Reader, live bool) (vap.CA, error) {
+	type named struct {
+		kind policy.ConfigKind
+		name string
+	}
+	var configs []named
+	for _, n := range o.Match.Validating {
+		configs = append(configs, named{policy.KindValidating, n})
+	}
+	for _, n := range o.Match.Mutating {
+		configs = append(configs, named{policy.KindMutating, n})
+	}
+	if len(configs) == 0 {
+		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "policy mode cannot resolve the CA of a labelSelector-only mapping (one CA per mapping, resolved before any request); name its configurations", Definitive: true}
+		return vap.CAFromError(err), err
+	}
+	var found *vap.CA
+	var foundIn string
+	for _, c := range configs {
+		var obj client.Object = &admv1.ValidatingWebhookConfiguration{}
+		if c.kind == policy.KindMutating {
+			obj = &admv1.MutatingWebhookConfiguration{}
+		}
+		if err := reader.Get(ctx, types.NamespacedName{Name: c.name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			e := &casource.SourceError{Source: fmt.Sprintf("%s %s", c.kind, c.name), Reason: err.Error()}
+			return vap.CAFromError(e), e
+		}
+		out := r.Resolve(ctx, casource.Request{Owner: o, Annotations: obj.GetAnnotations(), ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, live)
+		ca, err := fromResult(out)
+		if err != nil {
+			return ca, err
+		}
+		if found != nil && !bytes.Equal(found.PEM, ca.PEM) {
+			e := &casource.SourceError{Source: "injectedByCertManager", Reason: fmt.Sprintf("%s and %s %s inject different CAs; policy mode holds one CA per mapping: split the mapping", foundIn, c.kind, c.name), Definitive: true}
+			return vap.CAFromError(e), e
+		}
+		found, foundIn = &ca, fmt.Sprintf("%s %s", c.kind, c.name)
+	}
+	if found == nil {
+		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "none of the mapping's configurations exists yet, so no inject-ca-from annotation names the CA", Definitive: true}
+		return vap.CAFromError(err), err
+	}
+	return *found, nil
+}
+
+func definitive(err error) bool {
+	var se *casource.SourceError
+	return errors.As(err, &se) && se.Definitive
+}
