@@ -49,6 +49,22 @@ type Options struct {
 	// LeaderElectionNamespace holds the Lease.
 	LeaderElectionNamespace string
 
+	// Policy mode
+
+	// PolicyMode runs the leader-elected controller that keeps policy mode's
+	// ValidatingAdmissionPolicies, bindings and param ConfigMaps in step
+	// with the mappings and the owners' CA sources (policy/vap).
+	PolicyMode bool
+	// PolicyNamespace holds the param ConfigMaps; default: the pod's namespace.
+	PolicyNamespace string
+	// PolicySyncInterval is how often the owners' CAs are re-read and the
+	// generated objects compared with the live ones.
+	PolicySyncInterval time.Duration
+	// PolicyGuardServiceAccount ("namespace/name") is the guard's own
+	// identity; when set, a generated policy lets only it (and break-glass)
+	// create or change the param ConfigMaps.
+	PolicyGuardServiceAccount string
+
 	// Observability
 
 	// MetricsBindAddress serves /metrics; "0" disables it.
@@ -105,6 +121,7 @@ func (o *Options) Complete() error {
 			errs = append(errs, "--leader-election-namespace is required outside a cluster when --leader-elect is set")
 		}
 	}
+	errs = append(errs, o.completePolicyMode()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid options:\n  %s", strings.Join(errs, "\n  "))
 	}
@@ -153,4 +170,27 @@ func (o *Options) TLSConfig(cfg *tls.Config) {
 	// kube-apiserver speaks HTTP/2 to webhooks; keep the HTTP/1.1 fallback
 	// for curl and older clients.
 	cfg.NextProtos = []string{"h2", "http/1.1"}
+}
+
+func (o *Options) completePolicyMode() []string {
+	if !o.PolicyMode {
+		return nil
+	}
+	var errs []string
+	if o.PolicySyncInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Sprintf("--policy-sync-interval must be >= 100ms, got %s", o.PolicySyncInterval))
+	}
+	if o.PolicyNamespace == "" {
+		if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			o.PolicyNamespace = strings.TrimSpace(string(ns))
+		} else {
+			errs = append(errs, "--policy-namespace is required outside a cluster when --policy-mode is set")
+		}
+	}
+	if sa := o.PolicyGuardServiceAccount; sa != "" {
+		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			errs = append(errs, fmt.Sprintf("--policy-guard-service-account must be \"namespace/name\", got %q", sa))
+		}
+	}
+	return errs
 }

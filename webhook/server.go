@@ -80,6 +80,11 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	if err := mgr.Add(reloader); err != nil {
 		return err
 	}
+	if o.PolicyMode {
+		if err := addPolicySync(mgr, o, store, resolver, reloader, log.WithName("policy")); err != nil {
+			return err
+		}
+	}
 
 	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: LogRecorder{Log: log.WithName("records")}}
 	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: handler})

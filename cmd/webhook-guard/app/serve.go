@@ -16,6 +16,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 )
 
 func newServeCommand() *cobra.Command {
@@ -69,13 +70,19 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	kube.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader among replicas for API writes (records, policy objects).")
 	kube.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
 
+	pm := pflag.NewFlagSet("Policy mode", pflag.ExitOnError)
+	pm.BoolVar(&o.PolicyMode, "policy-mode", false, "Keep policy mode's ValidatingAdmissionPolicies, bindings and param ConfigMaps in step with the mappings and the owners' CAs (leader only).")
+	pm.StringVar(&o.PolicyNamespace, "policy-namespace", "", "Namespace of the param ConfigMaps (default: the pod's namespace).")
+	pm.DurationVar(&o.PolicySyncInterval, "policy-sync-interval", policysync.DefaultInterval, "How often the owners' CAs are re-read and the generated objects compared (a write happens only on a difference).")
+	pm.StringVar(&o.PolicyGuardServiceAccount, "policy-guard-service-account", "", "The guard's service account (namespace/name); when set, a generated policy lets only it (and break-glass) change the param ConfigMaps.")
+
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
 	obs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "Address serving Prometheus /metrics; \"0\" disables it.")
 	obs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", "127.0.0.1:8081", "Address serving /healthz and /readyz.")
 	obs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json or text.")
 	obs.StringVar(&o.LogLevel, "log-level", "info", "Log level: info, debug, or a number (higher is more verbose).")
 
-	sections := []*pflag.FlagSet{app, wh, kube, obs}
+	sections := []*pflag.FlagSet{app, wh, kube, pm, obs}
 	for _, fs := range sections {
 		cmd.Flags().AddFlagSet(fs)
 	}

@@ -1,0 +1,36 @@
+package webhook
+
+import (
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/policysync"
+)
+
+// addPolicySync adds policy mode's controller to the manager: leader
+// elected (only the leader writes), reads straight from the API server,
+// and a pass right after every configuration reload.
+func addPolicySync(mgr ctrl.Manager, o *Options, store *ConfigStore, resolver *casource.Resolver, reloader *ConfigReloader, log logr.Logger) error {
+	syncer := &policysync.Syncer{
+		Client:              mgr.GetClient(),
+		Reader:              mgr.GetAPIReader(),
+		Config:              store.Current,
+		CA:                  resolver,
+		Namespace:           o.PolicyNamespace,
+		GuardServiceAccount: o.PolicyGuardServiceAccount,
+		Interval:            o.PolicySyncInterval,
+		Metrics:             policysync.NewMetrics(ctrlmetrics.Registry),
+		Log:                 log,
+	}
+	prev := reloader.OnReload
+	reloader.OnReload = func(cfg *policy.Config) {
+		if prev != nil {
+			prev(cfg)
+		}
+		syncer.Trigger()
+	}
+	return mgr.Add(syncer)
+}

@@ -1,0 +1,358 @@
+package policysync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+)
+
+// DefaultInterval is how often the leader re-resolves the owners' CAs and
+// compares the generated objects with the live ones.
+const DefaultInterval = 2 * time.Second
+
+// Syncer keeps policy mode's objects in step. It is a manager.Runnable that
+// needs leader election: only the leader writes; followers run nothing, so
+// a handover costs the new leader one pass of reads and no write.
+type Syncer struct {
+	// Client writes (create, update, delete); it never reads.
+	Client client.Client
+	// Reader reads straight from the API server (no informers): the live
+	// generated objects (listed by label) and the CA sources.
+	Reader client.Reader
+	// Config is the configuration in force.
+	Config func() *policy.Config
+	// CA resolves the owners' CA sources; every pass reads them live.
+	CA CAResolver
+	// Namespace holds the param ConfigMaps.
+	Namespace string
+	// GuardServiceAccount ("namespace/name"), when set, is the only
+	// non-break-glass subject the generated protect-params policy lets
+	// change the param ConfigMaps: the guard itself.
+	GuardServiceAccount string
+	// Interval between passes.
+	Interval time.Duration
+	Metrics  *Metrics
+	Log      logr.Logger
+
+	trigger chan struct{}
+	once    sync.Once
+
+	mu sync.Mutex
+	// written remembers, per object, the desired state the guard last wrote
+	// and the resourceVersion the write returned. If the live object still
+	// "differs" afterwards while neither side moved (a default the generator
+	// does not know about), the guard does not write again: a comparison bug
+	// must never turn into a write loop.
+	written map[string]writeMark
+	// warned keeps that situation from being logged every pass.
+	warned map[string]bool
+}
+
+type writeMark struct {
+	desired         string
+	resourceVersion string
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (s *Syncer) NeedLeaderElection() bool { return true }
+
+// Trigger asks for a pass now (the configuration was reloaded). It never
+// blocks; triggers during a pass coalesce into one more pass.
+func (s *Syncer) Trigger() {
+	s.init()
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Syncer) init() {
+	s.once.Do(func() {
+		s.trigger = make(chan struct{}, 1)
+		s.written = map[string]writeMark{}
+		s.warned = map[string]bool{}
+		if s.Interval <= 0 {
+			s.Interval = DefaultInterval
+		}
+	})
+}
+
+// Start runs passes until ctx ends. It implements manager.Runnable.
+func (s *Syncer) Start(ctx context.Context) error {
+	s.init()
+	s.Log.Info("policy mode: syncing the generated objects", "namespace", s.Namespace, "interval", s.Interval.String())
+	tick := time.NewTicker(s.Interval)
+	defer tick.Stop()
+	for {
+		if err := s.Sync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.Metrics.Syncs.WithLabelValues("error").Inc()
+			s.Log.Error(err, "policy mode: sync failed; retrying at the next interval")
+		} else {
+			s.Metrics.Syncs.WithLabelValues("success").Inc()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-s.trigger:
+		}
+	}
+}
+
+// Sync makes one pass: resolve, generate, compare, write what differs,
+// delete what no mapping produces anymore.
+func (s *Syncer) Sync(ctx context.Context) error {
+	s.init()
+	cfg := s.Config()
+	res := ResolveCAs(ctx, cfg, s.CA, s.Reader, true)
+	objs, err := vap.Generate(vap.Input{Config: cfg, Namespace: s.Namespace, CAs: res.CAs, GuardServiceAccount: s.GuardServiceAccount})
+	if err != nil {
+		return err
+	}
+	managed := client.MatchingLabels{vap.LabelManagedBy: vap.ManagedBy}
+	var cms corev1.ConfigMapList
+	if err := s.Reader.List(ctx, &cms, client.InNamespace(s.Namespace), managed); err != nil {
+		return fmt.Errorf("list the param ConfigMaps: %w", err)
+	}
+	var policies admv1.ValidatingAdmissionPolicyList
+	if err := s.Reader.List(ctx, &policies, managed); err != nil {
+		return fmt.Errorf("list ValidatingAdmissionPolicies: %w", err)
+	}
+	var bindings admv1.ValidatingAdmissionPolicyBindingList
+	if err := s.Reader.List(ctx, &bindings, managed); err != nil {
+		return fmt.Errorf("list ValidatingAdmissionPolicyBindings: %w", err)
+	}
+	liveCMs := index(cms.Items)
+	livePolicies := index(policies.Items)
+	liveBindings := index(bindings.Items)
+
+	// A source that could not be asked keeps the param as it is: a good CA
+	// is not replaced by an error because the API server hiccuped.
+	for mapping, terr := range res.Transient {
+		name := vap.ParamName(mapping)
+		for _, cm := range objs.ConfigMaps {
+			if live, ok := liveCMs[name]; ok && cm.Name == name {
+				cm.Data, cm.BinaryData = live.Data, live.BinaryData
+				s.Log.Info("policy mode: the owner's CA source cannot be read; keeping its param as it is", "mapping", mapping, "reason", terr.Error())
+			}
+		}
+	}
+
+	var errs []error
+	// Params first, policies next, bindings last: a binding never points at
+	// a param or policy that does not exist yet.
+	for _, d := range objs.ConfigMaps {
+		errs = append(errs, apply(ctx, s, KindConfigMap, d, liveCMs[d.Name], equalConfigMap, mergeConfigMap))
+	}
+	for _, d := range objs.Policies {
+		errs = append(errs, apply(ctx, s, KindPolicy, d, livePolicies[d.Name], equalPolicy, mergePolicy))
+	}
+	for _, d := range objs.Bindings {
+		errs = append(errs, apply(ctx, s, KindBinding, d, liveBindings[d.Name], equalBinding, mergeBinding))
+	}
+	// Deletions in the reverse order.
+	desired := map[string]bool{}
+	for _, o := range objs.Bindings {
+		desired[KindBinding+"/"+o.Name] = true
+	}
+	for _, o := range objs.Policies {
+		desired[KindPolicy+"/"+o.Name] = true
+	}
+	for _, o := range objs.ConfigMaps {
+		desired[KindConfigMap+"/"+o.Name] = true
+	}
+	for name, o := range liveBindings {
+		if !desired[KindBinding+"/"+name] {
+			errs = append(errs, s.delete(ctx, KindBinding, o))
+		}
+	}
+	for name, o := range livePolicies {
+		if !desired[KindPolicy+"/"+name] {
+			errs = append(errs, s.delete(ctx, KindPolicy, o))
+		}
+	}
+	for name, o := range liveCMs {
+		if !desired[KindConfigMap+"/"+name] {
+			errs = append(errs, s.delete(ctx, KindConfigMap, o))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func index[T any, PT interface {
+	*T
+	client.Object
+}](items []T) map[string]PT {
+	out := make(map[string]PT, len(items))
+	for i := range items {
+		p := PT(&items[i])
+		out[p.GetName()] = p
+	}
+	return out
+}
+
+// apply creates desired when there is no live object, and updates the live
+// one only when it differs in a field the guard owns.
+func apply[T client.Object](ctx context.Context, s *Syncer, kind string, desired, live T, equal func(d, l T) bool, merge func(d, l T) T) error {
+	key := kind + "/" + desired.GetNamespace() + "/" + desired.GetName()
+	if isNil(live) {
+		obj := desired.DeepCopyObject().(T)
+		err := s.Client.Create(ctx, obj)
+		if err == nil {
+			s.wrote(key, kind, VerbCreate, desired, obj)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s: %w", kind, desired.GetName(), err)
+		}
+		// It exists without the guard's label (someone removed it, or
+		// created the name first): take it over by name.
+		live = desired.DeepCopyObject().(T)
+		if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}, live); err != nil {
+			return fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
+		}
+	}
+	if equal(desired, live) {
+		return nil
+	}
+	sum := digest(desired)
+	s.mu.Lock()
+	mark, seen := s.written[key]
+	stuck := seen && mark.desired == sum && mark.resourceVersion == live.GetResourceVersion()
+	warn := stuck && !s.warned[key]
+	if warn {
+		s.warned[key] = true
+	}
+	s.mu.Unlock()
+	if stuck {
+		if warn {
+			s.Log.Error(nil, "policy mode: the live object still differs from the one the guard wrote, and nothing changed since; not writing it again", "kind", kind, "name", desired.GetName())
+		}
+		return nil
+	}
+	obj := merge(desired, live)
+	if err := s.Client.Update(ctx, obj); err != nil {
+		return fmt.Errorf("update %s %s: %w", kind, desired.GetName(), err)
+	}
+	s.wrote(key, kind, VerbUpdate, desired, obj)
+	return nil
+}
+
+func (s *Syncer) wrote(key, kind, verb string, desired, result client.Object) {
+	s.Metrics.Writes.WithLabelValues(kind, verb).Inc()
+	s.mu.Lock()
+	s.written[key] = writeMark{desired: digest(desired), resourceVersion: result.GetResourceVersion()}
+	delete(s.warned, key)
+	s.mu.Unlock()
+	s.Log.Info("policy mode: wrote a generated object", "kind", kind, "name", result.GetName(), "namespace", result.GetNamespace(), "verb", verb, "resourceVersion", result.GetResourceVersion())
+}
+
+func (s *Syncer) delete(ctx context.Context, kind string, obj client.Object) error {
+	err := s.Client.Delete(ctx, obj, client.Preconditions{UID: ptrUID(obj), ResourceVersion: ptrString(obj.GetResourceVersion())})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s %s: %w", kind, obj.GetName(), err)
+	}
+	s.Metrics.Writes.WithLabelValues(kind, VerbDelete).Inc()
+	s.mu.Lock()
+	delete(s.written, kind+"/"+obj.GetNamespace()+"/"+obj.GetName())
+	s.mu.Unlock()
+	s.Log.Info("policy mode: deleted a generated object no mapping produces anymore", "kind", kind, "name", obj.GetName(), "namespace", obj.GetNamespace())
+	return nil
+}
+
+func ptrUID(obj client.Object) *types.UID {
+	u := obj.GetUID()
+	return &u
+}
+
+func ptrString(s string) *string { return &s }
+
+func isNil[T client.Object](o T) bool {
+	var zero T
+	return any(o) == any(zero)
+}
+
+func digest(obj client.Object) string {
+	b, _ := json.Marshal(obj)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// labelsContain reports whether live carries every desired label.
+func labelsContain(live, desired map[string]string) bool {
+	for k, v := range desired {
+		if lv, ok := live[k]; !ok || lv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func mergeLabels(live, desired map[string]string) map[string]string {
+	out := maps.Clone(live)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, desired)
+	return out
+}
+
+// The guard owns its labels and, per kind, data+binaryData or spec.
+// Everything else (other labels, annotations, managedFields,
+// resourceVersion) is left as it is and never compared.
+
+func equalConfigMap(d, l *corev1.ConfigMap) bool {
+	return labelsContain(l.Labels, d.Labels) && equality.Semantic.DeepEqual(d.Data, l.Data) && equality.Semantic.DeepEqual(d.BinaryData, l.BinaryData)
+}
+
+func mergeConfigMap(d, l *corev1.ConfigMap) *corev1.ConfigMap {
+	o := l.DeepCopy()
+	o.Labels = mergeLabels(o.Labels, d.Labels)
+	o.Data, o.BinaryData = d.Data, d.BinaryData
+	return o
+}
+
+func equalPolicy(d, l *admv1.ValidatingAdmissionPolicy) bool {
+	return labelsContain(l.Labels, d.Labels) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
+}
+
+func mergePolicy(d, l *admv1.ValidatingAdmissionPolicy) *admv1.ValidatingAdmissionPolicy {
+	o := l.DeepCopy()
+	o.Labels = mergeLabels(o.Labels, d.Labels)
+	o.Spec = *d.Spec.DeepCopy()
+	return o
+}
+
+func equalBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) bool {
+	return labelsContain(l.Labels, d.Labels) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
+}
+
+func mergeBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) *admv1.ValidatingAdmissionPolicyBinding {
+	o := l.DeepCopy()
+	o.Labels = mergeLabels(o.Labels, d.Labels)
+	o.Spec = *d.Spec.DeepCopy()
+	return o
+}

@@ -1,0 +1,207 @@
+package policysync
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+)
+
+const testConfig = `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+breakGlass: {groups: [system:masters]}
+owners:
+  - name: app
+    mode: enforce
+    match: {validating: [app-webhooks]}
+    writers: {serviceAccounts: [app/controller]}
+    ca: {secret: {namespace: app, name: app-ca}}
+  - name: other
+    match: {mutating: [other-webhooks]}
+    writers: {users: [other]}
+    ca: {secret: {namespace: other, name: other-ca}}
+`
+
+// caPEM is a real certificate (the resolver parses what it reads).
+var caPEM = []byte(`-----BEGIN CERTIFICATE-----
+MIIBcDCCARagAwIBAgIIGOy6JX+krQYwCgYIKoZIzj0EAwIwGzEZMBcGA1UEAxMQ
+aXN0aW8td2ViaG9vay1jYTAgFw0yNjAxMDEwMDAwMDBaGA8yMTI2MDEwMTAwMDAw
+MFowGzEZMBcGA1UEAxMQaXN0aW8td2ViaG9vay1jYTBZMBMGByqGSM49AgEGCCqG
+SM49AwEHA0IABJX03clRjCdSQyvCsuv3/HY6Kqi6soE91WTUG/Ofec1T/WXLb4p/
+cPVSmTYxStgkR4fGBHNzPSY4is1XnGYb6dqjQjBAMA4GA1UdDwEB/wQEAwIBBjAP
+BgNVHRMBAf8EBTADAQH/MB0GA1UdDgQWBBTnlburuJpa5oWN4i69KtTkMlwX0jAK
+BggqhkjOPQQDAgNIADBFAiADN4vLUBShwSIo9XPj0+WFjE/clsEPy2lZ0wzLTQu5
+DwIhALKe9wIPQhiD1FR7e7nCDRvUhAooWZxvru0oBju6wKgV
+-----END CERTIFICATE-----
+`)
+
+type env struct {
+	client  client.Client
+	syncer  *Syncer
+	metrics *Metrics
+	config  *policy.Config
+}
+
+func newEnv(t *testing.T, cfg string) *env {
+	t.Helper()
+	c, err := policy.Load([]byte(cfg))
+	require.NoError(t, err)
+	cl := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "other-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
+	).Build()
+	e := &env{client: cl, metrics: NewMetrics(prometheus.NewRegistry()), config: c}
+	e.syncer = &Syncer{
+		Client: cl, Reader: cl, Config: func() *policy.Config { return e.config }, CA: casource.New(cl, casource.Options{}),
+		Namespace: "webhook-guard", GuardServiceAccount: "webhook-guard/webhook-guard", Metrics: e.metrics, Log: logr.Discard(),
+	}
+	return e
+}
+
+func (e *env) writes(kind, verb string) float64 {
+	return testutil.ToFloat64(e.metrics.Writes.WithLabelValues(kind, verb))
+}
+
+func (e *env) total() float64 {
+	var n float64
+	for _, k := range []string{KindPolicy, KindBinding, KindConfigMap} {
+		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
+			n += e.writes(k, v)
+		}
+	}
+	return n
+}
+
+func Test_Syncer(t *testing.T) {
+	ctx := context.Background()
+	t.Run("if nothing exists, create params, policies and bindings once; a second pass writes nothing", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, 2.0, e.writes(KindConfigMap, VerbCreate))
+		assert.Equal(t, 3.0, e.writes(KindPolicy, VerbCreate), "two mappings and protect-params")
+		assert.Equal(t, 3.0, e.writes(KindBinding, VerbCreate))
+		before := e.total()
+		for range 5 {
+			require.NoError(t, e.syncer.Sync(ctx))
+		}
+		assert.Equal(t, before, e.total(), "unchanged mappings and CAs must cost no write")
+	})
+	t.Run("if the owner's CA Secret rotates, only its param is updated", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		var s corev1.Secret
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Namespace: "app", Name: "app-ca"}, &s))
+		s.Data["ca.crt"] = append(append([]byte{}, caPEM...), caPEM...)
+		require.NoError(t, e.client.Update(ctx, &s))
+		before := e.total()
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, before+1, e.total())
+		assert.Equal(t, 1.0, e.writes(KindConfigMap, VerbUpdate))
+		var cm corev1.ConfigMap
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Namespace: "webhook-guard", Name: "webhook-guard-ca-app"}, &cm))
+		assert.Equal(t, s.Data["ca.crt"], cm.BinaryData[vap.ParamKey])
+	})
+	t.Run("if someone adds labels or annotations to a generated object, it is not rewritten", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		var p admv1.ValidatingAdmissionPolicy
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &p))
+		p.Labels["team"] = "platform"
+		p.Annotations = map[string]string{"note": "x"}
+		require.NoError(t, e.client.Update(ctx, &p))
+		before := e.total()
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, before, e.total())
+	})
+	t.Run("if someone changes a generated policy's spec, it is restored", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		var b admv1.ValidatingAdmissionPolicyBinding
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
+		b.Spec.ValidationActions = []admv1.ValidationAction{admv1.Warn}
+		require.NoError(t, e.client.Update(ctx, &b))
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, 1.0, e.writes(KindBinding, VerbUpdate))
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
+		assert.Equal(t, []admv1.ValidationAction{admv1.Deny}, b.Spec.ValidationActions)
+	})
+	t.Run("if a mapping is removed, its objects are deleted and nothing else", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		unrelated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "webhook-guard", Name: "unrelated"}}
+		require.NoError(t, e.client.Create(ctx, unrelated))
+		c := *e.config
+		c.Spec.Owners = c.Spec.Owners[:1]
+		cfg, err := policy.Load(mustYAML(t, c.Spec))
+		require.NoError(t, err)
+		e.config = cfg
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, 1.0, e.writes(KindConfigMap, VerbDelete))
+		assert.Equal(t, 1.0, e.writes(KindPolicy, VerbDelete))
+		assert.Equal(t, 1.0, e.writes(KindBinding, VerbDelete))
+		assert.Equal(t, 1.0, e.writes(KindPolicy, VerbUpdate), "protect-params lists one param less")
+		require.NoError(t, e.client.Get(ctx, client.ObjectKeyFromObject(unrelated), unrelated))
+	})
+	t.Run("if the CA Secret disappears, the param says why and holds no CA (fail closed)", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		require.NoError(t, e.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}}))
+		require.NoError(t, e.syncer.Sync(ctx))
+		var cm corev1.ConfigMap
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Namespace: "webhook-guard", Name: "webhook-guard-ca-app"}, &cm))
+		assert.Empty(t, cm.BinaryData)
+		assert.Contains(t, cm.Data[vap.DataError], "it does not exist")
+	})
+	t.Run("if the live object keeps differing after the guard's own write, it is not written again", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		e.syncer.Client = &defaultingClient{Client: e.client}
+		require.NoError(t, e.syncer.Sync(ctx))
+		before := e.total()
+		for range 5 {
+			require.NoError(t, e.syncer.Sync(ctx))
+		}
+		assert.Equal(t, before, e.total(), "the create is remembered: the defaulted live binding is not fought over")
+	})
+}
+
+// defaultingClient stands for an API server that defaults a field the
+// generator does not know: every binding comes back with an extra action.
+type defaultingClient struct{ client.Client }
+
+func (d *defaultingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if b, ok := obj.(*admv1.ValidatingAdmissionPolicyBinding); ok {
+		b.Spec.ValidationActions = append(b.Spec.ValidationActions, admv1.Audit)
+	}
+	return d.Client.Create(ctx, obj, opts...)
+}
+
+func (d *defaultingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if b, ok := obj.(*admv1.ValidatingAdmissionPolicyBinding); ok && b.Name == "webhook-guard-app" {
+		b.Spec.ValidationActions = append(b.Spec.ValidationActions, admv1.Audit)
+	}
+	return d.Client.Update(ctx, obj, opts...)
+}
+
+func mustYAML(t *testing.T, spec policy.GuardConfig) []byte {
+	t.Helper()
+	spec.APIVersion, spec.Kind = policy.APIVersion, policy.Kind
+	b, err := yaml.Marshal(spec)
+	require.NoError(t, err)
+	return b
+}
