@@ -52,6 +52,13 @@ type Options struct {
 	// CertManagerCRDs installs cert-manager's Certificate, Issuer,
 	// ClusterIssuer and CertificateRequest CRDs.
 	CertManagerCRDs bool
+	// NoStaticManifest starts kube-apiserver without the AdmissionConfiguration
+	// and static webhook (policy mode: what a managed cluster offers).
+	NoStaticManifest bool
+	// GuardArgs are extra `serve` arguments (e.g. --policy-mode).
+	GuardArgs []string
+	// GuardRules are extra rules of the guard's ClusterRole.
+	GuardRules []rbacv1.PolicyRule
 
 	// afterRender lets the framework's own tests break the rendered files.
 	afterRender func(t testing.TB, renderDir string)
@@ -77,7 +84,8 @@ type Env struct {
 
 	testEnv *envtest.Environment
 
-	rbacOnce sync.Once
+	rbacOnce   sync.Once
+	guardRules []rbacv1.PolicyRule
 }
 
 // RepoRoot is the repository root, found from this file's location.
@@ -123,7 +131,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if opts.TimeoutSeconds == 0 {
 		opts.TimeoutSeconds = 5
 	}
-	e := &Env{t: t, Root: RepoRoot(), Dir: t.TempDir(), APIServerLog: &Buffer{}}
+	e := &Env{t: t, Root: RepoRoot(), Dir: t.TempDir(), APIServerLog: &Buffer{}, guardRules: opts.GuardRules}
 	guardBin := GuardBinary(t)
 
 	// The guard's serving certificate, as cert-manager would issue it.
@@ -147,16 +155,20 @@ func Start(t testing.TB, opts Options) *Env {
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		Log:         &Buffer{},
+		ExtraArgs:   opts.GuardArgs,
 	}
 	e.Guard = g
 
 	// The static webhook manifest and AdmissionConfiguration, from the
 	// product's own render command.
-	renderDir := filepath.Join(e.Dir, "admission")
-	e.render(t, guardBin, renderDir, g.URL(), filepath.Join(certDir, "ca.crt"), configPath, opts)
-	admissionConfig := filepath.Join(renderDir, "admission-configuration.yaml")
-	if opts.afterRender != nil {
-		opts.afterRender(t, renderDir)
+	var admissionConfig string
+	if !opts.NoStaticManifest {
+		renderDir := filepath.Join(e.Dir, "admission")
+		e.render(t, guardBin, renderDir, g.URL(), filepath.Join(certDir, "ca.crt"), configPath, opts)
+		admissionConfig = filepath.Join(renderDir, "admission-configuration.yaml")
+		if opts.afterRender != nil {
+			opts.afterRender(t, renderDir)
+		}
 	}
 
 	e.testEnv = &envtest.Environment{
@@ -169,7 +181,9 @@ func Start(t testing.TB, opts Options) *Env {
 	api := e.testEnv.ControlPlane.GetAPIServer()
 	api.Path = filepath.Join(binDir, "kube-apiserver")
 	api.Out, api.Err = e.APIServerLog, e.APIServerLog
-	api.Configure().Set("admission-control-config-file", admissionConfig)
+	if admissionConfig != "" {
+		api.Configure().Set("admission-control-config-file", admissionConfig)
+	}
 	if opts.CertManagerCRDs {
 		e.testEnv.CRDInstallOptions.Paths = CertManagerCRDPaths(t)
 	}
@@ -282,6 +296,7 @@ func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		},
 	}
+	role.Rules = append(role.Rules, e.guardRules...)
 	if _, err := e.AdminKube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the guard's ClusterRole: %v", err)
 	}

@@ -87,6 +87,8 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
+	// ExtraArgs are appended to the `serve` arguments.
+	ExtraArgs []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -98,7 +100,7 @@ func (g *Guard) URL() string { return fmt.Sprintf("https://127.0.0.1:%d%s", g.Po
 
 // Args are the `serve` arguments.
 func (g *Guard) Args() []string {
-	return []string{"serve",
+	return append([]string{"serve",
 		"--config", g.ConfigPath,
 		"--cert-dir", g.CertDir,
 		"--bind-address", "127.0.0.1",
@@ -108,7 +110,45 @@ func (g *Guard) Args() []string {
 		"--kubeconfig", g.Kubeconfig,
 		"--log-format", "json",
 		"--log-level", "debug",
+	}, g.ExtraArgs...)
+}
+
+// StartReplica starts another `webhook-guard serve` process with the
+// primary guard's configuration, certificate, identity and arguments, on
+// its own ports (a second pod of the same Deployment). It is stopped by
+// t.Cleanup.
+func (e *Env) StartReplica(t testing.TB) *Guard {
+	t.Helper()
+	p := e.Guard
+	g := &Guard{
+		env:         e,
+		Bin:         p.Bin,
+		ConfigPath:  p.ConfigPath,
+		CertDir:     p.CertDir,
+		Kubeconfig:  p.Kubeconfig,
+		Port:        FreePort(t),
+		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		Log:         &Buffer{},
+		ExtraArgs:   p.ExtraArgs,
 	}
+	g.Start(t)
+	return g
+}
+
+// Kill ends the process at once (SIGKILL), as a node failure would: no
+// Lease release, no graceful shutdown.
+func (g *Guard) Kill(t testing.TB) {
+	t.Helper()
+	g.mu.Lock()
+	cmd, done := g.cmd, g.done
+	g.cmd, g.done = nil, nil
+	g.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
 }
 
 // Start runs the guard and waits until /readyz answers 200. The process is

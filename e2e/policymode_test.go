@@ -1,0 +1,480 @@
+package e2e
+
+// Policy mode on the real kube-apiserver: no static manifest (what a
+// managed cluster offers), the guard running `serve --policy-mode`, and the
+// ValidatingAdmissionPolicies it generates deciding inside kube-apiserver.
+//
+// Scenarios of issue 3 that policy mode runs here:
+//   1 owner writes its own CA (allowed), 2 another service account updates
+//   (denied in enforce; warned in audit), 3 the owner writes a foreign CA
+//   (denied), 6 CA rotation (the param follows the Secret; the owner's next
+//   write with the new CA is allowed), 7 DELETE and re-CREATE by a non-owner
+//   (denied), 9 break-glass (allowed), 12 MutatingWebhookConfigurations.
+//
+// Scenarios policy mode cannot express, and why:
+//   4 (8 replicas fighting): denials work (each foreign CA is a ca-mismatch),
+//     but the audit half — flapping reported — needs state across requests,
+//     which CEL does not have; kube-apiserver's audit log is the only record.
+//   5 (cert-manager inject-ca-from): expressible only per mapping, with the
+//     CA of the annotation as the guard last resolved it (policy/vap doc);
+//     not shown here because envtest has no cert-manager CRDs in this file's
+//     environment and the generator's unit and render tests cover it.
+//   6, the webhook's half: a Secret holding old+new while the owner writes
+//     only new (or old) is allowed by the webhook (each certificate is in the
+//     set) and denied here (bytes differ); a write racing the guard's copy of
+//     a rotated CA is denied until the param follows (--policy-sync-interval).
+//   8 (dry run leaves no record): policy mode keeps no records at all; dry
+//     runs are decided the same way as real requests.
+//   9, the webhook's half: break-glass writes are skipped by matchConditions,
+//     so they are neither warned about nor recorded (audit log only).
+//   10 (guard certificate renewal) and 11 (guard stopped): kube-apiserver
+//     never calls the guard in policy mode. Decisions continue while every
+//     guard replica is down; only CA rotations stop being copied.
+//   13 (API-registered guard never called): the reason policy mode exists;
+//     not a policy-mode scenario.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/webhook-guard/webhook-guard/e2e/framework"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+)
+
+// policyNamespace holds the param ConfigMaps: the guard's own namespace.
+const policyNamespace = framework.GuardNamespace
+
+// policyOptions start kube-apiserver without the static manifest and the
+// guard in policy mode, with the RBAC policy mode needs.
+func policyOptions(extraArgs ...string) framework.Options {
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	return framework.Options{
+		NoStaticManifest: true,
+		GuardArgs: append([]string{
+			"--policy-mode",
+			"--policy-namespace", policyNamespace,
+			"--policy-guard-service-account", framework.GuardNamespace + "/" + framework.GuardServiceAccount,
+		}, extraArgs...),
+		GuardRules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: all},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
+		},
+	}
+}
+
+// paramCA reads the CA bytes of a mapping's param ConfigMap.
+func paramCA(t testing.TB, f *fixture, mapping string) []byte {
+	t.Helper()
+	cm, err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).Get(context.Background(), vap.ParamName(mapping), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get the param of %s: %v", mapping, err)
+	}
+	return cm.BinaryData[vap.ParamKey]
+}
+
+// waitPolicyActive waits until the guard copied the owner's CA into the
+// params and kube-apiserver enforces both mappings' policies (a dry-run
+// UPDATE by the intruder is denied in enforce and warned about in audit).
+func waitPolicyActive(t testing.TB, f *fixture) {
+	t.Helper()
+	framework.Eventually(t, 20*time.Second, "the guard copies the owner's CA into both params", func() bool {
+		return bytes.Equal(paramCA(t, f, enforcedMapping), f.ownerCA.PEM) && bytes.Equal(paramCA(t, f, auditedMapping), f.ownerCA.PEM)
+	})
+	ctx := context.Background()
+	for _, name := range []string{enforcedName, auditedName} {
+		if _, err := f.admin.Get(ctx, framework.Validating, name); apierrors.IsNotFound(err) {
+			f.create(t, framework.Validating, name, f.ownerCA.PEM)
+		}
+	}
+	dryRun := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
+	touch := func(m *metav1.ObjectMeta, _ [][]byte) { m.Annotations = map[string]string{"e2e/probe": time.Now().String()} }
+	framework.Eventually(t, 20*time.Second, "kube-apiserver enforces the generated policies", func() bool {
+		_, err := f.intruder.Mutate(ctx, framework.Validating, enforcedName, dryRun, touch)
+		if err == nil {
+			return false
+		}
+		f.intruder.Warnings.Take()
+		if _, err := f.intruder.Mutate(ctx, framework.Validating, auditedName, dryRun, touch); err != nil {
+			return false
+		}
+		return len(framework.Containing(f.intruder.Warnings.Take(), "would deny")) > 0
+	})
+}
+
+// requirePolicyDenied asserts a 403 from a generated ValidatingAdmissionPolicy
+// whose message holds every want.
+func requirePolicyDenied(t testing.TB, err error, policyName string, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("the request was allowed; want a 403 from ValidatingAdmissionPolicy %s containing %q", policyName, want)
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		t.Fatalf("want an API status error, got %T: %v", err, err)
+	}
+	code, msg := status.Status().Code, status.Status().Message
+	if code != http.StatusForbidden {
+		t.Fatalf("want HTTP 403, got %d: %s", code, msg)
+	}
+	if !strings.Contains(msg, "ValidatingAdmissionPolicy '"+policyName+"'") {
+		t.Fatalf("the 403 is not from ValidatingAdmissionPolicy %s: %s", policyName, msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the denial message lacks %q:\n%s", w, msg)
+		}
+	}
+}
+
+// policyWrites sums webhook_guard_policy_writes_total on one replica.
+func policyWrites(t testing.TB, g *framework.Guard) float64 {
+	t.Helper()
+	return g.Metric(t, "webhook_guard_policy_writes_total", nil)
+}
+
+// TestPolicyModeEnforces is the "done when" of issue 6 on the real API
+// server: the non-owner, the foreign CA and the non-owner DELETE are denied
+// by the generated policy; in audit the client receives the warning.
+func TestPolicyModeEnforces(t *testing.T) {
+	f := newFixture(t, policyOptions())
+	ctx := t.Context()
+	waitPolicyActive(t, f)
+	policyEnforced, policyAudited := vap.PolicyName(enforcedMapping), vap.PolicyName(auditedMapping)
+
+	t.Run("kube-controller-manager's type checker finds nothing in the live policies", func(t *testing.T) {
+		// The same TypeChecker as the ValidatingAdmissionPolicy status
+		// controller, with the schemas and REST mappings discovered from
+		// this kube-apiserver.
+		dc := f.env.AdminKube.Discovery()
+		tc := &validating.TypeChecker{
+			SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: dc},
+			RestMapper:     restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		}
+		list, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{LabelSelector: vap.LabelManagedBy + "=" + vap.ManagedBy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 3 {
+			t.Fatalf("%d generated policies; want 3 (two mappings, protect-params)", len(list.Items))
+		}
+		for i := range list.Items {
+			if w := tc.Check(&list.Items[i]); len(w) > 0 {
+				t.Errorf("type-check warnings for %s: %v", list.Items[i].Name, w)
+			}
+		}
+	})
+
+	t.Run("scenario 1: the owner writes its own CA", func(t *testing.T) {
+		for _, name := range []string{enforcedName, auditedName} {
+			f.owner.Warnings.Take()
+			if _, err := f.owner.SetCABundle(ctx, framework.Validating, name, f.ownerCA.PEM); err != nil {
+				t.Fatalf("%s: the owner writing its own CA was rejected: %v", name, err)
+			}
+			if _, err := f.owner.Annotate(ctx, framework.Validating, name, "e2e/by", "owner"); err != nil {
+				t.Fatalf("%s: the owner's update leaving caBundle alone was rejected: %v", name, err)
+			}
+			if w := f.owner.Warnings.Take(); len(w) > 0 {
+				t.Errorf("%s: the owner's allowed writes carried warnings: %q", name, w)
+			}
+		}
+	})
+
+	t.Run("scenario 2: another service account updates", func(t *testing.T) {
+		before := f.admin.MustGet(t, framework.Validating, enforcedName)
+		_, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/touched-by", intruderSA)
+		requirePolicyDenied(t, err, policyEnforced,
+			`webhook-guard denied UPDATE of ValidatingWebhookConfiguration "enforced-webhooks" by "system:serviceaccount:other-system:intruder"`,
+			`(mapping "enforced", enforce, policy mode)`, "not-owner", "owners[enforced].writers")
+		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
+
+		f.intruder.Warnings.Take()
+		got, err := f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/touched-by", intruderSA)
+		if err != nil {
+			t.Fatalf("audit mode rejected the intruder's update: %v", err)
+		}
+		if got.Annotations["e2e/touched-by"] != intruderSA {
+			t.Errorf("the audited write was not stored")
+		}
+		warnings := f.intruder.Warnings.Take()
+		t.Logf("the audited client's warnings: %q", warnings)
+		requireWarning(t, warnings, policyAudited, "webhook-guard (audit) would deny UPDATE", "not-owner", intruderUser.Name)
+	})
+
+	t.Run("scenario 3: the owner writes a foreign CA", func(t *testing.T) {
+		foreign := framework.NewCA(t, "foreign-ca")
+		before := f.admin.MustGet(t, framework.Validating, enforcedName)
+		_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, foreign.PEM)
+		t.Logf("kube-apiserver's denial: %v", err)
+		requirePolicyDenied(t, err, policyEnforced, "ca-mismatch", `w0.e2e.webhook-guard.io`,
+			"expected CA "+f.ownerCA.Fingerprint()[:16], "Secret app-system/app-webhook-ca (key ca.crt)")
+		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
+
+		// Emptying a caBundle is a mismatch too.
+		_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, nil)
+		requirePolicyDenied(t, err, policyEnforced, "ca-mismatch")
+
+		f.owner.Warnings.Take()
+		if _, err := f.owner.SetCABundle(ctx, framework.Validating, auditedName, foreign.PEM); err != nil {
+			t.Fatalf("audit mode rejected the foreign CA: %v", err)
+		}
+		requireWarning(t, f.owner.Warnings.Take(), policyAudited, "would deny", "ca-mismatch")
+		// The stored foreign CA is left alone by an owner update that does
+		// not touch it (only changed caBundles are checked).
+		if _, err := f.owner.Annotate(ctx, framework.Validating, auditedName, "e2e/after", "foreign"); err != nil {
+			t.Fatalf("an update leaving the (foreign) caBundle alone was rejected: %v", err)
+		}
+	})
+
+	t.Run("scenario 7: DELETE and re-CREATE by a non-owner", func(t *testing.T) {
+		for _, kind := range []framework.Kind{framework.Validating, framework.Mutating} {
+			if _, err := f.admin.Get(ctx, kind, enforcedName); apierrors.IsNotFound(err) {
+				f.create(t, kind, enforcedName, f.ownerCA.PEM)
+			}
+			err := f.intruder.Delete(ctx, kind, enforcedName, metav1.DeleteOptions{})
+			requirePolicyDenied(t, err, policyEnforced, `webhook-guard denied DELETE of `+string(kind)+` "enforced-webhooks"`, "not-owner", "takeover")
+			if _, err := f.admin.Get(ctx, kind, enforcedName); err != nil {
+				t.Fatalf("%s is gone after a denied DELETE: %v", kind, err)
+			}
+			if err := f.admin.Delete(ctx, kind, enforcedName, metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("break-glass delete: %v", err)
+			}
+			_, err = f.intruder.Create(ctx, framework.Spec{Kind: kind, Name: enforcedName, Bundles: [][]byte{framework.NewCA(t, "intruder").PEM}}, metav1.CreateOptions{})
+			requirePolicyDenied(t, err, policyEnforced, `webhook-guard denied CREATE of `+string(kind), "not-owner")
+			if _, err := f.owner.Create(ctx, framework.Spec{Kind: kind, Name: enforcedName, Bundles: [][]byte{f.ownerCA.PEM}}, metav1.CreateOptions{}); err != nil {
+				t.Errorf("the owner re-creating its %s was rejected: %v", kind, err)
+			}
+		}
+	})
+
+	t.Run("scenario 9: break-glass is allowed", func(t *testing.T) {
+		if _, err := f.admin.SetCABundle(ctx, framework.Validating, enforcedName, framework.NewCA(t, "break-glass").PEM); err != nil {
+			t.Fatalf("system:masters was denied: %v", err)
+		}
+		if _, err := f.admin.SetCABundle(ctx, framework.Validating, enforcedName, f.ownerCA.PEM); err != nil {
+			t.Fatalf("system:masters was denied: %v", err)
+		}
+	})
+
+	t.Run("scenario 12: MutatingWebhookConfigurations", func(t *testing.T) {
+		_, err := f.intruder.Annotate(ctx, framework.Mutating, enforcedName, "e2e/touched-by", intruderSA)
+		requirePolicyDenied(t, err, policyEnforced, `of MutatingWebhookConfiguration "enforced-webhooks"`, "not-owner")
+		if _, err := f.owner.SetCABundle(ctx, framework.Mutating, enforcedName, f.ownerCA.PEM); err != nil {
+			t.Fatalf("the owner writing its CA into the mutating configuration was rejected: %v", err)
+		}
+	})
+
+	t.Run("only the guard may change the param ConfigMaps", func(t *testing.T) {
+		// The intruder may write ConfigMaps (RBAC), but not the guard's params.
+		cms := f.intruder.Kube.CoreV1().ConfigMaps(policyNamespace)
+		cm, err := cms.Get(ctx, vap.ParamName(enforcedMapping), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.BinaryData[vap.ParamKey] = framework.NewCA(t, "intruder").PEM
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		requirePolicyDenied(t, err, vap.ProtectParamsName, "only system:serviceaccount:webhook-guard:webhook-guard")
+	})
+}
+
+// TestPolicyModeCARotation: rotating the owner's CA Secret updates the
+// param within a few seconds, and the owner's next write with the new CA is
+// allowed.
+func TestPolicyModeCARotation(t *testing.T) {
+	f := newFixture(t, policyOptions())
+	ctx := t.Context()
+	waitPolicyActive(t, f)
+	if _, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, f.ownerCA.PEM); err != nil {
+		t.Fatalf("owner write before the rotation: %v", err)
+	}
+	next := framework.NewCA(t, "app-webhook-ca-2")
+	both := append(append([]byte{}, f.ownerCA.PEM...), next.PEM...)
+	for _, step := range []struct {
+		name string
+		pem  []byte
+	}{{"old+new", both}, {"new", next.PEM}} {
+		start := time.Now()
+		f.setOwnerCA(t, step.pem)
+		framework.Eventually(t, 10*time.Second, "the param follows the Secret ("+step.name+")", func() bool {
+			return bytes.Equal(paramCA(t, f, enforcedMapping), step.pem)
+		})
+		latency := time.Since(start)
+		t.Logf("rotation to %s: the param followed the Secret after %s", step.name, latency.Round(time.Millisecond))
+		if latency > 5*time.Second {
+			t.Errorf("the param took %s to follow the Secret; want a few seconds (--policy-sync-interval 2s)", latency)
+		}
+		// kube-apiserver's policy informer sees the new param within
+		// moments; the owner's next write with the new bundle is allowed.
+		var err error
+		framework.Eventually(t, 5*time.Second, "the owner's write of "+step.name+" is allowed", func() bool {
+			_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, step.pem)
+			return err == nil
+		})
+		requireBundles(t, f.admin.MustGet(t, framework.Validating, enforcedName), step.pem)
+	}
+	// The retired CA is now refused.
+	_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, f.ownerCA.PEM)
+	requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch", "expected CA "+next.Fingerprint()[:16])
+}
+
+// TestPolicyModeThreeReplicasWriteNothing: three leader-elected replicas
+// against one API server for 60 s with no change write nothing after the
+// first convergence, and killing the leader hands over without a write.
+func TestPolicyModeThreeReplicasWriteNothing(t *testing.T) {
+	f := newFixture(t, policyOptions("--leader-elect", "--leader-election-namespace", framework.GuardNamespace))
+	replicas := []*framework.Guard{f.env.Guard, f.env.StartReplica(t), f.env.StartReplica(t)}
+	waitPolicyActive(t, f)
+
+	// Converged: every generated object exists and a full pass after that
+	// wrote nothing.
+	framework.Eventually(t, 20*time.Second, "the leader converges (two passes without a write)", func() bool {
+		before := totalWrites(t, replicas)
+		syncs := totalSyncs(t, replicas)
+		time.Sleep(2500 * time.Millisecond)
+		return totalSyncs(t, replicas) > syncs && totalWrites(t, replicas) == before
+	})
+	rvs := generatedVersions(t, f)
+	if len(rvs) != 8 {
+		t.Fatalf("%d generated objects; want 8 (2 params; 3 policies and 3 bindings: two mappings and protect-params): %v", len(rvs), rvs)
+	}
+	writes := make([]float64, len(replicas))
+	for i, g := range replicas {
+		writes[i] = policyWrites(t, g)
+	}
+	leader := leaderOf(t, replicas)
+	t.Logf("converged: leader is replica %d; writes so far per replica %v", leader, writes)
+
+	const quiet = 60 * time.Second
+	syncsBefore := totalSyncs(t, replicas)
+	time.Sleep(quiet)
+	for i, g := range replicas {
+		if w := policyWrites(t, g); w != writes[i] {
+			t.Errorf("replica %d wrote %g policy objects during %s without any change\n%s", i, w-writes[i], quiet, g.Metrics(t).Series("webhook_guard_policy_writes_total"))
+		}
+	}
+	passes := totalSyncs(t, replicas) - syncsBefore
+	t.Logf("%s quiet: %g sync passes (leader only), 0 writes", quiet, passes)
+	if passes < 20 {
+		t.Errorf("only %g sync passes in %s: the leader is not re-reading the CAs every 2s", passes, quiet)
+	}
+	requireSameVersions(t, rvs, generatedVersions(t, f), "after "+quiet.String()+" without change")
+
+	// Kill the leader (SIGKILL: no Lease release); another replica takes
+	// over after the Lease expires and its first passes write nothing.
+	replicas[leader].Kill(t)
+	var next int
+	framework.Eventually(t, 40*time.Second, "another replica acquires the Lease", func() bool {
+		next = leaderOf(t, replicas)
+		return next >= 0 && next != leader
+	})
+	nextSyncs := replicas[next].Metric(t, "webhook_guard_policy_syncs_total", map[string]string{"result": "success"})
+	framework.Eventually(t, 15*time.Second, "the new leader makes two passes", func() bool {
+		return replicas[next].Metric(t, "webhook_guard_policy_syncs_total", map[string]string{"result": "success"}) >= nextSyncs+2
+	})
+	for i, g := range replicas {
+		if i == leader {
+			continue
+		}
+		if w := policyWrites(t, g); w != writes[i] {
+			t.Errorf("replica %d wrote %g policy objects around the handover", i, w-writes[i])
+		}
+	}
+	requireSameVersions(t, rvs, generatedVersions(t, f), "after the handover")
+	t.Logf("handover: replica %d leads after replica %d was killed; 0 writes", next, leader)
+}
+
+func totalWrites(t testing.TB, gs []*framework.Guard) float64 {
+	var n float64
+	for _, g := range gs {
+		if g.Running() {
+			n += policyWrites(t, g)
+		}
+	}
+	return n
+}
+
+func totalSyncs(t testing.TB, gs []*framework.Guard) float64 {
+	var n float64
+	for _, g := range gs {
+		if g.Running() {
+			n += g.Metric(t, "webhook_guard_policy_syncs_total", nil)
+		}
+	}
+	return n
+}
+
+// leaderOf is the index of the replica that syncs (only the leader
+// does), or -1 when none is running as leader yet.
+func leaderOf(t testing.TB, gs []*framework.Guard) int {
+	t.Helper()
+	leader := -1
+	for i, g := range gs {
+		if g.Running() && g.Metric(t, "webhook_guard_policy_syncs_total", nil) > 0 {
+			if leader >= 0 {
+				t.Fatalf("replicas %d and %d both synced: more than one leader wrote", leader, i)
+			}
+			leader = i
+		}
+	}
+	return leader
+}
+
+// generatedVersions maps every generated object to its resourceVersion.
+func generatedVersions(t testing.TB, f *fixture) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: vap.LabelManagedBy + "=" + vap.ManagedBy}
+	out := map[string]string{}
+	ps, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range ps.Items {
+		out["ValidatingAdmissionPolicy/"+o.Name] = o.ResourceVersion
+	}
+	bs, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range bs.Items {
+		out["ValidatingAdmissionPolicyBinding/"+o.Name] = o.ResourceVersion
+	}
+	cms, err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range cms.Items {
+		out["ConfigMap/"+o.Name] = o.ResourceVersion
+	}
+	return out
+}
+
+func requireSameVersions(t testing.TB, before, after map[string]string, when string) {
+	t.Helper()
+	for k, rv := range before {
+		if after[k] != rv {
+			t.Errorf("%s: resourceVersion of %s moved from %s to %q", when, k, rv, after[k])
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s: %s appeared", when, k)
+		}
+	}
+}
