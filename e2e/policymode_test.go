@@ -104,7 +104,9 @@ func waitPolicyActive(t testing.TB, f *fixture) {
 		}
 	}
 	dryRun := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
-	touch := func(m *metav1.ObjectMeta, _ [][]byte) { m.Annotations = map[string]string{"e2e/probe": time.Now().String()} }
+	touch := func(m *metav1.ObjectMeta, _ [][]byte) {
+		m.Annotations = map[string]string{"e2e/probe": time.Now().String()}
+	}
 	framework.Eventually(t, 20*time.Second, "kube-apiserver enforces the generated policies", func() bool {
 		_, err := f.intruder.Mutate(ctx, framework.Validating, enforcedName, dryRun, touch)
 		if err == nil {

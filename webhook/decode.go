@@ -11,6 +11,10 @@ import (
 
 // admissionregistration.k8s.io/v1 is the only version the guard is
 // registered for; anything else is a misconfiguration, not something to allow.
+// Besides the two webhook configuration kinds decoded here, the handler
+// decides ValidatingAdmissionPolicies and bindings (policy mode's generated
+// objects, policyobjects.go) before DecodeInput is called; every other kind
+// is still rejected with a 400.
 const guardedGroup, guardedVersion = "admissionregistration.k8s.io", "v1"
 
 // webhookConfiguration holds only what the decision reads from a

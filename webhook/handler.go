@@ -33,6 +33,9 @@ type Handler struct {
 	Recorder Recorder
 	// Now is the clock for flapping detection; time.Now when nil.
 	Now func() time.Time
+	// PolicyWriter is the guard's own username; only it (and break-glass)
+	// may change policy mode's generated objects (policyobjects.go).
+	PolicyWriter string
 
 	flapMu  sync.Mutex
 	flap    *policy.FlapDetector
@@ -45,6 +48,9 @@ var _ admission.Handler = &Handler{}
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	log := logf.FromContext(ctx)
 	start := time.Now()
+	if isPolicyObject(&req.AdmissionRequest) {
+		return h.handlePolicyObject(ctx, &req.AdmissionRequest)
+	}
 	in, err := DecodeInput(&req.AdmissionRequest)
 	if err != nil {
 		h.Metrics.InvalidRequests.Inc()

@@ -11,6 +11,7 @@ type Metrics struct {
 	// Decisions counts every decided request.
 	//   mapping: the owner mapping's name, "" when unmanaged.
 	//   rule: none | not-owner | ca-mismatch | ca-unavailable | ambiguous-owner | unmanaged | break-glass
+	//         | policy-object (writes of policy mode's generated objects, mapping "")
 	//   decision: allow | deny | audit | break-glass
 	Decisions *prometheus.CounterVec
 	// Records counts decisions written to the records (audit, deny and

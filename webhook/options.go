@@ -62,7 +62,9 @@ type Options struct {
 	PolicySyncInterval time.Duration
 	// PolicyGuardServiceAccount ("namespace/name") is the guard's own
 	// identity; when set, a generated policy lets only it (and break-glass)
-	// create or change the param ConfigMaps.
+	// create or change the param ConfigMaps, and the handler lets only it
+	// (and break-glass) change the generated policies and bindings when the
+	// static webhook routes their writes to the guard.
 	PolicyGuardServiceAccount string
 
 	// Observability
@@ -173,10 +175,15 @@ func (o *Options) TLSConfig(cfg *tls.Config) {
 }
 
 func (o *Options) completePolicyMode() []string {
-	if !o.PolicyMode {
-		return nil
-	}
 	var errs []string
+	if sa := o.PolicyGuardServiceAccount; sa != "" {
+		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			errs = append(errs, fmt.Sprintf("--policy-guard-service-account must be \"namespace/name\", got %q", sa))
+		}
+	}
+	if !o.PolicyMode {
+		return errs
+	}
 	if o.PolicySyncInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Sprintf("--policy-sync-interval must be >= 100ms, got %s", o.PolicySyncInterval))
 	}
@@ -185,11 +192,6 @@ func (o *Options) completePolicyMode() []string {
 			o.PolicyNamespace = strings.TrimSpace(string(ns))
 		} else {
 			errs = append(errs, "--policy-namespace is required outside a cluster when --policy-mode is set")
-		}
-	}
-	if sa := o.PolicyGuardServiceAccount; sa != "" {
-		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			errs = append(errs, fmt.Sprintf("--policy-guard-service-account must be \"namespace/name\", got %q", sa))
 		}
 	}
 	return errs

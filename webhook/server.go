@@ -87,6 +87,9 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	}
 
 	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: LogRecorder{Log: log.WithName("records")}}
+	if o.PolicyGuardServiceAccount != "" {
+		handler.PolicyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
+	}
 	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: handler})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
@@ -30,6 +31,10 @@ const (
 	// StaticBreakGlassWebhookName receives only break-glass subjects' writes,
 	// with failurePolicy Ignore.
 	StaticBreakGlassWebhookName = "break-glass.webhook-guard.io"
+	// StaticPolicyObjectsWebhookName receives writes of policy mode's
+	// generated ValidatingAdmissionPolicies and bindings by anyone but the
+	// guard and break-glass (--guard-service-account).
+	StaticPolicyObjectsWebhookName = "policy-objects.webhook-guard.io"
 	staticFileName              = StaticConfigName + ".yaml"
 	admissionFileName           = "admission-configuration.yaml"
 )
@@ -44,6 +49,7 @@ type renderStaticOptions struct {
 	staticManifestsDir string
 	watch              bool
 	watchInterval      time.Duration
+	guardSA            string
 }
 
 func newRenderCommand() *cobra.Command {
@@ -101,6 +107,7 @@ is never locked out.`,
 	f.StringVar(&o.staticManifestsDir, "static-manifests-dir", "", "staticManifestsDir written into the AdmissionConfiguration, as kube-apiserver sees it (default: OUTPUT-DIR/static).")
 	f.BoolVar(&o.watch, "watch", false, "Keep running and re-render when the CA file or config changes (requires --output-dir).")
 	f.DurationVar(&o.watchInterval, "watch-interval", 5*time.Second, "How often --watch checks the inputs.")
+	f.StringVar(&o.guardSA, "guard-service-account", "", "The guard's service account (namespace/name). When set, the static webhook also receives writes of policy mode's generated ValidatingAdmissionPolicies and bindings by anyone else (VAP objects are exempt from VAP, not from static webhooks), and the guard denies them.")
 	return cmd
 }
 
@@ -119,6 +126,11 @@ func (o *renderStaticOptions) validate() error {
 	}
 	if o.watch && o.outputDir == "" {
 		return fmt.Errorf("--watch requires --output-dir")
+	}
+	if sa := o.guardSA; sa != "" {
+		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--guard-service-account must be \"namespace/name\", got %q", sa)
+		}
 	}
 	if o.outputDir != "" && o.staticManifestsDir == "" {
 		abs, err := filepath.Abs(filepath.Join(o.outputDir, "static"))
@@ -151,6 +163,9 @@ func (o *renderStaticOptions) render() (static, admission []byte, err error) {
 		breakGlass = cfg.Spec.BreakGlass
 	}
 	vwc := StaticWebhook(o.url, ca, breakGlass, o.failurePolicy, o.timeoutSeconds)
+	if o.guardSA != "" {
+		ProtectPolicyObjects(vwc, o.guardSA, breakGlass)
+	}
 	static, err = yaml.Marshal(vwc)
 	if err != nil {
 		return nil, nil, err
@@ -256,6 +271,40 @@ func StaticWebhook(url string, ca []byte, breakGlass policy.Subjects, failurePol
 		vwc.Webhooks = append(vwc.Webhooks, bg)
 	}
 	return vwc
+}
+
+// ProtectPolicyObjects adds the entry that lets only the guard change the
+// objects policy mode generates. ValidatingAdmissionPolicies and their
+// bindings are exempt from ValidatingAdmissionPolicy but not from static
+// webhooks: where the static webhook is installed, deleting a generated
+// binding (the way to switch policy mode off) is a guarded write like any
+// other. The objectSelector (evaluated on the old and the new object) sends
+// only objects labelled app.kubernetes.io/managed-by=webhook-guard, and
+// matchConditions skip the guard's own writes and break-glass subjects, so
+// kube-apiserver calls the guard only for the writes it denies. The param
+// ConfigMaps are not routed here: ConfigMaps are not exempt from VAP, and
+// policy mode generates a policy protecting them (policy/vap
+// ProtectParamsName), with no call out of kube-apiserver.
+func ProtectPolicyObjects(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, guardSA string, breakGlass policy.Subjects) {
+	e := vwc.Webhooks[0]
+	e.Name = StaticPolicyObjectsWebhookName
+	scope := admissionregistrationv1.ClusterScope
+	e.Rules = []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{"admissionregistration.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
+			Scope:       &scope,
+		},
+	}}
+	e.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
+	guard, _ := json.Marshal(policy.ServiceAccountUsername(guardSA))
+	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + string(guard)}}
+	if expr, ok := breakGlassExpression(breakGlass); ok {
+		e.MatchConditions = append(e.MatchConditions, admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
+	}
+	vwc.Webhooks = append(vwc.Webhooks, e)
 }
 
 // breakGlassExpression is CEL, evaluated inside kube-apiserver, that is

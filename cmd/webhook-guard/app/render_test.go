@@ -21,6 +21,9 @@ func Test_renderStaticManifest(t *testing.T) {
 		"if a config with break-glass groups is given, add the fail-open break-glass entry": {
 			args: []string{"--config", samples + "guard-koordinator.yaml"},
 		},
+		"if the guard's service account is given, route writes of its generated policies by anyone else to the guard": {
+			args: []string{"--config", samples + "guard-koordinator.yaml", "--guard-service-account", "webhook-guard/webhook-guard"},
+		},
 		"if no config is given, render one entry without matchConditions": {
 			args: []string{"--failure-policy", "Ignore", "--timeout-seconds", "3", "--url", "https://127.0.0.1:8443/validate"},
 		},
@@ -83,6 +86,10 @@ func Test_renderStaticManifest_invalid(t *testing.T) {
 		"if the CA file is not PEM, say so": {
 			args:   []string{"--ca-file", samples + "guard-koordinator.yaml"},
 			stderr: "error: --ca-file " + samples + "guard-koordinator.yaml: the data is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found\n",
+		},
+		"if the guard's service account is a username, refuse it": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--guard-service-account", "system:serviceaccount:a:b"},
+			stderr: "error: --guard-service-account must be \"namespace/name\", got \"system:serviceaccount:a:b\"\n",
 		},
 		"if --watch has nowhere to write, refuse": {
 			args:   []string{"--ca-file", "testdata/ca.pem", "--watch"},

@@ -74,7 +74,7 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	pm.BoolVar(&o.PolicyMode, "policy-mode", false, "Keep policy mode's ValidatingAdmissionPolicies, bindings and param ConfigMaps in step with the mappings and the owners' CAs (leader only).")
 	pm.StringVar(&o.PolicyNamespace, "policy-namespace", "", "Namespace of the param ConfigMaps (default: the pod's namespace).")
 	pm.DurationVar(&o.PolicySyncInterval, "policy-sync-interval", policysync.DefaultInterval, "How often the owners' CAs are re-read and the generated objects compared (a write happens only on a difference).")
-	pm.StringVar(&o.PolicyGuardServiceAccount, "policy-guard-service-account", "", "The guard's service account (namespace/name); when set, a generated policy lets only it (and break-glass) change the param ConfigMaps.")
+	pm.StringVar(&o.PolicyGuardServiceAccount, "policy-guard-service-account", "", "The guard's own service account (namespace/name): a generated policy lets only it (and break-glass) change the param ConfigMaps, and writes of the generated policies the static webhook routes here are denied to anyone else.")
 
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
 	obs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "Address serving Prometheus /metrics; \"0\" disables it.")

@@ -1,0 +1,114 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+)
+
+// Kinds of policy mode's generated objects. Where the static webhook is
+// installed with `render static-manifest --guard-service-account`, it also
+// receives writes of ValidatingAdmissionPolicies and bindings labelled
+// app.kubernetes.io/managed-by=webhook-guard by anyone but the guard and
+// break-glass (its objectSelector and matchConditions), because VAP objects
+// are exempt from VAP but not from static webhooks.
+const (
+	kindPolicy        = "ValidatingAdmissionPolicy"
+	kindPolicyBinding = "ValidatingAdmissionPolicyBinding"
+)
+
+// RulePolicyObject is the rule label of decisions about policy mode's
+// generated objects.
+const RulePolicyObject policy.Rule = "policy-object"
+
+// isPolicyObject reports whether the request is about a ValidatingAdmissionPolicy
+// or binding: the only kinds besides webhook configurations the guard
+// decides. Everything else is still rejected by DecodeInput with a 400.
+func isPolicyObject(req *admissionv1.AdmissionRequest) bool {
+	return req.Kind.Group == guardedGroup && req.Kind.Version == guardedVersion &&
+		(req.Kind.Kind == kindPolicy || req.Kind.Kind == kindPolicyBinding)
+}
+
+// handlePolicyObject denies a write of a generated policy object by anyone
+// but the guard (PolicyWriter) and break-glass. The static webhook's
+// matchConditions already skip those two; the handler checks again so that
+// a manifest rendered without them can never lock the guard out of its own
+// objects. Objects the guard did not generate (no managed-by label on the
+// old or the new object) are allowed: they are not the guard's to defend.
+func (h *Handler) handlePolicyObject(ctx context.Context, req *admissionv1.AdmissionRequest) admission.Response {
+	log := logf.FromContext(ctx)
+	var labelled bool
+	for _, raw := range [][]byte{req.Object.Raw, req.OldObject.Raw} {
+		if len(raw) == 0 {
+			continue
+		}
+		var obj struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+			h.Metrics.InvalidRequests.Inc()
+			return admission.Errored(http.StatusBadRequest, inputErrorf("%s does not decode: %v", req.Kind.Kind, err))
+		}
+		labelled = labelled || obj.Metadata.Labels[vap.LabelManagedBy] == vap.ManagedBy
+	}
+	user := policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}
+	cfg := h.Config.Current()
+	switch {
+	case !labelled:
+		return h.policyObjectVerdict(policy.OutcomeAllow, nil)
+	case h.PolicyWriter != "" && user.Username == h.PolicyWriter:
+		return h.policyObjectVerdict(policy.OutcomeAllow, nil)
+	case cfg != nil && subjectsMatch(cfg.Spec.BreakGlass, user):
+		return h.policyObjectVerdict(policy.OutcomeBreakGlass, nil)
+	}
+	writer := h.PolicyWriter
+	if writer == "" {
+		writer = "the guard's service account"
+	}
+	msg := fmt.Sprintf("webhook-guard denied %s of %s %q by %q: %s: only %s may change the objects policy mode generates (label %s=%s); hint: change the owner mappings in the GuardConfig instead, the guard regenerates them",
+		req.Operation, req.Kind.Kind, req.Name, req.UserInfo.Username, RulePolicyObject, writer, vap.LabelManagedBy, vap.ManagedBy)
+	log.Info("deny", "rule", RulePolicyObject, "subject", req.UserInfo.Username, "message", msg)
+	return h.policyObjectVerdict(policy.OutcomeDeny, &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg})
+}
+
+func (h *Handler) policyObjectVerdict(outcome policy.Outcome, denial *metav1.Status) admission.Response {
+	h.Metrics.Decisions.WithLabelValues("", string(RulePolicyObject), string(outcome)).Inc()
+	if denial == nil {
+		return admission.Allowed("")
+	}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: denial}}
+}
+
+// subjectsMatch is exact matching of whole usernames and groups, as
+// policy's writers and break-glass.
+func subjectsMatch(s policy.Subjects, u policy.User) bool {
+	for _, sa := range s.ServiceAccounts {
+		if policy.ServiceAccountUsername(sa) == u.Username {
+			return true
+		}
+	}
+	for _, name := range s.Users {
+		if name == u.Username {
+			return true
+		}
+	}
+	for _, g := range s.Groups {
+		for _, ug := range u.Groups {
+			if g == ug {
+				return true
+			}
+		}
+	}
+	return false
+}
