@@ -42,6 +42,7 @@ import (
 	"testing"
 	"time"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -479,4 +480,73 @@ func requireSameVersions(t testing.TB, before, after map[string]string, when str
 			t.Errorf("%s: %s appeared", when, k)
 		}
 	}
+}
+
+// TestPolicyModeStaticWebhookProtectsPolicyObjects: where the static
+// webhook is installed too (rendered with --guard-service-account), the
+// generated ValidatingAdmissionPolicies and bindings — exempt from VAP — can
+// be changed only by the guard: kube-apiserver calls the guard for another
+// subject's DELETE of a generated binding and the guard denies it, while the
+// guard's own writes (matchConditions skip them) go through.
+func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
+	opts := policyOptions()
+	opts.NoStaticManifest = false
+	opts.RenderArgs = []string{"--guard-service-account", framework.GuardNamespace + "/" + framework.GuardServiceAccount}
+	f := newFixture(t, opts)
+	ctx := t.Context()
+	waitPolicyActive(t, f)
+	if !strings.Contains(f.env.StaticManifest(), "policy-objects.webhook-guard.io") {
+		t.Fatalf("the rendered static manifest has no policy-objects entry:\n%s", f.env.StaticManifest())
+	}
+
+	// The intruder may delete bindings as far as RBAC goes.
+	_, err := f.env.AdminKube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-policy-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: []string{"get", "list", "update", "delete"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.env.AdminKube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-policy-writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "e2e-policy-writer"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: intruderUser.Name}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindings := f.intruder.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	name := vap.PolicyName(enforcedMapping)
+	denies := f.env.Guard.Metric(t, "webhook_guard_decisions_total", map[string]string{"rule": "policy-object", "decision": "deny"})
+	var derr error
+	framework.Eventually(t, 10*time.Second, "RBAC lets the intruder reach admission", func() bool {
+		derr = bindings.Delete(ctx, name, metav1.DeleteOptions{})
+		return !apierrors.IsForbidden(derr) || strings.Contains(derr.Error(), "denied the request")
+	})
+	requireDenied(t, derr, `webhook-guard denied DELETE of ValidatingAdmissionPolicyBinding "webhook-guard-enforced"`, "policy-object",
+		"only system:serviceaccount:webhook-guard:webhook-guard")
+	if n := f.env.Guard.Metric(t, "webhook_guard_decisions_total", map[string]string{"rule": "policy-object", "decision": "deny"}); n != denies+1 {
+		t.Errorf("webhook_guard_decisions_total{rule=policy-object,decision=deny} went from %g to %g; want +1 (kube-apiserver must call the guard)", denies, n)
+	}
+	if _, err := bindings.Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the binding is gone after a denied DELETE: %v", err)
+	}
+	// Weakening the policy (Deny -> Warn) is denied too.
+	b, err := bindings.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Spec.ValidationActions = []admv1.ValidationAction{admv1.Warn}
+	_, err = bindings.Update(ctx, b, metav1.UpdateOptions{})
+	requireDenied(t, err, "policy-object")
+
+	// The guard's own writes pass: a config reload that switches the
+	// enforced mapping to audit makes it update the binding.
+	cfg := guardConfig()
+	cfg.Owners[0].Mode = "audit"
+	f.env.Guard.RewriteConfig(t, cfg)
+	framework.Eventually(t, 10*time.Second, "the guard rewrites its binding to Warn+Audit", func() bool {
+		b, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && len(b.Spec.ValidationActions) == 2
+	})
 }

@@ -57,6 +57,8 @@ type Options struct {
 	NoStaticManifest bool
 	// GuardArgs are extra `serve` arguments (e.g. --policy-mode).
 	GuardArgs []string
+	// RenderArgs are extra `render static-manifest` arguments.
+	RenderArgs []string
 	// GuardRules are extra rules of the guard's ClusterRole.
 	GuardRules []rbacv1.PolicyRule
 
@@ -225,6 +227,7 @@ func (e *Env) render(t testing.TB, bin, outDir, url, caFile, configPath string, 
 		"--timeout-seconds", fmt.Sprint(opts.TimeoutSeconds),
 		"--output-dir", outDir,
 	}
+	args = append(args, opts.RenderArgs...)
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("webhook-guard %s: %v\n%s", strings.Join(args, " "), err, out)

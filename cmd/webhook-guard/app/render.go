@@ -35,8 +35,8 @@ const (
 	// generated ValidatingAdmissionPolicies and bindings by anyone but the
 	// guard and break-glass (--guard-service-account).
 	StaticPolicyObjectsWebhookName = "policy-objects.webhook-guard.io"
-	staticFileName              = StaticConfigName + ".yaml"
-	admissionFileName           = "admission-configuration.yaml"
+	staticFileName                 = StaticConfigName + ".yaml"
+	admissionFileName              = "admission-configuration.yaml"
 )
 
 type renderStaticOptions struct {
