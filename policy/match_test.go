@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // matchDoc has name mappings per kind and overlapping selector mappings.
@@ -118,7 +119,12 @@ func Test_InlineCA(t *testing.T) {
 	}{
 		"if the owner's CA is inline pem, return its set": {
 			name: "legacy", expOK: true,
-			expSet: NewCASetFromFingerprints("inline pem of owners[legacy]", f.Inline.FP, f.OwnerNew.FP),
+			// The set keeps the inline bytes too (policy mode copies them).
+			expSet: func() CASet {
+				set, err := NewCASet("inline pem of owners[legacy]", bundle(f.Inline.PEM, f.OwnerNew.PEM))
+				require.NoError(t, err)
+				return set
+			}(),
 		},
 		"if the owner's CA comes from a Secret, return nothing": {
 			name: "koord",
