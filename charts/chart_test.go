@@ -545,14 +545,42 @@ func Test_rbacIsLeastPrivilege(t *testing.T) {
 				for i, r := range o.Rules {
 					for _, res := range r.Resources {
 						switch res {
-						case "validatingwebhookconfigurations", "mutatingwebhookconfigurations",
-							"validatingadmissionpolicies", "validatingadmissionpolicybindings":
+						case "validatingadmissionpolicies", "validatingadmissionpolicybindings":
+							// Policy mode: the guard's leader creates, updates and
+							// deletes the policies it generates (labelled
+							// managed-by=webhook-guard; RBAC cannot restrict by
+							// label, and the objects of a removed mapping must be
+							// deletable, so not by name either). Never patch, never
+							// in the static shape.
+							allowed := []string{"get", "list", "watch"}
+							if name == "policy" && o.Kind == "ClusterRole" {
+								allowed = append(allowed, "create", "update", "delete")
+							}
+							for _, v := range r.Verbs {
+								if !slices.Contains(allowed, v) {
+									t.Errorf("%s rules[%d] grants %q on %s: only policy mode writes (its own) policies", where, i, v, res)
+								}
+							}
+						case "validatingwebhookconfigurations", "mutatingwebhookconfigurations":
 							for _, v := range r.Verbs {
 								if !slices.Contains([]string{"get", "list", "watch"}, v) {
 									t.Errorf("%s rules[%d] grants %q on %s: the guard must never write what it guards", where, i, v, res)
 								}
 							}
 						case "secrets", "configmaps":
+							if name == "policy" && res == "configmaps" && o.Kind == "ClusterRole" && slices.Equal(r.Verbs, []string{"get"}) {
+								// kube-apiserver requires get on every ConfigMap
+								// to create a policy with paramKind ConfigMap.
+								continue
+							}
+							if name == "policy" && res == "configmaps" && o.Kind == "Role" && strings.HasSuffix(o.Metadata.Name, "-policy-params") {
+								// Policy mode's param ConfigMaps, in the release
+								// namespace only.
+								if !slices.Equal(r.Verbs, []string{"get", "list", "create", "update", "delete"}) {
+									t.Errorf("%s rules[%d] grants %v on configmaps; want get, list, create, update, delete", where, i, r.Verbs)
+								}
+								continue
+							}
 							if o.Kind == "ClusterRole" {
 								t.Errorf("%s rules[%d] grants %s cluster-wide; CA sources are read through Roles with resourceNames", where, i, res)
 							}

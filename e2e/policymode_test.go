@@ -37,18 +37,25 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
@@ -549,4 +556,112 @@ func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
 		b, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && len(b.Spec.ValidationActions) == 2
 	})
+}
+
+// Test_chartPolicyShapeWithChartRBAC runs `webhook-guard serve` with the
+// policy shape's Deployment args and nothing but the chart's RBAC, on an API
+// server without the static manifest: the leader generates the policy
+// objects (the chart's ClusterRole and param Role suffice: no "forbidden"),
+// and kube-apiserver then audits a stranger's write through them.
+func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
+	rel := chartRelease{name: "wg", namespace: "webhook-guard", values: []string{"config/samples/values-koordinator.yaml"}, set: []string{"shape=policy"}}
+	const sa = "wg-webhook-guard"
+	objs := chartTemplate(t, rel)
+	var guardYAML string
+	var args []string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ConfigMap":
+			guardYAML, _, _ = unstructured.NestedString(o.Object, "data", "guard.yaml")
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				if c := c.(map[string]any); c["name"] == "webhook-guard" {
+					args, _, _ = unstructured.NestedStringSlice(c, "args")
+				}
+			}
+		}
+	}
+	if guardYAML == "" || !slices.Contains(args, "--policy-mode") {
+		t.Fatalf("the policy shape rendered no guard.yaml or no --policy-mode in %v", args)
+	}
+	dir := t.TempDir()
+	configDir := filepath.Join(dir, "config")
+	framework.WriteSecretDir(t, configDir, map[string][]byte{"guard.yaml": []byte(guardYAML)})
+	guardCA := framework.NewCA(t, "wg-webhook-guard-ca")
+	certDir := filepath.Join(dir, "tls")
+	framework.WriteSecretDir(t, certDir, framework.SecretData(guardCA, guardCA.Issue(t, "localhost")))
+	healthAddr := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
+
+	env, cfg := startChartControlPlane(t, "")
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	createChartObjects(t, cfg, rel, objs)
+	ownerCA := framework.NewCA(t, "koordinator-ca")
+	ensureNamespace(t, admin, "koordinator-system")
+	if _, err := admin.CoreV1().Secrets("koordinator-system").Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-certs"},
+		Data:       map[string][]byte{"ca.crt": ownerCA.PEM},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	guardUser, err := env.AddUser(framework.ServiceAccountUser(rel.namespace, sa), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := guardUser.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfigPath := filepath.Join(dir, "guard.kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveArgs := rewriteChartArgs(t, args, map[string]string{
+		"--config":                    filepath.Join(configDir, "guard.yaml"),
+		"--cert-dir":                  certDir,
+		"--bind-address":              "127.0.0.1",
+		"--port":                      fmt.Sprint(framework.FreePort(t)),
+		"--metrics-bind-address":      metricsAddr,
+		"--health-probe-bind-address": healthAddr,
+	})
+	guardLog := startChartGuard(t, framework.GuardBinary(t), append(serveArgs, "--kubeconfig="+kubeconfigPath), healthAddr)
+
+	framework.Eventually(t, 30*time.Second, "the leader writes the owner's CA into the param", func() bool {
+		cm, err := admin.CoreV1().ConfigMaps(rel.namespace).Get(t.Context(), vap.ParamName("koordinator"), metav1.GetOptions{})
+		return err == nil && bytes.Equal(cm.BinaryData[vap.ParamKey], ownerCA.PEM)
+	})
+	for _, name := range []string{vap.PolicyName("koordinator"), vap.ProtectParamsName} {
+		if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+			t.Errorf("binding %s: %v", name, err)
+		}
+	}
+
+	const name = "koord-validating-webhook-configuration"
+	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), chartTestWebhookConfig(name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stranger := chartUser(t, env, admin, framework.ServiceAccountUser("default", "intruder"))
+	framework.Eventually(t, 20*time.Second, "kube-apiserver audits the stranger's write through the generated policy", func() bool {
+		stranger.warnings.Take()
+		if err := setCABundle(t.Context(), stranger.kube, name, framework.NewCA(t, "intruder-ca").PEM); err != nil {
+			t.Fatalf("the stranger's write in audit mode: %v", err)
+		}
+		return len(framework.Containing(stranger.warnings.Take(), "webhook-guard (audit) would deny")) > 0
+	})
+	if strings.Contains(strings.ToLower(guardLog.String()), "forbidden") {
+		t.Errorf("the guard hit a forbidden request under the chart's RBAC:\n%s", guardLog.Tail(40))
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, err := framework.ParseMetrics(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.Sum("webhook_guard_policy_syncs_total", map[string]string{"result": "error"}); n != 0 {
+		t.Errorf("%g failed policy syncs under the chart's RBAC\n%s", n, guardLog.Tail(20))
+	}
 }

@@ -75,6 +75,13 @@ spec:
         - --leader-elect
         - --leader-election-namespace={{ .Release.Namespace }}
         {{- end }}
+        {{- if eq .Values.shape "policy" }}
+        # Policy mode: the leader keeps the generated ValidatingAdmissionPolicies,
+        # bindings and param ConfigMaps (in this namespace) in step.
+        - --policy-mode
+        - --policy-namespace={{ .Release.Namespace }}
+        - --policy-guard-service-account={{ .Release.Namespace }}/{{ include "webhook-guard.serviceAccountName" . }}
+        {{- end }}
       env:
         - name: POD_IP
           valueFrom:
