@@ -353,6 +353,10 @@ config:
 			values: "replicas: 3\n",
 			want:   []string{"additional properties 'replicas' not allowed"},
 		},
+		"if an RSA key would be 256 bits, name the size": {
+			values: "tls:\n  privateKey: {algorithm: RSA, size: 256}\n",
+			want:   []string{"at '/tls/privateKey/size': value must be one of 2048, 3072, 4096, 8192"},
+		},
 		"if the shape is unknown, name shape": {
 			values: "shape: deployment\n",
 			want:   []string{"at '/shape': value must be one of 'static', 'policy'"},
