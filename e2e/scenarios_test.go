@@ -57,8 +57,10 @@ func TestScenario01OwnerWritesItsOwnCA(t *testing.T) {
 			if n := f.decisions(t, tc.mapping, "allow"); n != allowsBefore+1 {
 				t.Errorf("webhook_guard_decisions_total{mapping=%q,decision=\"allow\"} went from %g to %g; want +1 (kube-apiserver must call the guard for this UPDATE)", tc.mapping, allowsBefore, n)
 			}
-			if r := f.env.Guard.RecordsFor(tc.name); len(r) > 0 {
-				t.Errorf("an allowed owner write left records: %v", r)
+			for _, r := range f.env.Guard.RecordsFor(tc.name) {
+				if r.Subject == ownerUser.Name {
+					t.Errorf("an allowed owner write left a record: %s", r.Raw)
+				}
 			}
 		})
 	}
@@ -206,7 +208,10 @@ func TestScenario04EightReplicasFightOverCABundle(t *testing.T) {
 						tl.denied.Add(1)
 					case apierrors.IsConflict(err):
 						tl.conflict.Add(1)
-					case ctx.Err() != nil:
+					case ctx.Err() != nil, strings.Contains(err.Error(), "would exceed context deadline"):
+						// The storm is over (client-go's rate limiter refuses to
+						// wait past the deadline).
+						return
 					default:
 						tl.other.Add(1)
 						firstOther.LoadOrStore(name, err.Error())
@@ -473,13 +478,17 @@ func TestScenario08DryRunLeavesNoRecord(t *testing.T) {
 	if n := f.records(t, auditedMapping, "audit"); n != recs+1 {
 		t.Errorf("webhook_guard_records_total{mapping=audited,decision=audit} went from %g to %g; want +1 (the real write only)", recs, n)
 	}
+	var intruderRecords int
 	for _, r := range f.env.Guard.RecordsFor(auditedName) {
 		if r.DryRun {
 			t.Errorf("a dry-run request was recorded: %s", r.Raw)
 		}
+		if r.Subject == intruderUser.Name {
+			intruderRecords++
+		}
 	}
-	if n := len(f.env.Guard.RecordsFor(auditedName)); n != 1 {
-		t.Errorf("%d records for %s; want 1 (the real write)", n, auditedName)
+	if intruderRecords != 1 {
+		t.Errorf("%d records of the intruder's writes to %s; want 1 (the real write, not the dry run)", intruderRecords, auditedName)
 	}
 }
 
@@ -591,8 +600,9 @@ func servedSerial(t testing.TB, port int) string {
 // Scenario 11: the guard is stopped. The rendered failurePolicy is Fail:
 // every write that kube-apiserver must ask the guard about fails, the
 // owner's included; break-glass subjects still write because matchConditions
-// skip the call inside kube-apiserver; requests that are not about webhook
-// configurations are unaffected.
+// (CEL inside kube-apiserver) route them away from the failing-closed
+// webhook; requests that are not about webhook configurations are
+// unaffected.
 func TestScenario11GuardStopped(t *testing.T) {
 	f := newFixture(t, framework.Options{FailurePolicy: "Fail"})
 	ctx := t.Context()
