@@ -101,6 +101,14 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 		if ok && now.Sub(entry.readAt) < r.opts.MaxStale && !isDefinitive(err) {
 			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Stale: true, Source: src.key}
 		}
+		if ok && isDefinitive(err) {
+			// The source answered that it is gone or unusable (typically on
+			// the live re-read before a denial): the cached answer must not
+			// keep serving for the rest of its TTL.
+			r.mu.Lock()
+			delete(r.cache, src.key)
+			r.mu.Unlock()
+		}
 		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: src.key}
 	}
 	r.mu.Lock()
