@@ -623,7 +623,9 @@ func TestScenario11GuardStopped(t *testing.T) {
 		{"the owner", f.owner, enforcedName},
 		{"the owner, on an unmanaged configuration", f.owner, "unguarded-webhooks"},
 	} {
+		start := time.Now()
 		_, err := c.client.Annotate(ctx, framework.Validating, c.name, "e2e/while-down", "x")
+		t.Logf("%s: answered in %s: %v", c.who, time.Since(start).Round(time.Millisecond), err)
 		if err == nil {
 			t.Errorf("%s updated %s while the guard was down; failurePolicy Fail must reject it", c.who, c.name)
 			continue
@@ -634,7 +636,10 @@ func TestScenario11GuardStopped(t *testing.T) {
 		}
 	}
 
-	if _, err := f.admin.Annotate(ctx, framework.Validating, enforcedName, "e2e/while-down", "break-glass"); err != nil {
+	start := time.Now()
+	_, err := f.admin.Annotate(ctx, framework.Validating, enforcedName, "e2e/while-down", "break-glass")
+	t.Logf("break-glass write answered in %s: %v", time.Since(start).Round(time.Millisecond), err)
+	if err != nil {
 		t.Errorf("system:masters (break-glass) could not write while the guard was down: %v", err)
 	}
 	// A break-glass user in a non-masters group configured in breakGlass
@@ -647,6 +652,30 @@ func TestScenario11GuardStopped(t *testing.T) {
 	cm.Data["k"] = "v2"
 	if _, err := f.intruder.Kube.CoreV1().ConfigMaps(intruderNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("updating a ConfigMap failed while the guard was down: %v", err)
+	}
+
+	// Back up: the owner writes again and the intruder is denied again.
+	f.env.Guard.Start(t)
+	if _, err := f.owner.Annotate(ctx, framework.Validating, enforcedName, "e2e/after-restart", "owner"); err != nil {
+		t.Errorf("the owner's write after the guard came back failed: %v", err)
+	}
+	_, err = f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/after-restart", "intruder")
+	requireDenied(t, err, "not-owner")
+}
+
+// Scenario 11, the other failurePolicy: with Ignore, a stopped guard lets
+// every write through unguarded (the trade-off `render --failure-policy`
+// documents), the intruder's included.
+func TestScenario11bGuardStoppedFailurePolicyIgnore(t *testing.T) {
+	f := newFixture(t, framework.Options{FailurePolicy: "Ignore"})
+	ctx := t.Context()
+	f.create(t, framework.Validating, enforcedName, f.ownerCA.PEM)
+	_, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/step", "guard up")
+	requireDenied(t, err, "not-owner")
+
+	f.env.Guard.Stop(t)
+	if _, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/step", "guard down"); err != nil {
+		t.Errorf("with failurePolicy Ignore and the guard down, the write failed: %v", err)
 	}
 }
 
