@@ -48,6 +48,11 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectionNamespace holds the Lease.
 	LeaderElectionNamespace string
+	// KubeAPIQPS and KubeAPIBurst bound the guard's own API requests (CA
+	// reads); client-go's default of 5 QPS would queue CA re-reads under a
+	// write storm.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 
 	// Observability
 
@@ -94,6 +99,9 @@ func (o *Options) Complete() error {
 	}
 	if _, err := o.cipherSuites(); err != nil {
 		errs = append(errs, err.Error())
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Sprintf("--kube-api-qps must be > 0 and --kube-api-burst >= 1, got %g and %d", o.KubeAPIQPS, o.KubeAPIBurst))
 	}
 	if o.LogFormat != "json" && o.LogFormat != "text" {
 		errs = append(errs, fmt.Sprintf("--log-format must be json or text, got %q", o.LogFormat))

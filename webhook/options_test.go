@@ -33,6 +33,8 @@ func validOptions(t *testing.T) Options {
 		HealthProbeBindAddress: ":8081",
 		LogFormat:              "json",
 		LogLevel:               "info",
+		KubeAPIQPS:             50,
+		KubeAPIBurst:           100,
 	}
 }
 

@@ -42,6 +42,8 @@ new file is rejected while the last good one stays in force.`,
 			if err != nil {
 				return err
 			}
+			restCfg.QPS, restCfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+			restCfg.UserAgent = "webhook-guard/" + Version
 			return webhook.Run(ctrl.SetupSignalHandler(), o, restCfg)
 		},
 	}
@@ -68,6 +70,8 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	kube.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty.")
 	kube.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader among replicas for API writes (records, policy objects).")
 	kube.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	kube.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Client-side rate limit of the guard's API requests (CA reads are also coalesced).")
+	kube.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of the guard's API requests.")
 
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
 	obs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "Address serving Prometheus /metrics; \"0\" disables it.")
