@@ -300,12 +300,13 @@ func TestScenario04EightReplicasFightOverCABundle(t *testing.T) {
 func TestScenario05CertManagerInjectedCA(t *testing.T) {
 	const (
 		name        = "injected-webhooks"
+		fromSecret  = "injected-from-secret-webhooks"
 		certificate = "app-serving-cert"
 	)
 	injected := policy.Owner{
 		Name:    "injected",
 		Mode:    policy.ModeEnforce,
-		Match:   policy.Match{Validating: []string{name}},
+		Match:   policy.Match{Validating: []string{name}, Mutating: []string{fromSecret}},
 		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 		CA:      policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}},
 	}
@@ -367,6 +368,19 @@ func TestScenario05CertManagerInjectedCA(t *testing.T) {
 	// cainjector is a writer for the CA it injects, not for any CA.
 	_, err = cainjector.SetCABundle(ctx, framework.Validating, name, own.PEM)
 	requireDenied(t, err, "ca-mismatch")
+
+	// The other annotation cainjector honours names the Secret directly.
+	f.admin.MustCreate(t, framework.Spec{
+		Kind:        framework.Mutating,
+		Name:        fromSecret,
+		Annotations: map[string]string{"cert-manager.io/inject-ca-from-secret": appNamespace + "/" + certificate},
+		Bundles:     [][]byte{nil},
+	})
+	if _, err := cainjector.SetCABundle(ctx, framework.Mutating, fromSecret, issuerCA.PEM); err != nil {
+		t.Errorf("cainjector writing the Secret's CA (inject-ca-from-secret) was rejected: %v", err)
+	}
+	_, err = f.owner.SetCABundle(ctx, framework.Mutating, fromSecret, own.PEM)
+	requireDenied(t, err, `MutatingWebhookConfiguration "`+fromSecret+`"`, "ca-mismatch", "found "+own.Fingerprint()[:16])
 }
 
 // Scenario 6: CA rotation. The owner's Secret moves to old+new, then new;
@@ -404,6 +418,8 @@ func TestScenario06CARotation(t *testing.T) {
 	if n := f.decisions(t, enforcedMapping, "deny"); n != denies {
 		t.Errorf("webhook_guard_decisions_total{mapping=enforced,decision=deny} rose from %g to %g during the rotation", denies, n)
 	}
+	// How often the guard's cached CA was stale and the live re-read saved the write.
+	t.Logf("%s", strings.TrimSpace(f.env.Guard.Metrics(t).Series("webhook_guard_ca_live_rereads_total")))
 
 	// The retired CA is no longer accepted.
 	_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, retired[0].PEM)
