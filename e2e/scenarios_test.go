@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
@@ -70,7 +71,15 @@ func TestScenario01OwnerWritesItsOwnCA(t *testing.T) {
 // enforce with the guard's message; in audit allowed, the client receives
 // the warning, and a record exists.
 func TestScenario02AnotherServiceAccountUpdates(t *testing.T) {
-	f := newFixture(t, framework.Options{})
+	const ownerLabel = "e2e.webhook-guard.io/owner"
+	labeled := policy.Owner{
+		Name:    "labeled",
+		Mode:    policy.ModeEnforce,
+		Match:   policy.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ownerLabel: "labeled"}}},
+		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+		CA:      caFromSecret(),
+	}
+	f := newFixture(t, framework.Options{Config: guardConfig(labeled)})
 	ctx := t.Context()
 
 	t.Run("enforce", func(t *testing.T) {
@@ -89,6 +98,48 @@ func TestScenario02AnotherServiceAccountUpdates(t *testing.T) {
 		waitForRecord(t, f.env.Guard, "the denial", func(r framework.Record) bool {
 			return r.Name == enforcedName && r.Subject == intruderUser.Name && r.Outcome == "deny" && r.Rule == "not-owner"
 		})
+	})
+
+	// kubectl edit/patch/apply reach the guard as UPDATEs too.
+	t.Run("enforce, by patch and server-side apply", func(t *testing.T) {
+		before := f.admin.MustGet(t, framework.Validating, enforcedName)
+		api := f.intruder.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		intruderCA := framework.NewCA(t, "intruder-ca")
+		caJSON, _ := json.Marshal(intruderCA.PEM) // []byte marshals as base64, as the API expects
+		for _, p := range []struct {
+			name  string
+			typ   types.PatchType
+			patch string
+			opts  metav1.PatchOptions
+		}{
+			{"merge patch", types.MergePatchType, `{"metadata":{"annotations":{"e2e/patched":"merge"}}}`, metav1.PatchOptions{}},
+			{"JSON patch of the caBundle", types.JSONPatchType, `[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":` + string(caJSON) + `}]`, metav1.PatchOptions{}},
+			{"server-side apply", types.ApplyPatchType,
+				`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"` + enforcedName + `","annotations":{"e2e/patched":"apply"}}}`,
+				metav1.PatchOptions{FieldManager: "intruder", Force: ptr.To(true)}},
+		} {
+			_, err := api.Patch(ctx, enforcedName, p.typ, []byte(p.patch), p.opts)
+			if err == nil {
+				t.Errorf("%s by the intruder was allowed", p.name)
+				continue
+			}
+			requireDenied(t, err, `webhook-guard denied UPDATE of ValidatingWebhookConfiguration "enforced-webhooks"`, "not-owner")
+		}
+		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
+	})
+
+	// A request cannot carry a configuration out of its owner's label
+	// selector: ownership is decided on the stored object's labels.
+	t.Run("enforce, by relabeling out of the owner's selector", func(t *testing.T) {
+		before := f.admin.MustCreate(t, framework.Spec{Kind: framework.Validating, Name: "labeled-webhooks",
+			Labels: map[string]string{ownerLabel: "labeled"}, Bundles: [][]byte{f.ownerCA.PEM}})
+		intruderCA := framework.NewCA(t, "intruder-ca")
+		_, err := f.intruder.Mutate(ctx, framework.Validating, "labeled-webhooks", metav1.UpdateOptions{}, func(m *metav1.ObjectMeta, bundles [][]byte) {
+			delete(m.Labels, ownerLabel)
+			bundles[0] = intruderCA.PEM
+		})
+		requireDenied(t, err, `(mapping "labeled", enforce)`, "not-owner")
+		requireUnchanged(t, f.admin, framework.Validating, "labeled-webhooks", before.ResourceVersion, f.ownerCA.PEM)
 	})
 
 	t.Run("audit", func(t *testing.T) {
