@@ -201,6 +201,21 @@ func TestScenario03OwnerWritesForeignCA(t *testing.T) {
 			`expected CA `+f.ownerCA.Fingerprint()[:16],
 			`found `+foreign.Fingerprint()[:16])
 		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
+
+		// Other ways a bundle stops being the owner's CA.
+		for what, bundle := range map[string][]byte{
+			"the owner's CA with a foreign one appended": append(append([]byte{}, f.ownerCA.PEM...), foreign.PEM...),
+			"an emptied caBundle":                        nil,
+			"a caBundle that is not PEM":                 []byte("not a certificate"),
+		} {
+			_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, bundle)
+			if err == nil {
+				t.Errorf("%s was allowed", what)
+				continue
+			}
+			requireDenied(t, err, "ca-mismatch")
+		}
+		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
 	})
 
 	t.Run("audit", func(t *testing.T) {
