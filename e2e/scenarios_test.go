@@ -180,6 +180,18 @@ func TestScenario02bAuditThenEnforceAfterConfigReload(t *testing.T) {
 
 	_, err := f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/step", "enforce")
 	requireDenied(t, err, `(mapping "audited", enforce)`, "not-owner")
+
+	// A broken file is refused and the last good configuration stays in
+	// force (DESIGN 3): still enforce, and the failure is visible.
+	f.env.Guard.RewriteConfigFile(t, []byte("apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\ndefaultMode: enforse\nowners: []\n"), "error")
+	_, err = f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/step", "after a bad file")
+	requireDenied(t, err, `(mapping "audited", enforce)`, "not-owner")
+	if v := f.env.Guard.Metric(t, "webhook_guard_config_last_reload_successful", nil); v != 0 {
+		t.Errorf("webhook_guard_config_last_reload_successful = %g after a bad file; want 0", v)
+	}
+	if !strings.Contains(f.env.Guard.Log.String(), "enforse") {
+		t.Errorf("the guard's log does not say what is wrong with the new file (the misspelled mode %q)", "enforse")
+	}
 }
 
 // Scenario 3: the owner writes a foreign CA: denied, with the expected and
@@ -490,6 +502,19 @@ func TestScenario06CARotation(t *testing.T) {
 	// The retired CA is no longer accepted.
 	_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, retired[0].PEM)
 	requireDenied(t, err, "ca-mismatch", "found "+retired[0].Fingerprint()[:16], "expected CA "+current.Fingerprint()[:16])
+
+	// The CA source goes away: a caBundle change that the cached CA does not
+	// cover is re-read live, finds no source and fails closed; updates that
+	// leave caBundle alone still go through (DESIGN 4).
+	if err := f.env.AdminKube.CoreV1().Secrets(appNamespace).Delete(ctx, caSecret, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	unverifiable := framework.NewCA(t, "app-webhook-ca-unverifiable")
+	_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, unverifiable.PEM)
+	requireDenied(t, err, "ca-unavailable", caSecret)
+	if _, err := f.owner.Annotate(ctx, framework.Validating, enforcedName, "e2e/ca-source", "gone"); err != nil {
+		t.Errorf("an update that leaves caBundle alone failed while the CA source was unreadable: %v", err)
+	}
 }
 
 // Scenario 7: DELETE, and delete-then-recreate, by a non-owner: denied.

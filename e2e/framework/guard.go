@@ -285,11 +285,19 @@ func (g *Guard) RecordsFor(name string) []Record {
 // counts a successful reload (webhook_guard_config_reloads_total{result="success"}).
 func (g *Guard) RewriteConfig(t testing.TB, c *policy.GuardConfig) {
 	t.Helper()
-	reloaded := map[string]string{"result": "success"}
-	before := g.Metric(t, "webhook_guard_config_reloads_total", reloaded)
-	WriteFileAtomic(t, g.ConfigPath, MarshalConfig(t, c))
-	Eventually(t, 15*time.Second, "the guard reloads its rewritten configuration", func() bool {
-		return g.Metric(t, "webhook_guard_config_reloads_total", reloaded) > before
+	g.RewriteConfigFile(t, MarshalConfig(t, c), "success")
+}
+
+// RewriteConfigFile writes raw bytes as the config file (temp file +
+// rename) and waits until the guard counts a reload with the given result
+// (success or error), so a test can also hand it a broken file.
+func (g *Guard) RewriteConfigFile(t testing.TB, data []byte, result string) {
+	t.Helper()
+	labels := map[string]string{"result": result}
+	before := g.Metric(t, "webhook_guard_config_reloads_total", labels)
+	WriteFileAtomic(t, g.ConfigPath, data)
+	Eventually(t, 15*time.Second, fmt.Sprintf("the guard counts a reload of its rewritten configuration with result %q", result), func() bool {
+		return g.Metric(t, "webhook_guard_config_reloads_total", labels) > before
 	})
 }
 
