@@ -79,7 +79,7 @@ func TestScenario02AnotherServiceAccountUpdates(t *testing.T) {
 		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 		CA:      caFromSecret(),
 	}
-	f := newFixture(t, framework.Options{Config: guardConfig(labeled)})
+	f := newFixture(t, framework.Options{Config: guardConfig(labeled), AuditLog: true})
 	ctx := t.Context()
 
 	t.Run("enforce", func(t *testing.T) {
@@ -159,6 +159,36 @@ func TestScenario02AnotherServiceAccountUpdates(t *testing.T) {
 		})
 		if n := f.records(t, auditedMapping, "audit"); n != recs+1 {
 			t.Errorf("webhook_guard_records_total{mapping=audited,decision=audit} went from %g to %g; want +1", recs, n)
+		}
+		// kube-apiserver's audit log carries the guard's auditAnnotations,
+		// prefixed with the webhook's name.
+		var seen []map[string]string
+		found := func() bool {
+			seen = nil
+			for _, ev := range f.env.AuditEvents(t) {
+				if ev.Verb != "update" || ev.ObjectRef.Name != auditedName || ev.User.Username != intruderUser.Name || ev.Stage != "ResponseComplete" {
+					continue
+				}
+				seen = append(seen, ev.Annotations)
+				var decision, rule, mapping bool
+				for k, v := range ev.Annotations {
+					decision = decision || (strings.HasSuffix(k, "/decision") && v == "audit")
+					rule = rule || (strings.HasSuffix(k, "/rule") && v == "not-owner")
+					mapping = mapping || (strings.HasSuffix(k, "/mapping") && v == auditedMapping)
+				}
+				if decision && rule && mapping {
+					return true
+				}
+			}
+			return false
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !found() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !found() {
+			t.Errorf("kube-apiserver's audit log has no update of %s by the intruder annotated with decision=audit, rule=not-owner, mapping=%s; annotations of its updates: %v",
+				auditedName, auditedMapping, seen)
 		}
 	})
 }

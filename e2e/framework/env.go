@@ -8,6 +8,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -53,6 +54,11 @@ type Options struct {
 	// ClusterIssuer and CertificateRequest CRDs.
 	CertManagerCRDs bool
 
+	// AuditLog makes kube-apiserver write an audit log (Metadata level for
+	// webhook configurations) that Env.AuditEvents reads, to see the
+	// guard's auditAnnotations where cluster operators see them.
+	AuditLog bool
+
 	// afterRender lets the framework's own tests break the rendered files.
 	afterRender func(t testing.TB, renderDir string)
 }
@@ -75,7 +81,8 @@ type Env struct {
 	Rendered map[string][]byte
 	Guard    *Guard
 
-	testEnv *envtest.Environment
+	testEnv      *envtest.Environment
+	auditLogPath string
 
 	rbacOnce sync.Once
 }
@@ -170,6 +177,16 @@ func Start(t testing.TB, opts Options) *Env {
 	api.Path = filepath.Join(binDir, "kube-apiserver")
 	api.Out, api.Err = e.APIServerLog, e.APIServerLog
 	api.Configure().Set("admission-control-config-file", admissionConfig)
+	if opts.AuditLog {
+		policyPath := filepath.Join(e.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policyPath, []byte(auditPolicy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.auditLogPath = filepath.Join(e.Dir, "audit.log")
+		api.Configure().Set("audit-policy-file", policyPath)
+		api.Configure().Set("audit-log-path", e.auditLogPath)
+		api.Configure().Set("audit-log-mode", "blocking")
+	}
 	if opts.CertManagerCRDs {
 		e.testEnv.CRDInstallOptions.Paths = CertManagerCRDPaths(t)
 	}
@@ -378,4 +395,58 @@ func CertManagerCRDPaths(t testing.TB) []string {
 		paths = append(paths, filepath.Join(dir, f))
 	}
 	return paths
+}
+
+// auditPolicy records webhook configuration writes at Metadata level (which
+// carries admission webhooks' auditAnnotations) and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  resources:
+  - group: admissionregistration.k8s.io
+    resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
+- level: None
+`
+
+// AuditEvent is the part of a kube-apiserver audit event the tests read.
+type AuditEvent struct {
+	Verb  string `json:"verb"`
+	Stage string `json:"stage"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource string `json:"resource"`
+		Name     string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// AuditEvents reads kube-apiserver's audit log (Options.AuditLog).
+func (e *Env) AuditEvents(t testing.TB) []AuditEvent {
+	t.Helper()
+	if e.auditLogPath == "" {
+		t.Fatal("AuditEvents needs Options.AuditLog")
+	}
+	data, err := os.ReadFile(e.auditLogPath)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatalf("read the audit log: %v", err)
+	}
+	var out []AuditEvent
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var ev AuditEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			continue // a line being written
+		}
+		out = append(out, ev)
+	}
+	return out
 }
