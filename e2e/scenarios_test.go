@@ -213,14 +213,14 @@ func TestScenario02bAuditThenEnforceAfterConfigReload(t *testing.T) {
 
 	// A broken file is refused and the last good configuration stays in
 	// force (DESIGN 3): still enforce, and the failure is visible.
-	f.env.Guard.RewriteConfigFile(t, []byte("apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\ndefaultMode: enforse\nowners: []\n"), "error")
+	f.env.Guard.RewriteConfigFile(t, []byte("apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\ndefaultMode: strict\nowners: []\n"), "error")
 	_, err = f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/step", "after a bad file")
 	requireDenied(t, err, `(mapping "audited", enforce)`, "not-owner")
 	if v := f.env.Guard.Metric(t, "webhook_guard_config_last_reload_successful", nil); v != 0 {
 		t.Errorf("webhook_guard_config_last_reload_successful = %g after a bad file; want 0", v)
 	}
-	if !strings.Contains(f.env.Guard.Log.String(), "enforse") {
-		t.Errorf("the guard's log does not say what is wrong with the new file (the misspelled mode %q)", "enforse")
+	if !strings.Contains(f.env.Guard.Log.String(), `\"strict\"`) {
+		t.Errorf("the guard's log does not say what is wrong with the new file (the unknown mode %q)", "strict")
 	}
 }
 
