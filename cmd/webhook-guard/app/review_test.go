@@ -44,15 +44,15 @@ func Test_review(t *testing.T) {
 		opts     reviewOptions
 		exitCode int
 	}{
-		"if nothing is filtered, list every finding with its suggestion and exit 1":  {opts: reviewOptions{output: "table"}, exitCode: ExitDenied},
-		"if filtered to one mapping, list only its findings":                         {opts: reviewOptions{output: "table", mapping: "app"}, exitCode: ExitDenied},
-		"if filtered to break-glass, list it and exit 0":                             {opts: reviewOptions{output: "table", decision: "break-glass"}, exitCode: ExitAllowed},
-		"if since a time after every would-deny, exit 0":                             {opts: reviewOptions{output: "table", since: "2026-11-30T04:30:00Z"}, exitCode: ExitAllowed},
-		"if since a duration, keep what was last seen within it":                     {opts: reviewOptions{output: "table", since: "2h"}, exitCode: ExitDenied},
-		"if asked for json, print the findings as json":                              {opts: reviewOptions{output: "json", mapping: "app"}, exitCode: ExitDenied},
-		"if asked for yaml, print the findings as yaml":                              {opts: reviewOptions{output: "yaml", decision: "flapping"}, exitCode: ExitDenied},
-		"if no report matches, say nothing would be denied and exit 0":               {opts: reviewOptions{output: "table", mapping: "nobody"}, exitCode: ExitAllowed},
-		"if filtered to audit, list the would-denies but not the enforce denials":    {opts: reviewOptions{output: "table", decision: "audit"}, exitCode: ExitDenied},
+		"if nothing is filtered, list every finding with its suggestion and exit 1": {opts: reviewOptions{output: "table"}, exitCode: ExitDenied},
+		"if filtered to one mapping, list only its findings":                        {opts: reviewOptions{output: "table", mapping: "app"}, exitCode: ExitDenied},
+		"if filtered to break-glass, list it and exit 0":                            {opts: reviewOptions{output: "table", decision: "break-glass"}, exitCode: ExitAllowed},
+		"if since a time after every would-deny, exit 0":                            {opts: reviewOptions{output: "table", since: "2026-11-30T04:30:00Z"}, exitCode: ExitAllowed},
+		"if since a duration, keep what was last seen within it":                    {opts: reviewOptions{output: "table", since: "2h"}, exitCode: ExitDenied},
+		"if asked for json, print the findings as json":                             {opts: reviewOptions{output: "json", mapping: "app"}, exitCode: ExitDenied},
+		"if asked for yaml, print the findings as yaml":                             {opts: reviewOptions{output: "yaml", decision: "flapping"}, exitCode: ExitDenied},
+		"if no report matches, say nothing would be denied and exit 0":              {opts: reviewOptions{output: "table", mapping: "nobody"}, exitCode: ExitAllowed},
+		"if filtered to audit, list the would-denies but not the enforce denials":   {opts: reviewOptions{output: "table", decision: "audit"}, exitCode: ExitDenied},
 	}
 	c := fakeReports(t)
 	for name, test := range tests {
