@@ -105,6 +105,9 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	if err := mgr.Add(reports); err != nil {
 		return err
 	}
+	if err := mgr.Add(&CAExpiryWatcher{Config: store, CA: resolver, Metrics: metrics, Interval: CAExpiryInterval, Log: log.WithName("ca-expiry")}); err != nil {
+		return err
+	}
 	recorder := Recorders{LogRecorder{Log: log.WithName("records")}, reports}
 	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder}
 	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: handler})
