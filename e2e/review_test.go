@@ -43,7 +43,7 @@ const flushInterval = 2 * time.Second
 func reportClient(t *testing.T, f *fixture) client.Client {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := reportsv1alpha1.AddToScheme(s); err != nil {
+	if err := reportsv1alpha1.Install(s); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(f.env.Admin, client.Options{Scheme: s})

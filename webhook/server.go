@@ -37,7 +37,7 @@ func NewScheme() (*runtime.Scheme, error) {
 	if err := cmapi.AddToScheme(s); err != nil {
 		return nil, err
 	}
-	if err := reportsv1alpha1.AddToScheme(s); err != nil {
+	if err := reportsv1alpha1.Install(s); err != nil {
 		return nil, err
 	}
 	return s, nil

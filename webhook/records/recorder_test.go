@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	if err := reportsv1alpha1.AddToScheme(s); err != nil {
+	if err := reportsv1alpha1.Install(s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -118,7 +118,7 @@ func Test_Recorder(t *testing.T) {
 		var mu sync.Mutex
 		base := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
 		// Every first update attempt of a flush races the other replica.
-		c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+		c := interceptor.NewClient(base, interceptor.Funcs{
 			Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 				err := cl.Update(ctx, obj, opts...)
 				if err != nil {
@@ -187,7 +187,7 @@ func Test_Recorder(t *testing.T) {
 	t.Run("if the write fails, keep the records for the next flush", func(t *testing.T) {
 		base := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
 		fail := true
-		c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+		c := interceptor.NewClient(base, interceptor.Funcs{
 			Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if fail {
 					return fmt.Errorf("connection refused")

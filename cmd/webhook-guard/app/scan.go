@@ -332,7 +332,7 @@ func (s *scanner) servingCert(ctx context.Context, finding func(level, check, we
 	if err != nil {
 		return []ScanFinding{finding(LevelInfo, CheckServingCert, w.name, fmt.Sprintf("serving certificate expiry unknown: %s is not reachable from here (%v)", addr, shortErr(err)), "")}
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
 	if len(certs) == 0 {
 		return nil
@@ -372,7 +372,7 @@ func caBundleManagers(mfs []metav1.ManagedFieldsEntry) []string {
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		whs, _ := fields["f:webhooks"].(map[string]any)

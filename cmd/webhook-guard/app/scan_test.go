@@ -51,7 +51,7 @@ func vwc(name string, bundle []byte, managers ...string) *admv1.ValidatingWebhoo
 	for _, m := range managers {
 		o.ManagedFields = append(o.ManagedFields, metav1.ManagedFieldsEntry{
 			Manager: m, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "admissionregistration.k8s.io/v1", FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:webhooks":{"k:{\"name\":\"w0.example.com\"}":{"f:clientConfig":{"f:caBundle":{}}}}}`)},
+			FieldsV1: metav1.NewFieldsV1(`{"f:webhooks":{"k:{\"name\":\"w0.example.com\"}":{"f:clientConfig":{"f:caBundle":{}}}}}`),
 		})
 	}
 	return o
@@ -113,7 +113,7 @@ func Test_scan(t *testing.T) {
 func Test_caBundleManagers(t *testing.T) {
 	got := caBundleManagers(vwc("x", nil, "app-controller", "cainjector", "app-controller").ManagedFields)
 	assert.Equal(t, []string{"app-controller", "cainjector"}, got)
-	assert.Empty(t, caBundleManagers([]metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}}))
+	assert.Empty(t, caBundleManagers([]metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}}))
 }
 
 func mustYAML(t *testing.T, c *policy.GuardConfig) []byte {
