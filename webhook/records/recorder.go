@@ -110,11 +110,19 @@ func (r *Recorder) add(rk reportKey, ds ...*delta) {
 	for _, d := range ds {
 		if prev, ok := results[d.key]; ok {
 			prev.add(d)
-		} else {
+		} else if len(results) < maxPendingFactor*r.opts.MaxResults {
 			results[d.key] = d
+		} else {
+			// A hostile storm of distinct keys (a new CA per request) cannot
+			// grow memory without bound between flushes.
+			r.opts.Metrics.DroppedResults.Inc()
 		}
 	}
 }
+
+// maxPendingFactor bounds the distinct results one report aggregates
+// between flushes, as a multiple of MaxResults.
+const maxPendingFactor = 4
 
 // NeedLeaderElection is false: every replica flushes what it answered.
 func (r *Recorder) NeedLeaderElection() bool { return false }
