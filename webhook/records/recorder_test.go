@@ -240,3 +240,23 @@ func Test_ReportName(t *testing.T) {
 		t.Errorf("len = %d; want 253", len(long))
 	}
 }
+
+func Test_resultOf(t *testing.T) {
+	tests := map[string]struct {
+		key resultKey
+		exp string
+	}{
+		"if enforce denied, fail":                 {key: resultKey{Rule: "not-owner", Decision: "deny"}, exp: "fail"},
+		"if audit would deny, warn":               {key: resultKey{Rule: "ca-mismatch", Decision: "audit"}, exp: "warn"},
+		"if flapping, warn":                       {key: resultKey{Rule: RuleFlapping, Decision: DecisionFlapping}, exp: "warn"},
+		"if break-glass, pass":                    {key: resultKey{Rule: "break-glass", Decision: "break-glass"}, exp: "pass"},
+		"if an unmanaged write was audited, skip": {key: resultKey{Rule: "unmanaged", Decision: "audit"}, exp: "skip"},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := string(resultOf(test.key)); got != test.exp {
+				t.Errorf("got %q; want %q", got, test.exp)
+			}
+		})
+	}
+}

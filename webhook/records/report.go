@@ -136,9 +136,15 @@ func (d *delta) add(o *delta) {
 	d.distinct = max(d.distinct, o.distinct)
 }
 
-// resultOf is the OpenReports result value of a decision.
-func resultOf(decision string) reportsv1alpha1.Result {
-	switch decision {
+// resultOf is the OpenReports result value of a result: fail for enforce
+// denials, warn for audit would-denies and flapping, pass for break-glass
+// (allowed by design, listed for review), skip for writes to configurations
+// no mapping covers (not evaluated).
+func resultOf(k resultKey) reportsv1alpha1.Result {
+	if k.Rule == string(policy.RuleUnmanaged) {
+		return "skip"
+	}
+	switch k.Decision {
 	case string(policy.OutcomeDeny):
 		return "fail"
 	case string(policy.OutcomeAudit), DecisionFlapping:
@@ -293,7 +299,7 @@ func apply(r *reportsv1alpha1.ReportResult, d *delta, kind policy.ConfigKind, na
 		prevDistinct, _ := strconv.Atoi(p[PropDistinctBundles])
 		p[PropDistinctBundles] = strconv.Itoa(max(prevDistinct, d.distinct))
 	}
-	r.Result = resultOf(k.Decision)
+	r.Result = resultOf(k)
 	r.Severity = severityOf(k.Decision)
 	r.Timestamp = metav1.Timestamp{Seconds: last.Unix()}
 	r.Subjects = []corev1.ObjectReference{*Scope(kind, name)}
