@@ -53,6 +53,11 @@ type Options struct {
 	// CertManagerCRDs installs cert-manager's Certificate, Issuer,
 	// ClusterIssuer and CertificateRequest CRDs.
 	CertManagerCRDs bool
+	// ReportCRDs installs the OpenReports CRDs (ClusterReport, Report) the
+	// guard keeps its records in.
+	ReportCRDs bool
+	// GuardArgs are appended to the guard's `serve` arguments.
+	GuardArgs []string
 
 	// AuditLog makes kube-apiserver write an audit log (Metadata level for
 	// webhook configurations) that Env.AuditEvents reads, to see the
@@ -154,6 +159,7 @@ func Start(t testing.TB, opts Options) *Env {
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		Log:         &Buffer{},
+		ExtraArgs:   opts.GuardArgs,
 	}
 	e.Guard = g
 
@@ -189,6 +195,9 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	if opts.CertManagerCRDs {
 		e.testEnv.CRDInstallOptions.Paths = CertManagerCRDPaths(t)
+	}
+	if opts.ReportCRDs {
+		e.testEnv.CRDInstallOptions.Paths = append(e.testEnv.CRDInstallOptions.Paths, ReportCRDPaths(t)...)
 	}
 	cfg, err := e.testEnv.Start()
 	if err != nil {
@@ -298,6 +307,7 @@ func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
 			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates", "issuers", "clusterissuers"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+			{APIGroups: []string{"openreports.io"}, Resources: []string{"clusterreports"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 		},
 	}
 	if _, err := e.AdminKube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
@@ -373,6 +383,52 @@ func WriteFileAtomic(t testing.TB, path string, data []byte) {
 	if err := os.Rename(f.Name(), path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ReportCRDPaths are the OpenReports CRD files from the
+// github.com/openreports/reports-api module in the module cache.
+func ReportCRDPaths(t testing.TB) []string {
+	t.Helper()
+	dir := filepath.Join(moduleDir(t, "github.com/openreports/reports-api"), "config", "crd")
+	return []string{filepath.Join(dir, "openreports.io_clusterreports.yaml"), filepath.Join(dir, "openreports.io_reports.yaml")}
+}
+
+func moduleDir(t testing.TB, module string) string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		t.Fatalf("locate the %s module (go list -m): %v", module, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Kubeconfig writes a kubeconfig acting as user (for running the
+// webhook-guard CLI against the environment) and returns its path.
+func (e *Env) Kubeconfig(t testing.TB, user envtest.User) string {
+	t.Helper()
+	au, err := e.testEnv.AddUser(user, nil)
+	if err != nil {
+		t.Fatalf("provision user %s: %v", user.Name, err)
+	}
+	kc, err := au.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig for %s: %v", user.Name, err)
+	}
+	f, err := os.CreateTemp(e.Dir, "kubeconfig-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(kc); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
 }
 
 // CertManagerCRDPaths are cert-manager's CRD files from the

@@ -87,6 +87,8 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
+	// ExtraArgs are appended to Args.
+	ExtraArgs []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -98,7 +100,7 @@ func (g *Guard) URL() string { return fmt.Sprintf("https://127.0.0.1:%d%s", g.Po
 
 // Args are the `serve` arguments.
 func (g *Guard) Args() []string {
-	return []string{"serve",
+	return append([]string{"serve",
 		"--config", g.ConfigPath,
 		"--cert-dir", g.CertDir,
 		"--bind-address", "127.0.0.1",
@@ -108,7 +110,22 @@ func (g *Guard) Args() []string {
 		"--kubeconfig", g.Kubeconfig,
 		"--log-format", "json",
 		"--log-level", "debug",
+	}, g.ExtraArgs...)
+}
+
+// StartReplica starts another `serve` process with the same config,
+// certificate and identity on its own ports, as a second replica of the
+// Deployment (kube-apiserver keeps calling the first; send AdmissionReviews
+// to the replica's URL directly).
+func (e *Env) StartReplica(t testing.TB) *Guard {
+	t.Helper()
+	g := &Guard{
+		env: e, Bin: e.Guard.Bin, ConfigPath: e.Guard.ConfigPath, CertDir: e.Guard.CertDir, Kubeconfig: e.Guard.Kubeconfig,
+		Port: FreePort(t), MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), HealthAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		Log: &Buffer{}, ExtraArgs: e.Guard.ExtraArgs,
 	}
+	g.Start(t)
+	return g
 }
 
 // Start runs the guard and waits until /readyz answers 200. The process is

@@ -16,6 +16,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 func newServeCommand() *cobra.Command {
@@ -79,7 +80,12 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	obs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json or text.")
 	obs.StringVar(&o.LogLevel, "log-level", "info", "Log level: info, debug, or a number (higher is more verbose).")
 
-	sections := []*pflag.FlagSet{app, wh, kube, obs}
+	rec := pflag.NewFlagSet("Records", pflag.ExitOnError)
+	rec.DurationVar(&o.RecordsFlushInterval, "records-flush-interval", records.DefaultFlushInterval,
+		"How often aggregated records are written to the OpenReports ClusterReports and Events: at most one write per report and one Event per (configuration, reason) per interval per replica.")
+	rec.IntVar(&o.RecordsMaxResults, "records-max-results", records.DefaultMaxResults, "Most results kept in one ClusterReport; the oldest are dropped first and counted.")
+
+	sections := []*pflag.FlagSet{app, wh, kube, obs, rec}
 	for _, fs := range sections {
 		cmd.Flags().AddFlagSet(fs)
 	}
