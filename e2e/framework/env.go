@@ -89,7 +89,8 @@ type Env struct {
 	testEnv      *envtest.Environment
 	auditLogPath string
 
-	rbacOnce sync.Once
+	rbacOnce  sync.Once
+	addUserMu sync.Mutex
 }
 
 // RepoRoot is the repository root, found from this file's location.
@@ -315,7 +316,7 @@ func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
 	}
 	user := ServiceAccountUser(GuardNamespace, GuardServiceAccount)
 	e.bind(t, "webhook-guard", "webhook-guard", user.Name)
-	au, err := e.testEnv.AddUser(user, nil)
+	au, err := e.addUser(user, nil)
 	if err != nil {
 		t.Fatalf("provision the guard's identity: %v", err)
 	}
@@ -412,7 +413,7 @@ func moduleDir(t testing.TB, module string) string {
 // webhook-guard CLI against the environment) and returns its path.
 func (e *Env) Kubeconfig(t testing.TB, user envtest.User) string {
 	t.Helper()
-	au, err := e.testEnv.AddUser(user, nil)
+	au, err := e.addUser(user, nil)
 	if err != nil {
 		t.Fatalf("provision user %s: %v", user.Name, err)
 	}
