@@ -35,6 +35,8 @@ func validOptions(t *testing.T) Options {
 		LogLevel:               "info",
 		KubeAPIQPS:             50,
 		KubeAPIBurst:           100,
+		RecordsFlushInterval:   30 * time.Second,
+		RecordsMaxResults:      100,
 	}
 }
 
