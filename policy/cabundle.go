@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // MaxBundleCertificates bounds the certificates one caBundle may hold. Real
@@ -78,6 +79,9 @@ type CASet struct {
 	// pem is the bytes the set was parsed from (policy mode compares
 	// caBundles with them byte for byte; see PEM).
 	pem []byte
+	// notAfter is the earliest expiry of the certificates, when the set
+	// was parsed from PEM (zero when built from fingerprints).
+	notAfter time.Time
 }
 
 // NewCASet parses a PEM bundle into a CASet.
@@ -88,8 +92,32 @@ func NewCASet(source string, pemData []byte) (CASet, error) {
 	}
 	s := NewCASetFromFingerprints(source, fps...)
 	s.pem = slices.Clone(pemData)
+	s.notAfter = EarliestExpiry(pemData)
 	return s, nil
 }
+
+// EarliestExpiry is the earliest NotAfter of the certificates in a PEM
+// bundle; zero when it holds none.
+func EarliestExpiry(pemData []byte) time.Time {
+	var earliest time.Time
+	for rest := pemData; ; {
+		block, next := pem.Decode(rest)
+		if block == nil {
+			return earliest
+		}
+		rest = next
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil && (earliest.IsZero() || c.NotAfter.Before(earliest)) {
+			earliest = c.NotAfter
+		}
+	}
+}
+
+// NotAfter is the earliest expiry of the set's certificates; zero when
+// unknown (a set built from fingerprints).
+func (s CASet) NotAfter() time.Time { return s.notAfter }
 
 // NewCASetFromFingerprints builds a set from known fingerprints.
 func NewCASetFromFingerprints(source string, fps ...Fingerprint) CASet {
@@ -110,6 +138,10 @@ func (s CASet) Union(o CASet) CASet {
 			u.pem = append(u.pem, '\n')
 		}
 		u.pem = append(u.pem, o.pem...)
+	}
+	u.notAfter = s.notAfter
+	if u.notAfter.IsZero() || (!o.notAfter.IsZero() && o.notAfter.Before(u.notAfter)) {
+		u.notAfter = o.notAfter
 	}
 	return u
 }
