@@ -631,11 +631,15 @@ func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
 		cm, err := admin.CoreV1().ConfigMaps(rel.namespace).Get(t.Context(), vap.ParamName("koordinator"), metav1.GetOptions{})
 		return err == nil && bytes.Equal(cm.BinaryData[vap.ParamKey], ownerCA.PEM)
 	})
-	for _, name := range []string{vap.PolicyName("koordinator"), vap.ProtectParamsName} {
-		if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(t.Context(), name, metav1.GetOptions{}); err != nil {
-			t.Errorf("binding %s: %v", name, err)
+	// Params first, bindings last within a pass: wait for the bindings too.
+	framework.Eventually(t, 10*time.Second, "the leader creates both bindings", func() bool {
+		for _, name := range []string{vap.PolicyName("koordinator"), vap.ProtectParamsName} {
+			if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+				return false
+			}
 		}
-	}
+		return true
+	})
 
 	const name = "koord-validating-webhook-configuration"
 	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), chartTestWebhookConfig(name), metav1.CreateOptions{}); err != nil {
