@@ -149,29 +149,29 @@ func Test_badInput(t *testing.T) {
 			}), expCode: 400, expMessage: []string{"request.kind apps/v1, Kind=Deployment is not guarded"},
 		},
 		"if the request is about an old API version of the kind, reject with 400": {
-			body: review(ownerSA, vwc(ownerCA), old, func(r *admissionv1.AdmissionRequest) { r.Kind.Version = "v1beta1" }),
+			body:    review(ownerSA, vwc(ownerCA), old, func(r *admissionv1.AdmissionRequest) { r.Kind.Version = "v1beta1" }),
 			expCode: 400, expMessage: []string{"is not guarded"},
 		},
 		"if the uid is missing, reject with 400": {
-			body: review(ownerSA, vwc(ownerCA), old, func(r *admissionv1.AdmissionRequest) { r.UID = "" }),
+			body:    review(ownerSA, vwc(ownerCA), old, func(r *admissionv1.AdmissionRequest) { r.UID = "" }),
 			expCode: 400, expMessage: []string{"request.uid is missing"},
 		},
 		"if the username is missing, reject with 400": {
 			body: review("", vwc(ownerCA), old), expCode: 400, expMessage: []string{"request.userInfo.username is missing"},
 		},
 		"if the object does not decode as its kind, reject with 400": {
-			body: review(ownerSA, []byte(`{"kind":"ValidatingWebhookConfiguration","webhooks":"all of them"}`), old),
+			body:    review(ownerSA, []byte(`{"kind":"ValidatingWebhookConfiguration","webhooks":"all of them"}`), old),
 			expCode: 400, expMessage: []string{"request.object does not decode as a ValidatingWebhookConfiguration"},
 		},
 		"if the object is of another kind than the request says, reject with 400": {
-			body: review(ownerSA, bytes.Replace(vwc(ownerCA), []byte(`"ValidatingWebhookConfiguration"`), []byte(`"MutatingWebhookConfiguration"`), 1), old),
+			body:    review(ownerSA, bytes.Replace(vwc(ownerCA), []byte(`"ValidatingWebhookConfiguration"`), []byte(`"MutatingWebhookConfiguration"`), 1), old),
 			expCode: 400, expMessage: []string{"request.object is a MutatingWebhookConfiguration, but request.kind says ValidatingWebhookConfiguration"},
 		},
 		"if oldObject is missing on UPDATE, reject with 400": {
 			body: review(ownerSA, vwc(ownerCA), nil), expCode: 400, expMessage: []string{"request.oldObject is missing"},
 		},
 		"if the operation is not guarded, reject with 400": {
-			body: review(ownerSA, vwc(ownerCA), old, func(r *admissionv1.AdmissionRequest) { r.Operation = "CONNECT" }),
+			body:    review(ownerSA, vwc(ownerCA), old, func(r *admissionv1.AdmissionRequest) { r.Operation = "CONNECT" }),
 			expCode: 400, expMessage: []string{`request.operation "CONNECT" is not guarded`},
 		},
 		"if the owner writes a caBundle that is not PEM, deny with 403": {

@@ -64,4 +64,3 @@ func sampleReview(t testing.TB, name string) *admissionv1.AdmissionReview {
 	}
 	return &r
 }
-
