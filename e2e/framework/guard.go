@@ -87,6 +87,9 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
+	// ExtraArgs are appended to the `serve` arguments (e.g. --ca-cache-ttl,
+	// --leader-elect).
+	ExtraArgs []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -98,7 +101,7 @@ func (g *Guard) URL() string { return fmt.Sprintf("https://127.0.0.1:%d%s", g.Po
 
 // Args are the `serve` arguments.
 func (g *Guard) Args() []string {
-	return []string{"serve",
+	return append([]string{"serve",
 		"--config", g.ConfigPath,
 		"--cert-dir", g.CertDir,
 		"--bind-address", "127.0.0.1",
@@ -108,7 +111,7 @@ func (g *Guard) Args() []string {
 		"--kubeconfig", g.Kubeconfig,
 		"--log-format", "json",
 		"--log-level", "debug",
-	}
+	}, g.ExtraArgs...)
 }
 
 // Start runs the guard and waits until /readyz answers 200. The process is
