@@ -53,6 +53,12 @@ type Options struct {
 	// ClusterIssuer and CertificateRequest CRDs.
 	CertManagerCRDs bool
 
+	// GuardArgs are extra `serve` arguments (e.g. short --ca-cache-ttl).
+	GuardArgs []string
+	// GuardAPIProxy puts a TCPProxy (Env.APIProxy) between the guard and
+	// kube-apiserver, so a test can cut the guard off the API server.
+	GuardAPIProxy bool
+
 	// afterRender lets the framework's own tests break the rendered files.
 	afterRender func(t testing.TB, renderDir string)
 }
@@ -74,6 +80,8 @@ type Env struct {
 	// relative to the render output directory.
 	Rendered map[string][]byte
 	Guard    *Guard
+	// APIProxy carries the guard's API traffic when Options.GuardAPIProxy is set.
+	APIProxy *TCPProxy
 
 	testEnv *envtest.Environment
 
@@ -147,6 +155,7 @@ func Start(t testing.TB, opts Options) *Env {
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		Log:         &Buffer{},
+		ExtraArgs:   opts.GuardArgs,
 	}
 	e.Guard = g
 
@@ -197,6 +206,9 @@ func Start(t testing.TB, opts Options) *Env {
 	e.AdminKube = kubernetes.NewForConfigOrDie(cfg)
 
 	e.installGuardIdentity(t, leaf)
+	if opts.GuardAPIProxy {
+		e.proxyGuardAPI(t)
+	}
 	g.Start(t)
 	return e
 }
