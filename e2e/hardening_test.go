@@ -40,8 +40,8 @@ func reviewBody(uid, user string, bundle, old []byte) []byte {
 	}
 	r := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": map[string]any{
 		"uid": uid, "kind": map[string]string{"group": "admissionregistration.k8s.io", "version": "v1", "kind": "ValidatingWebhookConfiguration"},
-		"resource":  map[string]string{"group": "admissionregistration.k8s.io", "version": "v1", "resource": "validatingwebhookconfigurations"},
-		"name":      "soaked", "operation": "UPDATE", "userInfo": map[string]any{"username": user},
+		"resource": map[string]string{"group": "admissionregistration.k8s.io", "version": "v1", "resource": "validatingwebhookconfigurations"},
+		"name":     "soaked", "operation": "UPDATE", "userInfo": map[string]any{"username": user},
 		"object": obj(bundle), "oldObject": obj(old)}}
 	out, _ := json.Marshal(r)
 	return out

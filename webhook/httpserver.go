@@ -132,7 +132,8 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		log.Info("draining in-flight admission reviews", "timeout", ShutdownTimeout)
-		sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+		// ctx is done: the drain gets its own deadline.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 		defer cancel()
 		drained <- srv.Shutdown(sctx)
 	}()

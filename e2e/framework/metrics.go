@@ -80,7 +80,7 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 				key := rest[:eq]
 				val, n, err := unquoteLabel(rest[eq+1:])
 				if err != nil {
-					return nil, fmt.Errorf("%v in %q", err, line)
+					return nil, fmt.Errorf("%w in %q", err, line)
 				}
 				s.Labels[key] = val
 				rest = rest[eq+1+n:]
