@@ -50,6 +50,9 @@ func inputErrorf(format string, args ...any) error {
 
 // DecodeInput turns an AdmissionRequest into the decision's input.
 func DecodeInput(req *admissionv1.AdmissionRequest) (*policy.Input, error) {
+	if req.UID == "" && req.Kind.Kind == "" && req.Operation == "" && req.UserInfo.Username == "" {
+		return nil, inputErrorf("the body holds no admission request: expected an admission.k8s.io/v1 AdmissionReview with a request")
+	}
 	if req.UID == "" {
 		return nil, inputErrorf("request.uid is missing")
 	}

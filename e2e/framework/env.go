@@ -71,6 +71,10 @@ type Options struct {
 	// GuardRules are extra rules of the guard's ClusterRole.
 	GuardRules []rbacv1.PolicyRule
 
+	// GuardAPIProxy puts a TCPProxy (Env.APIProxy) between the guard and
+	// kube-apiserver, so a test can cut the guard off the API server.
+	GuardAPIProxy bool
+
 	// afterRender lets the framework's own tests break the rendered files.
 	afterRender func(t testing.TB, renderDir string)
 }
@@ -92,6 +96,8 @@ type Env struct {
 	// relative to the render output directory.
 	Rendered map[string][]byte
 	Guard    *Guard
+	// APIProxy carries the guard's API traffic when Options.GuardAPIProxy is set.
+	APIProxy *TCPProxy
 
 	testEnv      *envtest.Environment
 	auditLogPath string
@@ -237,6 +243,9 @@ func Start(t testing.TB, opts Options) *Env {
 	e.AdminKube = kubernetes.NewForConfigOrDie(cfg)
 
 	e.installGuardIdentity(t, leaf)
+	if opts.GuardAPIProxy {
+		e.proxyGuardAPI(t)
+	}
 	g.Start(t)
 	return e
 }

@@ -87,7 +87,8 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
-	// ExtraArgs are appended to Args.
+	// ExtraArgs are appended to the `serve` arguments (e.g. --ca-cache-ttl,
+	// --leader-elect).
 	ExtraArgs []string
 
 	mu   sync.Mutex
@@ -126,21 +127,6 @@ func (e *Env) StartReplica(t testing.TB) *Guard {
 	}
 	g.Start(t)
 	return g
-}
-
-// Kill ends the process at once (SIGKILL), as a node failure would: no
-// Lease release, no graceful shutdown.
-func (g *Guard) Kill(t testing.TB) {
-	t.Helper()
-	g.mu.Lock()
-	cmd, done := g.cmd, g.done
-	g.cmd, g.done = nil, nil
-	g.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-done
 }
 
 // Start runs the guard and waits until /readyz answers 200. The process is
