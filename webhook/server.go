@@ -15,7 +15,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -81,8 +80,12 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 
-	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: LogRecorder{Log: log.WithName("records")}}
-	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: handler})
+	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: LogRecorder{Log: log.WithName("records")},
+		Fingerprints: policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)}
+	// One decode of the review and its objects (ReviewHandler) instead of
+	// controller-runtime's generic admission.Webhook; Register wraps it in
+	// controller-runtime's webhook metrics all the same.
+	mgr.GetWebhookServer().Register(Path, &ReviewHandler{Handler: handler})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
