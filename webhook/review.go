@@ -97,6 +97,10 @@ func (rh *ReviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rh.writeError(w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("unable to read the request body: %w", err))
 		return
 	}
+	if n == 0 {
+		rh.writeError(w, apiVersion, "", http.StatusBadRequest, errors.New("request body is empty"))
+		return
+	}
 	if n > MaxReviewBytes {
 		rh.writeError(w, apiVersion, "", http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes))
 		return
