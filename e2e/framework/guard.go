@@ -87,6 +87,9 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
+	// ExtraArgs are appended to Args (a repeated flag's last value wins),
+	// e.g. the load test's --log-level info.
+	ExtraArgs []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -98,7 +101,7 @@ func (g *Guard) URL() string { return fmt.Sprintf("https://127.0.0.1:%d%s", g.Po
 
 // Args are the `serve` arguments.
 func (g *Guard) Args() []string {
-	return []string{"serve",
+	return append([]string{"serve",
 		"--config", g.ConfigPath,
 		"--cert-dir", g.CertDir,
 		"--bind-address", "127.0.0.1",
@@ -108,7 +111,7 @@ func (g *Guard) Args() []string {
 		"--kubeconfig", g.Kubeconfig,
 		"--log-format", "json",
 		"--log-level", "debug",
-	}
+	}, g.ExtraArgs...)
 }
 
 // Start runs the guard and waits until /readyz answers 200. The process is
@@ -187,6 +190,17 @@ func (g *Guard) Stop(t testing.TB) {
 		<-done
 		t.Errorf("webhook-guard did not exit within 10s of SIGTERM; killed it")
 	}
+}
+
+// PID is the running process's id, 0 when it is not running (the load test
+// reads its CPU time and peak RSS from /proc).
+func (g *Guard) PID() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil || g.cmd.Process == nil {
+		return 0
+	}
+	return g.cmd.Process.Pid
 }
 
 // Running reports whether the process is alive.
