@@ -8,6 +8,9 @@ LDFLAGS := -s -w -X github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app
 BIN := $(CURDIR)/bin
 # Bounded fuzzing in `make test`; raise it for a longer local run.
 FUZZTIME ?= 10s
+# `make bench`: runs of each benchmark (the table shows medians) and time per run.
+BENCH_COUNT ?= 5
+BENCH_TIME ?= 500ms
 
 .PHONY: help
 help: ## Show this help.
@@ -37,6 +40,15 @@ test-unit: ## Run the unit tests only (no control plane needed).
 .PHONY: test-e2e
 test-e2e: tools build ## Run the e2e suite against a real kube-apiserver and etcd.
 	go test -race -count=1 -timeout 30m -v ./e2e/...
+
+.PHONY: bench
+bench: ## Benchmark the guard against the JSON-decode floor, controller-runtime, CEL and Rego (e2e/perf); print one table.
+	cd e2e/perf && go test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 60m . \
+		| tee /dev/stderr | go run ./cmd/benchtable
+
+.PHONY: loadtest
+loadtest: tools ## Load the built guard over TLS on loopback under a real kube-apiserver (e2e/perf TestLoad); print the tables.
+	cd e2e/perf && go test -run '^TestLoad$$' -count 1 -v -timeout 20m .
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
