@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	admissionmetrics "sigs.k8s.io/controller-runtime/pkg/webhook/admission/metrics"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -37,9 +37,19 @@ const (
 )
 
 // admissionReview is an AdmissionReview as the guard reads it: the request
-// and the two objects in one pass, case-sensitively (sigs.k8s.io/json, as
-// kube-apiserver itself decodes), skipping every field the decision does
+// and the two objects in one pass, skipping every field the decision does
 // not read.
+//
+// It is decoded with github.com/go-json-experiment/json, the module that
+// mirrors encoding/json/v2 (an experiment in Go 1.25/1.26, the standard
+// library's in Go 1.27). With its defaults it is at least as strict as
+// kube-apiserver's own decoder (sigs.k8s.io/json): member names match
+// case-sensitively ("Request", "UID" or "CABundle" are not read), and the
+// whole input is validated, skipped members included. It is stricter in two
+// ways kube-apiserver's reviews never meet: a duplicate member name and
+// invalid UTF-8 are errors (answered 400, never allowed). It decodes a
+// review in about a third of the time of encoding/json or sigs.k8s.io/json
+// (`make bench`).
 type admissionReview struct {
 	APIVersion string         `json:"apiVersion"`
 	Kind       string         `json:"kind"`
@@ -128,7 +138,7 @@ func (rh *ReviewHandler) Review(ctx context.Context, body []byte) (resp *admissi
 func (rh *ReviewHandler) review(ctx context.Context, body []byte) (resp *admissionv1.AdmissionResponse, apiVersion string) {
 	apiVersion = reviewV1
 	var review admissionReview
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &review); err != nil {
+	if err := jsonv2.Unmarshal(body, &review); err != nil {
 		return rh.errored(ctx, "", http.StatusBadRequest, fmt.Errorf("cannot decode the AdmissionReview: %w", err)), apiVersion
 	}
 	switch {

@@ -133,6 +133,9 @@ func Test_ReviewHandler_malformed(t *testing.T) {
 		"if an object has the wrong type, answer 400": {
 			contentType: "application/json", body: bytes.Replace(owner, []byte(`"webhooks": [`), []byte(`"webhooks": 7, "x": [`), 1), code: 400, message: "cannot decode the AdmissionReview",
 		},
+		"if a member name is duplicated, answer 400 (stricter than kube-apiserver, which never sends one)": {
+			contentType: "application/json", body: bytes.Replace(owner, []byte(`"uid"`), []byte(`"uid": "x", "uid"`), 1), code: 400, message: "duplicate",
+		},
 		"if request.uid is missing, answer 400 with DecodeInput's reason": {
 			contentType: "application/json", body: bytes.Replace(owner, []byte(`"uid"`), []byte(`"x-uid"`), 1), code: 400, message: "request.uid is missing",
 		},
