@@ -2,6 +2,7 @@ package policy
 
 import (
 	"container/list"
+	"crypto/sha256"
 	"sync"
 )
 
@@ -32,6 +33,7 @@ type FingerprintCache struct {
 
 type fpEntry struct {
 	key string
+	sum [sha256.Size]byte // of the raw bytes, for flapping detection
 	fps []Fingerprint
 	err error
 }
@@ -52,23 +54,39 @@ func (c *FingerprintCache) Parse(data []byte) ([]Fingerprint, error) {
 	if c == nil || len(data) > MaxCachedBundleBytes {
 		return ParseBundle(data)
 	}
+	ent := c.lookup(data)
+	return ent.fps, ent.err
+}
+
+// Sum is the SHA-256 of the raw bundle bytes (BundleChange.Hash), answered
+// from the cache when the bundle was seen before: hashing every entry of
+// every request costs more than the rest of the decision.
+func (c *FingerprintCache) Sum(data []byte) [sha256.Size]byte {
+	if c == nil || len(data) > MaxCachedBundleBytes {
+		return sha256.Sum256(data)
+	}
+	return c.lookup(data).sum
+}
+
+// lookup returns the entry of data, parsing and hashing it on a miss.
+func (c *FingerprintCache) lookup(data []byte) *fpEntry {
 	c.mu.Lock()
 	if e, ok := c.entries[string(data)]; ok { // no allocation: the compiler converts in place
 		c.lru.MoveToFront(e)
 		ent := e.Value.(*fpEntry)
 		c.mu.Unlock()
-		return ent.fps, ent.err
+		return ent
 	}
 	c.mu.Unlock()
 
 	// Parse outside the lock; two goroutines may parse the same new bundle
 	// once each, which is cheaper than serializing every parse.
 	fps, err := ParseBundle(data)
-	ent := &fpEntry{key: string(data), fps: fps, err: err}
+	ent := &fpEntry{key: string(data), sum: sha256.Sum256(data), fps: fps, err: err}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[ent.key]; ok {
-		return fps, err
+	if e, ok := c.entries[ent.key]; ok {
+		return e.Value.(*fpEntry)
 	}
 	c.entries[ent.key] = c.lru.PushFront(ent)
 	for c.lru.Len() > c.size {
@@ -76,7 +94,7 @@ func (c *FingerprintCache) Parse(data []byte) ([]Fingerprint, error) {
 		c.lru.Remove(oldest)
 		delete(c.entries, oldest.Value.(*fpEntry).key)
 	}
-	return fps, err
+	return ent
 }
 
 // Len is the number of cached bundles.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"testing"
 
@@ -26,6 +27,7 @@ func Test_FingerprintCache(t *testing.T) {
 				fps, err := c.Parse(test.data)
 				assert.Equal(t, wantFPs, fps)
 				assert.Equal(t, wantErr, err)
+				assert.Equal(t, sha256.Sum256(test.data), c.Sum(test.data))
 			}
 			assert.Equal(t, 1, c.Len())
 		})

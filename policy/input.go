@@ -87,7 +87,7 @@ func ChangedBundles(in *Input) []BundleChange {
 		if !changed {
 			continue
 		}
-		changes = append(changes, BundleChange{Index: i, Webhook: w.Name, Old: old, New: w.CABundle, Hash: sha256.Sum256(w.CABundle)})
+		changes = append(changes, BundleChange{Index: i, Webhook: w.Name, Old: old, New: w.CABundle, Hash: in.Fingerprints.Sum(w.CABundle)})
 	}
 	return changes
 }
