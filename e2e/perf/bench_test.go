@@ -15,9 +15,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	sigsjson "sigs.k8s.io/json"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/webhook-guard/webhook-guard/webhook"
 )

@@ -47,7 +47,7 @@ func Test_engines(t *testing.T) {
 	}{
 		"if the owner rotates to its new CA, allow": {review: f.Review, allow: true},
 		"if another service account writes, deny":   {review: intruder},
-		"if the owner writes a foreign CA, deny":     {review: foreignFixture.Review},
+		"if the owner writes a foreign CA, deny":    {review: foreignFixture.Review},
 	}
 	for name, test := range tests {
 		for engine, decide := range engines {
