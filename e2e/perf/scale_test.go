@@ -151,7 +151,7 @@ func BenchmarkScale(b *testing.B) {
 		for b.Loop() {
 		}
 		b.ReportMetric(configBytes/(1<<20), "MiB-config")
-		b.ReportMetric(cacheBytes/(1<<20), "MiB-ca-cache")
+		b.ReportMetric(cacheBytes/1024, "KiB-ca-cache")
 	})
 	runtime.KeepAlive(many)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +61,17 @@ type Resolver struct {
 
 	mu    sync.Mutex
 	cache map[string]cacheEntry
+	// flight shares one read of a source among the requests that find its
+	// cache entry expired at the same moment: without it, every request in
+	// flight when the TTL runs out GETs the source (hundreds at 1,000
+	// requests/s), queues behind the client's rate limiter, and latency and
+	// memory explode until the reads drain.
+	flight singleflight.Group
 }
+
+// sharedReadTimeout bounds a read shared by several requests; each request
+// still stops waiting when its own context ends.
+const sharedReadTimeout = 10 * time.Second
 
 type cacheEntry struct {
 	set    policy.CASet
@@ -96,7 +107,14 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	if ok && !live && now.Sub(entry.readAt) < r.opts.TTL {
 		return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Source: src.key}
 	}
-	set, err := src.read(ctx, r.reader)
+	var set policy.CASet
+	if live {
+		// A live re-read must start after the decision that asked for it,
+		// so it never joins a read already in flight.
+		set, err = src.read(ctx, r.reader)
+	} else {
+		set, err = r.sharedRead(ctx, src)
+	}
 	if err != nil {
 		if ok && now.Sub(entry.readAt) < r.opts.MaxStale && !isDefinitive(err) {
 			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Stale: true, Source: src.key}
@@ -107,6 +125,22 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	r.cache[src.key] = cacheEntry{set: set, readAt: now}
 	r.mu.Unlock()
 	return Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Source: src.key}
+}
+
+// sharedRead reads src once for every caller waiting on it at the time.
+func (r *Resolver) sharedRead(ctx context.Context, src source) (policy.CASet, error) {
+	ch := r.flight.DoChan(src.key, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedReadTimeout)
+		defer cancel()
+		return src.read(rctx, r.reader)
+	})
+	select {
+	case res := <-ch:
+		set, _ := res.Val.(policy.CASet)
+		return set, res.Err
+	case <-ctx.Done():
+		return policy.CASet{}, ctx.Err()
+	}
 }
 
 // Invalidate drops every cached answer (used when the configuration changes).

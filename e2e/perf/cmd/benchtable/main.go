@@ -1,9 +1,14 @@
 // Command benchtable reads `go test -bench` output of the perf suite on
 // stdin and prints one table: the median of every benchmark's runs (ns/op,
-// B/op, allocs/op), its ratio to the encoding/json floor of the same run and
-// to the fastest strict decoder's floor, and the spread of its runs (the
-// machine's noise). A second table shows the scale benchmarks against a
-// single mapping.
+// B/op, allocs/op), its ratio to the encoding/json floor and to the fastest
+// strict decoder's floor, and the spread of its runs (the machine's noise).
+// A second table shows the scale benchmarks against a single mapping.
+//
+// `make bench` runs the suite in rounds (one `go test -count 1` process
+// each) and concatenates them, so the i-th sample of every benchmark comes
+// from the same round, seconds apart: each ratio is the median over rounds
+// of the ratio within a round, which cancels most of the drift of a machine
+// shared with other work.
 package main
 
 import (
@@ -33,6 +38,24 @@ func (r *row) median(unit string) (float64, bool) {
 		return s[len(s)/2], true
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+}
+
+// ratio is the median over rounds of r's ns/op over base's ns/op in the
+// same round.
+func (r *row) ratio(base *row) float64 {
+	a, b := r.samples["ns/op"], base.samples["ns/op"]
+	var rs []float64
+	for i := range min(len(a), len(b)) {
+		rs = append(rs, a[i]/b[i])
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	if len(rs)%2 == 1 {
+		return rs[len(rs)/2]
+	}
+	return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
 }
 
 // spread is (max-min)/median of ns/op, in percent.
@@ -104,7 +127,7 @@ func main() {
 	for _, r := range rows {
 		runs = max(runs, len(r.samples["ns/op"]))
 	}
-	fmt.Printf("Medians of %d runs in one `go test -bench` process; ratios are to floors measured in the same run.\n\n", runs)
+	fmt.Printf("Medians of %d rounds; a ratio is the median of the ratios within each round; spread is ±half the range of a row's ns/op over the rounds.\n\n", runs)
 	fmt.Println("| entries | path | µs/op | KB/op | allocs/op | × encoding/json floor | × fastest strict floor | spread |")
 	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, n := range []int{5, 50} {
@@ -113,11 +136,15 @@ func main() {
 			continue
 		}
 		floorNs, _ := floor.median("ns/op")
-		fastest, fastestName := 0.0, ""
+		if mbs, ok := floor.median("MB/s"); ok {
+			fmt.Printf("| %d | *review: %.1f KB of JSON* | | | | | | |\n", n, mbs*floorNs/1e3/1024)
+		}
+		var fastest *row
+		fastestName := ""
 		for _, d := range strictFloors {
 			if r, ok := rows[fmt.Sprintf("BenchmarkFloor/decoder=%s/entries=%d", d, n)]; ok {
-				if v, _ := r.median("ns/op"); fastest == 0 || v < fastest {
-					fastest, fastestName = v, d
+				if fastest == nil || r.ratio(floor) < fastest.ratio(floor) {
+					fastest, fastestName = r, d
 				}
 			}
 		}
@@ -134,7 +161,7 @@ func main() {
 				label += " ← fastest strict"
 			}
 			fmt.Printf("| %d | %s | %.1f | %.1f | %.0f | %.2f× | %.2f× | ±%.0f%% |\n",
-				n, label, ns/1e3, bytes/1024, allocs, ns/floorNs, ns/fastest, r.spread()/2)
+				n, label, ns/1e3, bytes/1024, allocs, r.ratio(floor), r.ratio(fastest), r.spread()/2)
 		}
 	}
 
@@ -150,10 +177,10 @@ func main() {
 	fmt.Println()
 	fmt.Println("| scale | µs/op | KB/op | allocs/op | other | × 1 mapping | spread |")
 	fmt.Println("|---|---:|---:|---:|---|---:|---:|")
-	base := map[string]float64{}
+	base := map[string]*row{}
 	for _, r := range scale {
 		if rest, ok := strings.CutPrefix(r.name, "BenchmarkScale/mappings=1/"); ok {
-			base[rest], _ = r.median("ns/op")
+			base[rest] = r
 		}
 	}
 	for _, r := range scale {
@@ -169,8 +196,10 @@ func main() {
 		}
 		slices.Sort(other)
 		ratio := "—"
-		if _, rest, ok := strings.Cut(strings.TrimPrefix(r.name, "BenchmarkScale/"), "/"); ok && base[rest] > 0 {
-			ratio = fmt.Sprintf("%.2f×", ns/base[rest])
+		if b := base[strings.TrimSuffix(strings.TrimPrefix(r.name[strings.LastIndex(r.name, "/"):], "/"), "")]; b != nil {
+			ratio = fmt.Sprintf("%.2f×", r.ratio(b))
+		} else if strings.Contains(r.name, "decide-by-selector") && base["decide-by-name"] != nil {
+			ratio = fmt.Sprintf("%.2f×", r.ratio(base["decide-by-name"]))
 		}
 		fmt.Printf("| %s | %.1f | %.1f | %.0f | %s | %s | ±%.0f%% |\n",
 			strings.TrimPrefix(r.name, "BenchmarkScale/"), ns/1e3, bytes/1024, allocs, strings.Join(other, ", "), ratio, r.spread()/2)
