@@ -65,8 +65,12 @@ func TestLoad(t *testing.T) {
 
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(env.GuardCA.PEM)
+	// HTTP/2, as kube-apiserver calls webhooks (the guard offers h2 and
+	// http/1.1): requests share connections instead of each burst opening
+	// new ones and paying a TLS handshake.
 	transport := &http.Transport{
 		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     time.Minute,
 	}
@@ -90,6 +94,9 @@ func TestLoad(t *testing.T) {
 		}
 		if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"allowed":true`)) {
 			return fmt.Errorf("%d %s", resp.StatusCode, body)
+		}
+		if resp.ProtoMajor != 2 {
+			return fmt.Errorf("answered over %s, want HTTP/2", resp.Proto)
 		}
 		return nil
 	}
@@ -150,9 +157,31 @@ func measure(t *testing.T, pid int, name string, run func() ([]time.Duration, in
 	t.Logf("%s: %d requests, %d errors, %.0f req/s, p50 %s p99 %s p99.9 %s, server CPU %s/req, peak RSS %.1f MiB",
 		name, r.n, r.errors, r.rps, r.p50, r.p99, r.p999, r.cpuPerReq, r.peakRSS)
 	if errs > 0 {
-		t.Errorf("%s: %d requests failed", name, errs)
+		t.Errorf("%s: %d requests failed; the first: %v", name, errs, takeErr())
 	}
 	return r
+}
+
+// firstErr keeps the first failure of a phase, for the report.
+var firstErr struct {
+	sync.Mutex
+	msg string
+}
+
+func noteErr(err error) {
+	firstErr.Lock()
+	defer firstErr.Unlock()
+	if firstErr.msg == "" {
+		firstErr.msg = err.Error()
+	}
+}
+
+func takeErr() string {
+	firstErr.Lock()
+	defer firstErr.Unlock()
+	msg := firstErr.msg
+	firstErr.msg = ""
+	return msg
 }
 
 // closedLoop runs c clients, each sending the next request when the last
@@ -170,6 +199,7 @@ func closedLoop(ctx context.Context, c int, d time.Duration, send func(context.C
 				start := time.Now()
 				if err := send(ctx); err != nil {
 					errs.Add(1)
+					noteErr(err)
 					continue
 				}
 				lat = append(lat, time.Since(start))
@@ -203,6 +233,7 @@ func openLoop(ctx context.Context, rate int, d time.Duration, send func(context.
 		wg.Go(func() {
 			if err := send(ctx); err != nil {
 				failed[i] = true
+				noteErr(err)
 				return
 			}
 			lat[i] = time.Since(due)
