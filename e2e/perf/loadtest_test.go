@@ -121,6 +121,7 @@ func TestLoad(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %.1f MiB |\n", r.name, r.n, r.errors, r.rps,
 			ms(r.p50), ms(r.p99), ms(r.p999), us(r.cpuPerReq), r.peakRSS)
 	}
+	fmt.Fprintf(&b, "\nopen loop: %s\n", openLoopNote)
 	b.WriteString(apiServerLatency(t, env, f))
 	fmt.Println(b.String())
 }
@@ -161,6 +162,10 @@ func measure(t *testing.T, pid int, name string, run func() ([]time.Duration, in
 	}
 	return r
 }
+
+// openLoopNote says when the open loop's slow requests were due (a stall
+// of the machine shows as one burst).
+var openLoopNote string
 
 // firstErr keeps the first failure of a phase, for the report.
 var firstErr struct {
@@ -242,13 +247,22 @@ func openLoop(ctx context.Context, rate int, d time.Duration, send func(context.
 	wg.Wait()
 	var ok []time.Duration
 	var errs int64
+	worst, slow := 0, 0
 	for i := range n {
 		if failed[i] {
 			errs++
 		} else if lat[i] > 0 {
 			ok = append(ok, lat[i])
+			if lat[i] > lat[worst] {
+				worst = i
+			}
+			if lat[i] > 10*time.Millisecond {
+				slow++
+			}
 		}
 	}
+	openLoopNote = fmt.Sprintf("%d of %d requests over 10 ms; the slowest was due %s into the run and took %s",
+		slow, n, time.Duration(worst)*interval, lat[worst].Round(time.Millisecond))
 	return ok, errs
 }
 
