@@ -93,7 +93,7 @@ func (rh *ReviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rh.writeError(w, apiVersion, "", http.StatusBadRequest, errors.New("request body is empty"))
 		return
 	}
-	defer r.Body.Close()
+	defer func() { _ = r.Body.Close() }()
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 1<<20 { // do not keep a huge review's buffer alive

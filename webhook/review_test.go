@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +45,7 @@ func sampleHandler(t *testing.T, configFile string) *Handler {
 	var objs []client.Object
 	for {
 		var raw runtime.RawExtension
-		if err := dec.Decode(&raw); err == io.EOF {
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 			break
 		} else {
 			require.NoError(t, err)

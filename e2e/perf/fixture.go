@@ -162,10 +162,10 @@ func configuration(n int, caPEM []byte) *admv1.ValidatingWebhookConfiguration {
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "admissionregistration.k8s.io/v1",
 					Time: &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:meta.helm.sh/release-name":{},"f:meta.helm.sh/release-namespace":{}},"f:labels":{".":{},"f:app.kubernetes.io/component":{},"f:app.kubernetes.io/name":{}}},"f:webhooks":{}}`)}},
+					FieldsV1: fieldsV1(`{"f:metadata":{"f:annotations":{".":{},"f:meta.helm.sh/release-name":{},"f:meta.helm.sh/release-namespace":{}},"f:labels":{".":{},"f:app.kubernetes.io/component":{},"f:app.kubernetes.io/name":{}}},"f:webhooks":{}}`)},
 				{Manager: "koord-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "admissionregistration.k8s.io/v1",
 					Time: &metav1.Time{Time: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:webhooks":{"k:{\"name\":\"vpod.koordinator.sh\"}":{"f:clientConfig":{"f:caBundle":{}}}}}`)}},
+					FieldsV1: fieldsV1(`{"f:webhooks":{"k:{\"name\":\"vpod.koordinator.sh\"}":{"f:clientConfig":{"f:caBundle":{}}}}}`)},
 			},
 		},
 	}
@@ -190,6 +190,12 @@ func configuration(n int, caPEM []byte) *admv1.ValidatingWebhookConfiguration {
 		})
 	}
 	return c
+}
+
+func fieldsV1(s string) *metav1.FieldsV1 {
+	f := &metav1.FieldsV1{}
+	f.SetRawString(s)
+	return f
 }
 
 func runtimeRaw(b []byte) runtime.RawExtension { return runtime.RawExtension{Raw: b} }
