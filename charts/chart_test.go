@@ -353,6 +353,10 @@ config:
 			values: "replicas: 3\n",
 			want:   []string{"additional properties 'replicas' not allowed"},
 		},
+		"if an RSA key would be 256 bits, name the size": {
+			values: "tls:\n  privateKey: {algorithm: RSA, size: 256}\n",
+			want:   []string{"at '/tls/privateKey/size': value must be one of 2048, 3072, 4096, 8192"},
+		},
 		"if the shape is unknown, name shape": {
 			values: "shape: deployment\n",
 			want:   []string{"at '/shape': value must be one of 'static', 'policy'"},
@@ -767,6 +771,109 @@ func Test_renderedGuardConfigWorksWithCheck(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(stdout.String(), w) {
 					t.Errorf("check output lacks %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+// Test_podInvariants checks what must hold for every rendered workload,
+// whatever a golden update might let slip: the restricted security context
+// on every container, the priority class, and for the static shape host
+// networking with everything on loopback except metrics.
+func Test_podInvariants(t *testing.T) {
+	type probe struct {
+		HTTPGet struct {
+			Host string `json:"host"`
+		} `json:"httpGet"`
+	}
+	type container struct {
+		Name            string   `json:"name"`
+		Args            []string `json:"args"`
+		SecurityContext struct {
+			AllowPrivilegeEscalation *bool `json:"allowPrivilegeEscalation"`
+			ReadOnlyRootFilesystem   *bool `json:"readOnlyRootFilesystem"`
+			Capabilities             struct {
+				Drop []string `json:"drop"`
+				Add  []string `json:"add"`
+			} `json:"capabilities"`
+		} `json:"securityContext"`
+		LivenessProbe  *probe `json:"livenessProbe"`
+		ReadinessProbe *probe `json:"readinessProbe"`
+	}
+	type workload struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					HostNetwork       bool              `json:"hostNetwork"`
+					DNSPolicy         string            `json:"dnsPolicy"`
+					PriorityClassName string            `json:"priorityClassName"`
+					NodeSelector      map[string]string `json:"nodeSelector"`
+					SecurityContext   struct {
+						RunAsNonRoot   *bool `json:"runAsNonRoot"`
+						SeccompProfile struct {
+							Type string `json:"type"`
+						} `json:"seccompProfile"`
+					} `json:"securityContext"`
+					Containers []container `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	for _, name := range sortedKeys(valueSets) {
+		t.Run(name, func(t *testing.T) {
+			out, err := helm(t, templateArgs(chartDir, valueSets[name])...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, doc := range strings.Split(out, "\n---\n") {
+				var w workload
+				if err := yaml.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(doc), "---")), &w); err != nil {
+					t.Fatal(err)
+				}
+				if w.Kind != "DaemonSet" && w.Kind != "Deployment" {
+					continue
+				}
+				pod := w.Spec.Template.Spec
+				if pod.PriorityClassName != "system-cluster-critical" {
+					t.Errorf("%s priorityClassName = %q", w.Kind, pod.PriorityClassName)
+				}
+				if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot || pod.SecurityContext.SeccompProfile.Type != "RuntimeDefault" {
+					t.Errorf("%s pod securityContext is not restricted: %+v", w.Kind, pod.SecurityContext)
+				}
+				static := w.Kind == "DaemonSet"
+				if static != (pod.HostNetwork && pod.DNSPolicy == "ClusterFirstWithHostNet") {
+					t.Errorf("%s hostNetwork=%v dnsPolicy=%q", w.Kind, pod.HostNetwork, pod.DNSPolicy)
+				}
+				if static {
+					if _, ok := pod.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
+						t.Errorf("DaemonSet nodeSelector %v does not select control-plane nodes", pod.NodeSelector)
+					}
+				}
+				for _, c := range pod.Containers {
+					sc := c.SecurityContext
+					if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+						!slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+						t.Errorf("%s container %s securityContext is not restricted: %+v", w.Kind, c.Name, sc)
+					}
+					if c.Name != "webhook-guard" {
+						continue
+					}
+					for _, p := range []*probe{c.LivenessProbe, c.ReadinessProbe} {
+						if p == nil {
+							t.Errorf("%s container %s lacks a probe", w.Kind, c.Name)
+						} else if static && p.HTTPGet.Host != "127.0.0.1" {
+							t.Errorf("%s probe host = %q; with host networking it must be 127.0.0.1, where the health server listens", w.Kind, p.HTTPGet.Host)
+						}
+					}
+					if static {
+						for _, want := range []string{"--bind-address=127.0.0.1", "--health-probe-bind-address=[127.0.0.1]:"} {
+							if !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, want) }) {
+								t.Errorf("DaemonSet guard args %v lack %s", c.Args, want)
+							}
+						}
+					}
 				}
 			}
 		})

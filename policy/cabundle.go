@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // MaxBundleCertificates bounds the certificates one caBundle may hold. Real
@@ -75,6 +76,9 @@ type CASet struct {
 	// Source describes where the set was read, for messages.
 	Source string
 	fps    []Fingerprint // sorted, deduplicated
+	// notAfter is the earliest expiry of the certificates, when the set
+	// was parsed from PEM (zero when built from fingerprints).
+	notAfter time.Time
 }
 
 // NewCASet parses a PEM bundle into a CASet.
@@ -83,8 +87,33 @@ func NewCASet(source string, pemData []byte) (CASet, error) {
 	if err != nil {
 		return CASet{}, err
 	}
-	return NewCASetFromFingerprints(source, fps...), nil
+	s := NewCASetFromFingerprints(source, fps...)
+	s.notAfter = EarliestExpiry(pemData)
+	return s, nil
 }
+
+// EarliestExpiry is the earliest NotAfter of the certificates in a PEM
+// bundle; zero when it holds none.
+func EarliestExpiry(pemData []byte) time.Time {
+	var earliest time.Time
+	for rest := pemData; ; {
+		block, next := pem.Decode(rest)
+		if block == nil {
+			return earliest
+		}
+		rest = next
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil && (earliest.IsZero() || c.NotAfter.Before(earliest)) {
+			earliest = c.NotAfter
+		}
+	}
+}
+
+// NotAfter is the earliest expiry of the set's certificates; zero when
+// unknown (a set built from fingerprints).
+func (s CASet) NotAfter() time.Time { return s.notAfter }
 
 // NewCASetFromFingerprints builds a set from known fingerprints.
 func NewCASetFromFingerprints(source string, fps ...Fingerprint) CASet {
@@ -96,7 +125,12 @@ func NewCASetFromFingerprints(source string, fps ...Fingerprint) CASet {
 
 // Union returns a set holding the certificates of both.
 func (s CASet) Union(o CASet) CASet {
-	return NewCASetFromFingerprints(s.Source, append(slices.Clone(s.fps), o.fps...)...)
+	u := NewCASetFromFingerprints(s.Source, append(slices.Clone(s.fps), o.fps...)...)
+	u.notAfter = s.notAfter
+	if u.notAfter.IsZero() || (!o.notAfter.IsZero() && o.notAfter.Before(u.notAfter)) {
+		u.notAfter = o.notAfter
+	}
+	return u
 }
 
 // Contains reports whether the fingerprint is in the set.

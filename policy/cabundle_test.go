@@ -184,3 +184,21 @@ func sortedFPs(fps ...Fingerprint) []Fingerprint {
 	slices.SortFunc(out, func(a, b Fingerprint) int { return bytes.Compare(a[:], b[:]) })
 	return out
 }
+
+func Test_CASetNotAfter(t *testing.T) {
+	f := testFixtures(t)
+	set, err := NewCASet("test", bundle(f.Inline.PEM, f.OwnerNew.PEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := EarliestExpiry(f.Inline.PEM)
+	if other := EarliestExpiry(f.OwnerNew.PEM); other.Before(want) {
+		want = other
+	}
+	if got := set.NotAfter(); !got.Equal(want) || got.IsZero() {
+		t.Errorf("NotAfter = %s; want the earliest expiry %s", got, want)
+	}
+	if u := NewCASetFromFingerprints("fp", f.Inline.FP).Union(set); !u.NotAfter().Equal(want) {
+		t.Errorf("Union NotAfter = %s; want %s", u.NotAfter(), want)
+	}
+}

@@ -133,9 +133,11 @@ func (r *reviewRequest) input(object func(field string, kind policy.ConfigKind) 
 	}
 	in.Labels, in.Annotations = meta.Metadata.Labels, meta.Metadata.Annotations
 	if old != nil && in.Operation == policy.OperationUpdate {
-		// The CA source annotation is read from the stored object, so a
-		// request cannot redirect its own CA check by rewriting it.
-		in.Annotations = old.Metadata.Annotations
+		// The owning mapping (by label selector) and the CA source annotation
+		// are read from the stored object, so a request can neither move the
+		// configuration out of its owner's selector nor redirect its own CA
+		// check by rewriting its labels or annotations.
+		in.Labels, in.Annotations = old.Metadata.Labels, old.Metadata.Annotations
 	}
 	in.Webhooks, in.OldWebhooks = webhooks(obj), webhooks(old)
 	return in, nil

@@ -109,6 +109,9 @@ func (h *Handler) resolve(ctx context.Context, mapping string, req casource.Requ
 		}
 		logf.FromContext(ctx).Info("owner CA source error", "mapping", mapping, "source", res.Source, "stale", res.Stale, "reason", reason)
 	}
+	if res.Err == nil && !res.Set.NotAfter().IsZero() {
+		h.Metrics.OwnerCAExpiry.WithLabelValues(mapping).Set(float64(res.Set.NotAfter().Unix()))
+	}
 	return res
 }
 

@@ -33,6 +33,9 @@ type Metrics struct {
 	ConfigReloads *prometheus.CounterVec
 	// ConfigLastReloadSuccess is 1 when the last reload attempt succeeded.
 	ConfigLastReloadSuccess prometheus.Gauge
+	// OwnerCAExpiry is the earliest NotAfter (Unix seconds) of each
+	// mapping's CA, refreshed periodically and on every CA read.
+	OwnerCAExpiry *prometheus.GaugeVec
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -75,9 +78,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "webhook_guard_config_last_reload_successful",
 			Help: "1 when the last config reload succeeded, 0 when the last good config is still in force after a bad file.",
 		}),
+		OwnerCAExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "webhook_guard_owner_ca_expiry_timestamp_seconds",
+			Help: "Earliest expiry (Unix time) of the certificates in each mapping's CA.",
+		}, []string{"mapping"}),
 	}
 	reg.MustRegister(m.Decisions, m.Records, m.DecisionDuration, m.InvalidRequests, m.CASourceErrors,
-		m.CALiveRereads, m.FlappingDetected, m.ConfigReloads, m.ConfigLastReloadSuccess)
+		m.CALiveRereads, m.FlappingDetected, m.ConfigReloads, m.ConfigLastReloadSuccess, m.OwnerCAExpiry)
 	m.ConfigLastReloadSuccess.Set(1)
 	return m
 }

@@ -48,6 +48,11 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectionNamespace holds the Lease.
 	LeaderElectionNamespace string
+	// KubeAPIQPS and KubeAPIBurst bound the guard's own API requests (CA
+	// reads); client-go's default of 5 QPS would queue CA re-reads under a
+	// write storm.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 
 	// Observability
 
@@ -59,6 +64,16 @@ type Options struct {
 	LogFormat string
 	// LogLevel is info or debug (or a number: higher is more verbose).
 	LogLevel string
+
+	// Records
+
+	// RecordsFlushInterval is how often aggregated records are written to
+	// the ClusterReports and Events: at most one write per report and one
+	// Event per (configuration, reason) per interval per replica.
+	RecordsFlushInterval time.Duration
+	// RecordsMaxResults bounds the results of one ClusterReport (oldest
+	// dropped first).
+	RecordsMaxResults int
 }
 
 // Complete validates the options and fills what can be derived, returning
@@ -89,11 +104,20 @@ func (o *Options) Complete() error {
 	if o.CAMaxStale < o.CATTL {
 		errs = append(errs, fmt.Sprintf("--ca-max-stale must be >= --ca-cache-ttl (%s), got %s", o.CATTL, o.CAMaxStale))
 	}
+	if o.RecordsFlushInterval < time.Second {
+		errs = append(errs, fmt.Sprintf("--records-flush-interval must be >= 1s, got %s", o.RecordsFlushInterval))
+	}
+	if o.RecordsMaxResults < 1 {
+		errs = append(errs, fmt.Sprintf("--records-max-results must be >= 1, got %d", o.RecordsMaxResults))
+	}
 	if _, err := o.tlsVersion(); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if _, err := o.cipherSuites(); err != nil {
 		errs = append(errs, err.Error())
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Sprintf("--kube-api-qps must be > 0 and --kube-api-burst >= 1, got %g and %d", o.KubeAPIQPS, o.KubeAPIBurst))
 	}
 	if o.LogFormat != "json" && o.LogFormat != "text" {
 		errs = append(errs, fmt.Sprintf("--log-format must be json or text, got %q", o.LogFormat))

@@ -35,3 +35,21 @@ func (l LogRecorder) RecordFlapping(_ context.Context, mapping string, r policy.
 	l.Log.Info("caBundle flapping detected", "mapping", mapping, "kind", r.Kind, "name", r.Name,
 		"distinctBundles", r.DistinctBundles, "window", r.Window.String(), "writers", r.Writers)
 }
+
+// Recorders fans every record out to each recorder in order (the log line
+// and the durable ClusterReports).
+type Recorders []Recorder
+
+// RecordDecision implements Recorder.
+func (rs Recorders) RecordDecision(ctx context.Context, d *policy.Decision) {
+	for _, r := range rs {
+		r.RecordDecision(ctx, d)
+	}
+}
+
+// RecordFlapping implements Recorder.
+func (rs Recorders) RecordFlapping(ctx context.Context, mapping string, r policy.FlapReport) {
+	for _, rec := range rs {
+		rec.RecordFlapping(ctx, mapping, r)
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"net/http"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -18,18 +20,23 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "webhook-guard"
 
-// NewScheme knows the core types and cert-manager's, which CA sources read.
+// NewScheme knows the core types, cert-manager's, which CA sources read,
+// and OpenReports', which records are written as.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	if err := cmapi.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := reportsv1alpha1.Install(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -80,7 +87,28 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 
-	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: LogRecorder{Log: log.WithName("records")},
+	// Reports are read and written directly (no informer: one GET per
+	// report per flush, and no list/watch permission needed).
+	reportClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	reports := records.New(records.Options{
+		Client:        reportClient,
+		Events:        mgr.GetEventRecorder("webhook-guard"),
+		FlushInterval: o.RecordsFlushInterval,
+		MaxResults:    o.RecordsMaxResults,
+		Metrics:       records.NewMetrics(ctrlmetrics.Registry),
+		Log:           log.WithName("reports"),
+	})
+	if err := mgr.Add(reports); err != nil {
+		return err
+	}
+	if err := mgr.Add(&CAExpiryWatcher{Config: store, CA: resolver, Metrics: metrics, Interval: CAExpiryInterval, Log: log.WithName("ca-expiry")}); err != nil {
+		return err
+	}
+	recorder := Recorders{LogRecorder{Log: log.WithName("records")}, reports}
+	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder,
 		Fingerprints: policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)}
 	// One decode of the review and its objects (ReviewHandler) instead of
 	// controller-runtime's generic admission.Webhook; Register wraps it in

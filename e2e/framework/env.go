@@ -8,6 +8,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -52,6 +53,16 @@ type Options struct {
 	// CertManagerCRDs installs cert-manager's Certificate, Issuer,
 	// ClusterIssuer and CertificateRequest CRDs.
 	CertManagerCRDs bool
+	// ReportCRDs installs the OpenReports CRDs (ClusterReport, Report) the
+	// guard keeps its records in.
+	ReportCRDs bool
+	// GuardArgs are appended to the guard's `serve` arguments.
+	GuardArgs []string
+
+	// AuditLog makes kube-apiserver write an audit log (Metadata level for
+	// webhook configurations) that Env.AuditEvents reads, to see the
+	// guard's auditAnnotations where cluster operators see them.
+	AuditLog bool
 
 	// afterRender lets the framework's own tests break the rendered files.
 	afterRender func(t testing.TB, renderDir string)
@@ -75,9 +86,11 @@ type Env struct {
 	Rendered map[string][]byte
 	Guard    *Guard
 
-	testEnv *envtest.Environment
+	testEnv      *envtest.Environment
+	auditLogPath string
 
-	rbacOnce sync.Once
+	rbacOnce  sync.Once
+	addUserMu sync.Mutex
 }
 
 // RepoRoot is the repository root, found from this file's location.
@@ -147,6 +160,7 @@ func Start(t testing.TB, opts Options) *Env {
 		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		Log:         &Buffer{},
+		ExtraArgs:   opts.GuardArgs,
 	}
 	e.Guard = g
 
@@ -170,8 +184,21 @@ func Start(t testing.TB, opts Options) *Env {
 	api.Path = filepath.Join(binDir, "kube-apiserver")
 	api.Out, api.Err = e.APIServerLog, e.APIServerLog
 	api.Configure().Set("admission-control-config-file", admissionConfig)
+	if opts.AuditLog {
+		policyPath := filepath.Join(e.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policyPath, []byte(auditPolicy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.auditLogPath = filepath.Join(e.Dir, "audit.log")
+		api.Configure().Set("audit-policy-file", policyPath)
+		api.Configure().Set("audit-log-path", e.auditLogPath)
+		api.Configure().Set("audit-log-mode", "blocking")
+	}
 	if opts.CertManagerCRDs {
 		e.testEnv.CRDInstallOptions.Paths = CertManagerCRDPaths(t)
+	}
+	if opts.ReportCRDs {
+		e.testEnv.CRDInstallOptions.Paths = append(e.testEnv.CRDInstallOptions.Paths, ReportCRDPaths(t)...)
 	}
 	cfg, err := e.testEnv.Start()
 	if err != nil {
@@ -276,10 +303,12 @@ func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard"},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates", "issuers", "clusterissuers"}, Verbs: []string{"get", "list", "watch"}},
+			// CA sources are read by direct GETs: no list, no watch.
+			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates", "issuers", "clusterissuers"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+			{APIGroups: []string{"openreports.io"}, Resources: []string{"clusterreports"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 		},
 	}
 	if _, err := e.AdminKube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
@@ -287,7 +316,7 @@ func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
 	}
 	user := ServiceAccountUser(GuardNamespace, GuardServiceAccount)
 	e.bind(t, "webhook-guard", "webhook-guard", user.Name)
-	au, err := e.testEnv.AddUser(user, nil)
+	au, err := e.addUser(user, nil)
 	if err != nil {
 		t.Fatalf("provision the guard's identity: %v", err)
 	}
@@ -357,6 +386,52 @@ func WriteFileAtomic(t testing.TB, path string, data []byte) {
 	}
 }
 
+// ReportCRDPaths are the OpenReports CRD files from the
+// github.com/openreports/reports-api module in the module cache.
+func ReportCRDPaths(t testing.TB) []string {
+	t.Helper()
+	dir := filepath.Join(moduleDir(t, "github.com/openreports/reports-api"), "config", "crd")
+	return []string{filepath.Join(dir, "openreports.io_clusterreports.yaml"), filepath.Join(dir, "openreports.io_reports.yaml")}
+}
+
+func moduleDir(t testing.TB, module string) string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		t.Fatalf("locate the %s module (go list -m): %v", module, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Kubeconfig writes a kubeconfig acting as user (for running the
+// webhook-guard CLI against the environment) and returns its path.
+func (e *Env) Kubeconfig(t testing.TB, user envtest.User) string {
+	t.Helper()
+	au, err := e.addUser(user, nil)
+	if err != nil {
+		t.Fatalf("provision user %s: %v", user.Name, err)
+	}
+	kc, err := au.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig for %s: %v", user.Name, err)
+	}
+	f, err := os.CreateTemp(e.Dir, "kubeconfig-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(kc); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
+}
+
 // CertManagerCRDPaths are cert-manager's CRD files from the
 // github.com/cert-manager/cert-manager module in the module cache.
 func CertManagerCRDPaths(t testing.TB) []string {
@@ -377,4 +452,58 @@ func CertManagerCRDPaths(t testing.TB) []string {
 		paths = append(paths, filepath.Join(dir, f))
 	}
 	return paths
+}
+
+// auditPolicy records webhook configuration writes at Metadata level (which
+// carries admission webhooks' auditAnnotations) and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  resources:
+  - group: admissionregistration.k8s.io
+    resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
+- level: None
+`
+
+// AuditEvent is the part of a kube-apiserver audit event the tests read.
+type AuditEvent struct {
+	Verb  string `json:"verb"`
+	Stage string `json:"stage"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource string `json:"resource"`
+		Name     string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// AuditEvents reads kube-apiserver's audit log (Options.AuditLog).
+func (e *Env) AuditEvents(t testing.TB) []AuditEvent {
+	t.Helper()
+	if e.auditLogPath == "" {
+		t.Fatal("AuditEvents needs Options.AuditLog")
+	}
+	data, err := os.ReadFile(e.auditLogPath)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatalf("read the audit log: %v", err)
+	}
+	var out []AuditEvent
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var ev AuditEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			continue // a line being written
+		}
+		out = append(out, ev)
+	}
+	return out
 }

@@ -87,8 +87,7 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
-	// ExtraArgs are appended to Args (a repeated flag's last value wins),
-	// e.g. the load test's --log-level info.
+	// ExtraArgs are appended to Args.
 	ExtraArgs []string
 
 	mu   sync.Mutex
@@ -112,6 +111,21 @@ func (g *Guard) Args() []string {
 		"--log-format", "json",
 		"--log-level", "debug",
 	}, g.ExtraArgs...)
+}
+
+// StartReplica starts another `serve` process with the same config,
+// certificate and identity on its own ports, as a second replica of the
+// Deployment (kube-apiserver keeps calling the first; send AdmissionReviews
+// to the replica's URL directly).
+func (e *Env) StartReplica(t testing.TB) *Guard {
+	t.Helper()
+	g := &Guard{
+		env: e, Bin: e.Guard.Bin, ConfigPath: e.Guard.ConfigPath, CertDir: e.Guard.CertDir, Kubeconfig: e.Guard.Kubeconfig,
+		Port: FreePort(t), MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), HealthAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
+		Log: &Buffer{}, ExtraArgs: e.Guard.ExtraArgs,
+	}
+	g.Start(t)
+	return g
 }
 
 // Start runs the guard and waits until /readyz answers 200. The process is
@@ -299,11 +313,19 @@ func (g *Guard) RecordsFor(name string) []Record {
 // counts a successful reload (webhook_guard_config_reloads_total{result="success"}).
 func (g *Guard) RewriteConfig(t testing.TB, c *policy.GuardConfig) {
 	t.Helper()
-	reloaded := map[string]string{"result": "success"}
-	before := g.Metric(t, "webhook_guard_config_reloads_total", reloaded)
-	WriteFileAtomic(t, g.ConfigPath, MarshalConfig(t, c))
-	Eventually(t, 15*time.Second, "the guard reloads its rewritten configuration", func() bool {
-		return g.Metric(t, "webhook_guard_config_reloads_total", reloaded) > before
+	g.RewriteConfigFile(t, MarshalConfig(t, c), "success")
+}
+
+// RewriteConfigFile writes raw bytes as the config file (temp file +
+// rename) and waits until the guard counts a reload with the given result
+// (success or error), so a test can also hand it a broken file.
+func (g *Guard) RewriteConfigFile(t testing.TB, data []byte, result string) {
+	t.Helper()
+	labels := map[string]string{"result": result}
+	before := g.Metric(t, "webhook_guard_config_reloads_total", labels)
+	WriteFileAtomic(t, g.ConfigPath, data)
+	Eventually(t, 15*time.Second, fmt.Sprintf("the guard counts a reload of its rewritten configuration with result %q", result), func() bool {
+		return g.Metric(t, "webhook_guard_config_reloads_total", labels) > before
 	})
 }
 

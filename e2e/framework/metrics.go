@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -41,9 +42,19 @@ next:
 func (m Metrics) Series(name string) string {
 	var b strings.Builder
 	for _, s := range m {
-		if s.Name == name {
-			fmt.Fprintf(&b, "%s%v %g\n", s.Name, s.Labels, s.Value)
+		if s.Name != name {
+			continue
 		}
+		keys := make([]string, 0, len(s.Labels))
+		for k := range s.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		pairs := make([]string, 0, len(keys))
+		for _, k := range keys {
+			pairs = append(pairs, fmt.Sprintf("%s=%q", k, s.Labels[k]))
+		}
+		fmt.Fprintf(&b, "%s{%s} %g\n", s.Name, strings.Join(pairs, ","), s.Value)
 	}
 	if b.Len() == 0 {
 		return name + ": no samples\n"
@@ -80,7 +91,7 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 				key := rest[:eq]
 				val, n, err := unquoteLabel(rest[eq+1:])
 				if err != nil {
-					return nil, fmt.Errorf("%v in %q", err, line)
+					return nil, fmt.Errorf("%w in %q", err, line)
 				}
 				s.Labels[key] = val
 				rest = rest[eq+1+n:]

@@ -97,7 +97,7 @@ func (e *Env) Client(t testing.TB, user envtest.User) *Client {
 		sum := sha256.Sum256([]byte(user.Name))
 		e.bind(t, "e2e-writer-"+hex.EncodeToString(sum[:6]), WriterRole, user.Name)
 	}
-	au, err := e.testEnv.AddUser(user, &rest.Config{QPS: 200, Burst: 400})
+	au, err := e.addUser(user, &rest.Config{QPS: 200, Burst: 400})
 	if err != nil {
 		t.Fatalf("provision user %s: %v", user.Name, err)
 	}
@@ -135,4 +135,12 @@ func (e *Env) createWriterRole(t testing.TB) {
 func (e *Env) AdminClient(t testing.TB) *Client {
 	t.Helper()
 	return e.Client(t, envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}})
+}
+
+// addUser provisions an identity; envtest's AddUser is not safe for
+// concurrent use (its CA's serial counter), and parallel subtests share an Env.
+func (e *Env) addUser(user envtest.User, base *rest.Config) (*envtest.AuthenticatedUser, error) {
+	e.addUserMu.Lock()
+	defer e.addUserMu.Unlock()
+	return e.testEnv.AddUser(user, base)
 }

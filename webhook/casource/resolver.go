@@ -9,7 +9,6 @@ import (
 	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,19 +58,27 @@ type Resolver struct {
 	reader client.Reader
 	opts   Options
 
-	mu    sync.Mutex
-	cache map[string]cacheEntry
-	// flight shares one read of a source among the requests that find its
-	// cache entry expired at the same moment: without it, every request in
-	// flight when the TTL runs out GETs the source (hundreds at 1,000
-	// requests/s), queues behind the client's rate limiter, and latency and
-	// memory explode until the reads drain.
-	flight singleflight.Group
+	mu      sync.Mutex
+	cache   map[string]cacheEntry
+	flights map[string]*flight
 }
 
-// sharedReadTimeout bounds a read shared by several requests; each request
-// still stops waiting when its own context ends.
-const sharedReadTimeout = 10 * time.Second
+// flight coalesces reads of one source: under a storm of denials (the
+// 8-replica incident: every write is a ca-mismatch that asks for a live
+// re-read) the guard must not turn each request into a GET of the CA
+// Secret, which would queue behind client-side rate limits and amplify
+// load on the API server it protects.
+type flight struct {
+	inflight *readCall // the read in progress, if any
+	last     *readCall // the last completed read
+}
+
+type readCall struct {
+	start time.Time
+	done  chan struct{}
+	set   policy.CASet
+	err   error
+}
 
 type cacheEntry struct {
 	set    policy.CASet
@@ -89,7 +96,7 @@ func New(reader client.Reader, opts Options) *Resolver {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Resolver{reader: reader, opts: opts, cache: map[string]cacheEntry{}}
+	return &Resolver{reader: reader, opts: opts, cache: map[string]cacheEntry{}, flights: map[string]*flight{}}
 }
 
 // Resolve returns the owner's CA set. With live false a fresh cached answer
@@ -107,17 +114,18 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	if ok && !live && now.Sub(entry.readAt) < r.opts.TTL {
 		return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Source: src.key}
 	}
-	var set policy.CASet
-	if live {
-		// A live re-read must start after the decision that asked for it,
-		// so it never joins a read already in flight.
-		set, err = src.read(ctx, r.reader)
-	} else {
-		set, err = r.sharedRead(ctx, src)
-	}
+	set, err := r.coalescedRead(ctx, src, now)
 	if err != nil {
 		if ok && now.Sub(entry.readAt) < r.opts.MaxStale && !isDefinitive(err) {
 			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Stale: true, Source: src.key}
+		}
+		if ok && isDefinitive(err) {
+			// The source answered that it is gone or unusable (typically on
+			// the live re-read before a denial): the cached answer must not
+			// keep serving for the rest of its TTL.
+			r.mu.Lock()
+			delete(r.cache, src.key)
+			r.mu.Unlock()
 		}
 		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: src.key}
 	}
@@ -127,19 +135,48 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	return Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Source: src.key}
 }
 
-// sharedRead reads src once for every caller waiting on it at the time.
-func (r *Resolver) sharedRead(ctx context.Context, src source) (policy.CASet, error) {
-	ch := r.flight.DoChan(src.key, func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedReadTimeout)
-		defer cancel()
-		return src.read(rctx, r.reader)
-	})
-	select {
-	case res := <-ch:
-		set, _ := res.Val.(policy.CASet)
-		return set, res.Err
-	case <-ctx.Done():
-		return policy.CASet{}, ctx.Err()
+// coalescedRead reads the source, sharing reads between concurrent
+// requests. A request only takes the result of a read that started at or
+// after the request arrived, so a CA rotated just before the request is
+// always seen (the guarantee behind "a rotation racing the cache is never
+// denied"); concurrent requests share one read, and requests arriving during
+// a read share the next one. (A completed read is reused only when it began
+// strictly after the arrival, so a frozen test clock never hides a change.)
+func (r *Resolver) coalescedRead(ctx context.Context, src source, arrival time.Time) (policy.CASet, error) {
+	for {
+		r.mu.Lock()
+		f := r.flights[src.key]
+		if f == nil {
+			f = &flight{}
+			r.flights[src.key] = f
+		}
+		if f.last != nil && f.last.start.After(arrival) {
+			c := f.last
+			r.mu.Unlock()
+			return c.set, c.err
+		}
+		if c := f.inflight; c != nil {
+			r.mu.Unlock()
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return policy.CASet{}, &SourceError{Source: src.key, Reason: "gave up waiting for the read: " + ctx.Err().Error()}
+			}
+			if !c.start.Before(arrival) {
+				return c.set, c.err
+			}
+			continue // that read began before this request arrived; take the next one
+		}
+		c := &readCall{start: r.opts.Now(), done: make(chan struct{})}
+		f.inflight = c
+		r.mu.Unlock()
+
+		c.set, c.err = src.read(ctx, r.reader)
+		r.mu.Lock()
+		f.inflight, f.last = nil, c
+		r.mu.Unlock()
+		close(c.done)
+		return c.set, c.err
 	}
 }
 
@@ -147,6 +184,9 @@ func (r *Resolver) sharedRead(ctx context.Context, src source) (policy.CASet, er
 func (r *Resolver) Invalidate() {
 	r.mu.Lock()
 	clear(r.cache)
+	for _, f := range r.flights {
+		f.last = nil
+	}
 	r.mu.Unlock()
 }
 

@@ -71,6 +71,8 @@ spec:
         - --health-probe-bind-address=[{{ include "webhook-guard.healthHost" . }}]:{{ .Values.health.port }}
         - --log-format={{ .Values.logging.format }}
         - --log-level={{ .Values.logging.level }}
+        - --records-flush-interval={{ .Values.records.flushInterval }}
+        - --records-max-results={{ .Values.records.maxResults }}
         {{- if .Values.leaderElection.enabled }}
         - --leader-elect
         - --leader-election-namespace={{ .Release.Namespace }}

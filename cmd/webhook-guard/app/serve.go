@@ -16,6 +16,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 func newServeCommand() *cobra.Command {
@@ -42,6 +43,8 @@ new file is rejected while the last good one stays in force.`,
 			if err != nil {
 				return err
 			}
+			restCfg.QPS, restCfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+			restCfg.UserAgent = "webhook-guard/" + Version
 			return webhook.Run(ctrl.SetupSignalHandler(), o, restCfg)
 		},
 	}
@@ -68,6 +71,8 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	kube.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty.")
 	kube.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader among replicas for API writes (records, policy objects).")
 	kube.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the pod's namespace).")
+	kube.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Client-side rate limit of the guard's API requests (CA reads are also coalesced).")
+	kube.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of the guard's API requests.")
 
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
 	obs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "Address serving Prometheus /metrics; \"0\" disables it.")
@@ -75,7 +80,12 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	obs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json or text.")
 	obs.StringVar(&o.LogLevel, "log-level", "info", "Log level: info, debug, or a number (higher is more verbose).")
 
-	sections := []*pflag.FlagSet{app, wh, kube, obs}
+	rec := pflag.NewFlagSet("Records", pflag.ExitOnError)
+	rec.DurationVar(&o.RecordsFlushInterval, "records-flush-interval", records.DefaultFlushInterval,
+		"How often aggregated records are written to the OpenReports ClusterReports and Events: at most one write per report and one Event per (configuration, reason) per interval per replica.")
+	rec.IntVar(&o.RecordsMaxResults, "records-max-results", records.DefaultMaxResults, "Most results kept in one ClusterReport; the oldest are dropped first and counted.")
+
+	sections := []*pflag.FlagSet{app, wh, kube, obs, rec}
 	for _, fs := range sections {
 		cmd.Flags().AddFlagSet(fs)
 	}

@@ -1,0 +1,290 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
+)
+
+type reviewOptions struct {
+	kube     kubeFlags
+	mapping  string
+	since    string
+	decision string
+	output   string
+}
+
+func newReviewCommand() *cobra.Command {
+	o := &reviewOptions{}
+	cmd := &cobra.Command{
+		Use:   "review [--mapping NAME] [--since TIME|DURATION] [--decision DECISION] [-o table|json|yaml]",
+		Short: "Show what the guard denied or would deny, with the config change that fixes it",
+		Long: `Read the OpenReports ClusterReports the guard keeps (source webhook-guard, one
+per guarded configuration) and show, per mapping and subject, the rule, the
+count, first and last seen, and a concrete suggestion: the writer to add to
+the mapping, or the second CA writer to stop.
+
+--since keeps findings last seen at or after a time (RFC 3339) or within a
+duration (1h, 30m): run it with the moment you switched to enforce.
+
+Exit codes: 0 nothing was or would be denied, 1 something was or would be
+denied (a pipeline can gate the switch to enforce on it), 2 invalid input or
+the reports could not be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, err := o.kube.client()
+			if err != nil {
+				return invalid("%v", err)
+			}
+			return runReview(cmd.Context(), c, o, time.Now(), cmd.OutOrStdout())
+		},
+	}
+	o.kube.add(cmd)
+	cmd.Flags().StringVar(&o.mapping, "mapping", "", "Only this owner mapping.")
+	cmd.Flags().StringVar(&o.since, "since", "", "Only findings last seen at or after this time (RFC 3339) or within this duration (e.g. 1h).")
+	cmd.Flags().StringVar(&o.decision, "decision", "", "Only this decision: deny, audit, break-glass or flapping.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output: table, json or yaml.")
+	return cmd
+}
+
+func (o *reviewOptions) validate() error {
+	if err := validOutput(o.output); err != nil {
+		return err
+	}
+	switch o.decision {
+	case "", string(policy.OutcomeDeny), string(policy.OutcomeAudit), string(policy.OutcomeBreakGlass), records.DecisionFlapping:
+	default:
+		return invalid("--decision must be deny, audit, break-glass or flapping, got %q", o.decision)
+	}
+	if _, err := parseSince(o.since, time.Now()); err != nil {
+		return err
+	}
+	return nil
+}
+
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, invalid("--since must be an RFC 3339 time (2026-01-02T15:04:05Z) or a positive duration (1h), got %q", s)
+}
+
+// ReviewFinding is one line of the review: one result of one report.
+type ReviewFinding struct {
+	Mapping       string `json:"mapping"`
+	Subject       string `json:"subject,omitempty"`
+	Rule          string `json:"rule"`
+	Decision      string `json:"decision"`
+	Mode          string `json:"mode,omitempty"`
+	Configuration string `json:"configuration"`
+	Webhook       string `json:"webhook,omitempty"`
+	ExpectedCA    string `json:"expectedCA,omitempty"`
+	FoundCA       string `json:"foundCA,omitempty"`
+	Writers       string `json:"writers,omitempty"`
+	Count         int64  `json:"count"`
+	FirstSeen     string `json:"firstSeen"`
+	LastSeen      string `json:"lastSeen"`
+	// WouldDeny is true for what enforce mode denies (or denied).
+	WouldDeny  bool   `json:"wouldDeny"`
+	Suggestion string `json:"suggestion"`
+}
+
+// ReviewResult is the whole review, as -o json|yaml prints it.
+type ReviewResult struct {
+	Findings []ReviewFinding `json:"findings"`
+	// WouldDeny counts the findings enforce mode denies.
+	WouldDeny int `json:"wouldDeny"`
+	// DroppedResults counts results the reports dropped to stay bounded.
+	DroppedResults int `json:"droppedResults,omitempty"`
+}
+
+func runReview(ctx context.Context, c client.Reader, o *reviewOptions, now time.Time, out io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	since, err := parseSince(o.since, now)
+	if err != nil {
+		return err
+	}
+	var list reportsv1alpha1.ClusterReportList
+	if err := c.List(ctx, &list, client.MatchingLabels{records.LabelManagedBy: records.Source}); err != nil {
+		return &exitError{code: ExitInvalid, err: fmt.Errorf("list openreports.io ClusterReports (are the OpenReports CRDs installed and the guard running?): %w", err)}
+	}
+	res := reviewFindings(list.Items, o, since)
+	if o.output != "table" {
+		if err := printStructured(out, o.output, res); err != nil {
+			return err
+		}
+	} else if err := printReviewTable(out, res); err != nil {
+		return err
+	}
+	if res.WouldDeny > 0 {
+		return &exitError{code: ExitDenied}
+	}
+	return nil
+}
+
+func reviewFindings(reports []reportsv1alpha1.ClusterReport, o *reviewOptions, since time.Time) ReviewResult {
+	res := ReviewResult{Findings: []ReviewFinding{}}
+	for _, rep := range reports {
+		if rep.Source != records.Source {
+			continue
+		}
+		dropped, _ := strconv.Atoi(rep.Annotations[records.AnnotationDroppedResults])
+		res.DroppedResults += dropped
+		conf := rep.Name
+		if rep.Scope != nil {
+			conf = rep.Scope.Kind + "/" + rep.Scope.Name
+		}
+		for _, r := range rep.Results {
+			p := r.Properties
+			f := ReviewFinding{
+				Mapping: r.Policy, Subject: p[records.PropSubject], Rule: r.Rule, Decision: p[records.PropDecision], Mode: p[records.PropMode],
+				Configuration: conf, Webhook: p[records.PropWebhook], ExpectedCA: p[records.PropExpected], FoundCA: p[records.PropFound],
+				Writers: p[records.PropWriters], FirstSeen: p[records.PropFirstSeen], LastSeen: p[records.PropLastSeen],
+			}
+			f.Count, _ = strconv.ParseInt(p[records.PropCount], 10, 64)
+			if o.mapping != "" && f.Mapping != o.mapping || o.decision != "" && f.Decision != o.decision {
+				continue
+			}
+			if !since.IsZero() {
+				if last, err := time.Parse(time.RFC3339, f.LastSeen); err == nil && last.Before(since) {
+					continue
+				}
+			}
+			f.WouldDeny = wouldDeny(f)
+			f.Suggestion = suggest(f)
+			if f.WouldDeny {
+				res.WouldDeny++
+			}
+			res.Findings = append(res.Findings, f)
+		}
+	}
+	slices.SortFunc(res.Findings, func(a, b ReviewFinding) int {
+		return slices.Compare(
+			[]string{a.Mapping, a.Subject, a.Rule, a.Configuration, a.Webhook, a.Decision, a.FoundCA},
+			[]string{b.Mapping, b.Subject, b.Rule, b.Configuration, b.Webhook, b.Decision, b.FoundCA})
+	})
+	return res
+}
+
+// wouldDeny: what enforce denies. Unmanaged writes are never denied (they
+// are recorded to discover configurations that need an owner) and
+// break-glass is always allowed.
+func wouldDeny(f ReviewFinding) bool {
+	if f.Rule == string(policy.RuleUnmanaged) {
+		return false
+	}
+	switch f.Decision {
+	case string(policy.OutcomeDeny), string(policy.OutcomeAudit), records.DecisionFlapping:
+		return true
+	}
+	return false
+}
+
+// suggest turns a finding into the config change (or the fix in the
+// cluster) that makes it go away.
+func suggest(f ReviewFinding) string {
+	writers := "owners[" + f.Mapping + "].writers"
+	switch f.Rule {
+	case string(policy.RuleNotOwner):
+		if ns, name, ok := serviceAccountOf(f.Subject); ok {
+			return fmt.Sprintf("add %s/%s to %s.serviceAccounts (if %s owns %s), or stop it writing the configuration", ns, name, writers, f.Subject, f.Configuration)
+		}
+		return fmt.Sprintf("add %q to %s.users (if %s owns %s), or stop it writing the configuration", f.Subject, writers, f.Subject, f.Configuration)
+	case string(policy.RuleCAMismatch):
+		found := f.FoundCA
+		if found == "" {
+			found = "none: empty or invalid PEM"
+		}
+		return fmt.Sprintf("the caBundle written by %s (CA %s) does not match the owner's CA (%s); %s is a second CA writer: make it use the owner's CA (owners[%s].ca) or stop it writing caBundle",
+			f.Subject, found, orDash(f.ExpectedCA), f.Subject, f.Mapping)
+	case string(policy.RuleCAUnavailable):
+		return fmt.Sprintf("the owner's CA source could not be read when %s wrote caBundle: fix owners[%s].ca or the guard's RBAC to read it", f.Subject, f.Mapping)
+	case string(policy.RuleAmbiguousOwner):
+		return fmt.Sprintf("the label selectors of mappings %s all match %s: narrow all but one", f.Mapping, f.Configuration)
+	case string(policy.RuleUnmanaged):
+		return fmt.Sprintf("no mapping covers %s: add it to the match of the mapping of the controller that owns it", f.Configuration)
+	case string(policy.RuleBreakGlass):
+		return fmt.Sprintf("break-glass write by %s: confirm it was intended; break-glass is always allowed", f.Subject)
+	case records.RuleFlapping:
+		return fmt.Sprintf("caBundle flapping: distinct CAs written by %s; replicas each generating their own CA fight over %s: make them share one CA (owners[%s].ca) and let one writer inject it",
+			orDash(f.Writers), f.Configuration, f.Mapping)
+	}
+	return "see the guard's log for this rule"
+}
+
+func serviceAccountOf(username string) (ns, name string, ok bool) {
+	rest, found := strings.CutPrefix(username, "system:serviceaccount:")
+	if !found {
+		return "", "", false
+	}
+	ns, name, ok = strings.Cut(rest, ":")
+	return ns, name, ok && ns != "" && name != ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printReviewTable(out io.Writer, res ReviewResult) error {
+	if len(res.Findings) == 0 {
+		_, err := fmt.Fprintln(out, "No findings: nothing was or would be denied.")
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MAPPING\tSUBJECT\tRULE\tDECISION\tCONFIGURATION\tWEBHOOK\tFOUND CA\tCOUNT\tFIRST SEEN\tLAST SEEN")
+	for _, f := range res.Findings {
+		subject := f.Subject
+		if subject == "" {
+			subject = f.Writers
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", f.Mapping, orDash(subject), f.Rule, f.Decision, f.Configuration,
+			orDash(f.Webhook), orDash(f.FoundCA), f.Count, f.FirstSeen, f.LastSeen)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nSuggestions:")
+	var seen []string
+	for _, f := range res.Findings {
+		if slices.Contains(seen, f.Suggestion) {
+			continue
+		}
+		seen = append(seen, f.Suggestion)
+		fmt.Fprintf(out, "  - %s\n", f.Suggestion)
+	}
+	if res.DroppedResults > 0 {
+		fmt.Fprintf(out, "\n%d older results were dropped to keep the reports bounded.\n", res.DroppedResults)
+	}
+	if res.WouldDeny > 0 {
+		_, err := fmt.Fprintf(out, "\n%d finding(s) were or would be denied in enforce mode.\n", res.WouldDeny)
+		return err
+	}
+	_, err := fmt.Fprintln(out, "\nNothing was or would be denied.")
+	return err
+}

@@ -1,0 +1,124 @@
+package app
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook"
+)
+
+func testCA(t *testing.T, cn string, notAfter time.Time) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notAfter.Add(-365 * 24 * time.Hour), NotAfter: notAfter, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func vwc(name string, bundle []byte, managers ...string) *admv1.ValidatingWebhookConfiguration {
+	none := admv1.SideEffectClassNone
+	o := &admv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admv1.ValidatingWebhook{{
+			Name: "w0.example.com", SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admv1.WebhookClientConfig{CABundle: bundle},
+		}},
+	}
+	for _, m := range managers {
+		o.ManagedFields = append(o.ManagedFields, metav1.ManagedFieldsEntry{
+			Manager: m, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "admissionregistration.k8s.io/v1", FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:webhooks":{"k:{\"name\":\"w0.example.com\"}":{"f:clientConfig":{"f:caBundle":{}}}}}`),
+		})
+	}
+	return o
+}
+
+// Test_scan prepares a cluster with every problem scan looks for and
+// checks each is found, and that a clean cluster exits 0.
+func Test_scan(t *testing.T) {
+	now := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	ownerCA := testCA(t, "owner", now.Add(10*24*time.Hour))
+	foreignCA := testCA(t, "foreign", now.Add(365*24*time.Hour))
+	owner := func(name string, names ...string) policy.Owner {
+		return policy.Owner{Name: name, Match: policy.Match{Validating: names},
+			Writers: policy.Subjects{ServiceAccounts: []string{"app/ctrl"}},
+			CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "app", Name: "ca", Key: "ca.crt"}}}
+	}
+	load := func(owners ...policy.Owner) *policy.Config {
+		cfg, err := policy.Load(mustYAML(t, &policy.GuardConfig{TypeMeta: metav1.TypeMeta{APIVersion: policy.APIVersion, Kind: policy.Kind}, Owners: owners}))
+		require.NoError(t, err)
+		return cfg
+	}
+	scheme, err := webhook.NewScheme()
+	require.NoError(t, err)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "ca"}, Data: map[string][]byte{"ca.crt": ownerCA}}
+
+	t.Run("if the cluster has every problem, find each and exit 1", func(t *testing.T) {
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret,
+			vwc("mismatched", foreignCA),
+			vwc("two-writers", ownerCA, "app-controller", "cainjector"),
+			vwc("stray", foreignCA),
+		).Build()
+		cfg := load(owner("a", "mismatched", "absent"), owner("b", "two-writers"))
+		var out bytes.Buffer
+		err := runScan(t.Context(), c, cfg, &scanOptions{output: "json", expiryThreshold: 30 * 24 * time.Hour, dialTimeout: time.Second}, now, &out)
+		var ee *exitError
+		require.True(t, errors.As(err, &ee), "err = %v", err)
+		assert.Equal(t, ExitDenied, ee.code)
+		for _, want := range []string{
+			`"check": "ca-mismatch"`, `"configuration": "ValidatingWebhookConfiguration/mismatched"`,
+			`"check": "ca-expiry"`, `expires at 2026-12-10T05:00:00Z, in 10d (under the 30d threshold)`,
+			`"check": "unmapped"`, `"configuration": "ValidatingWebhookConfiguration/stray"`,
+			`"check": "missing-configuration"`, `"configuration": "ValidatingWebhookConfiguration/absent"`,
+		} {
+			assert.Contains(t, out.String(), want)
+		}
+	})
+
+	t.Run("if every guarded configuration holds the owner's valid CA, exit 0", func(t *testing.T) {
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, vwc("fine", ownerCA, "app-controller")).Build()
+		var out bytes.Buffer
+		err := runScan(t.Context(), c, load(owner("a", "fine")), &scanOptions{output: "table", expiryThreshold: 24 * time.Hour, dialTimeout: time.Second}, now, &out)
+		require.NoError(t, err, out.String())
+		assert.Equal(t, "No findings.\n", out.String())
+	})
+}
+
+// The fake client rewrites managedFields, so the managers are tested on
+// the object itself (e2e covers them on a real API server).
+func Test_caBundleManagers(t *testing.T) {
+	got := caBundleManagers(vwc("x", nil, "app-controller", "cainjector", "app-controller").ManagedFields)
+	assert.Equal(t, []string{"app-controller", "cainjector"}, got)
+	assert.Empty(t, caBundleManagers([]metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}}))
+}
+
+func mustYAML(t *testing.T, c *policy.GuardConfig) []byte {
+	t.Helper()
+	b, err := yaml.Marshal(c)
+	require.NoError(t, err)
+	return b
+}

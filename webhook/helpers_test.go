@@ -1,0 +1,269 @@
+package webhook
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// testCA is a self-signed ECDSA CA that can issue serving certificates.
+type testCA struct {
+	Cert *x509.Certificate
+	Key  *ecdsa.PrivateKey
+	PEM  []byte
+}
+
+// Short is the short fingerprint messages show for this CA.
+func (c *testCA) Short() string {
+	return policy.Fingerprint(sha256.Sum256(c.Cert.Raw)).Short()
+}
+
+func newTestCA(tb testing.TB, cn string) *testCA {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(tb, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          randomSerial(tb),
+		Subject:               pkix.Name{CommonName: cn, Organization: []string{"webhook-guard unit tests"}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(tb, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(tb, err)
+	return &testCA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue signs a serving certificate for 127.0.0.1 and returns it and its key
+// in PEM, as cert-manager writes tls.crt and tls.key, and its serial.
+func (c *testCA) issue(tb testing.TB) (certPEM, keyPEM []byte, serial *big.Int) {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(tb, err)
+	serial = randomSerial(tb)
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "webhook-guard.webhook-guard-system.svc"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:     []string{"webhook-guard.webhook-guard-system.svc"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.Cert, &key.PublicKey, c.Key)
+	require.NoError(tb, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(tb, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), serial
+}
+
+func randomSerial(tb testing.TB) *big.Int {
+	tb.Helper()
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	require.NoError(tb, err)
+	return serial
+}
+
+// fixtures are the CAs shared by the tests of this package, generated once.
+type fixtures struct {
+	// Owner is the owners' current CA, OwnerNew the one they rotate to.
+	Owner, OwnerNew *testCA
+	// Foreign is a CA no mapping trusts.
+	Foreign *testCA
+}
+
+var (
+	fixturesOnce sync.Once
+	fixturesVal  *fixtures
+)
+
+func testFixtures(tb testing.TB) *fixtures {
+	tb.Helper()
+	fixturesOnce.Do(func() {
+		fixturesVal = &fixtures{
+			Owner:    newTestCA(tb, "owner-ca"),
+			OwnerNew: newTestCA(tb, "owner-ca-2"),
+			Foreign:  newTestCA(tb, "foreign-ca"),
+		}
+	})
+	require.NotNil(tb, fixturesVal)
+	return fixturesVal
+}
+
+// bundle concatenates PEM bundles, as a rotation writes old+new.
+func bundle(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// guardConfigDoc is the configuration the handler tests run against: an
+// enforced mapping (koordinator), an audited one (audited), break-glass for
+// system:masters, and an inline-pem mapping (legacy) whose CA is the owner CA.
+func guardConfigDoc(f *fixtures) string {
+	return `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+defaultMode: audit
+breakGlass: {groups: [system:masters]}
+owners:
+- name: koordinator
+  mode: enforce
+  match: {validating: [koord], mutating: [koord]}
+  writers: {serviceAccounts: [koordinator-system/koord-manager]}
+  ca: {secret: {namespace: koordinator-system, name: webhook-certs}}
+- name: audited
+  match: {validating: [audited], mutating: [audited]}
+  writers: {serviceAccounts: [audited-system/controller]}
+  ca: {secret: {namespace: audited-system, name: ca}}
+- name: team-a
+  mode: enforce
+  match: {labelSelector: {matchLabels: {team: a}}}
+  writers: {serviceAccounts: [team-a/controller]}
+  ca: {secret: {namespace: team-a, name: ca}}
+- name: legacy
+  mode: enforce
+  match: {validating: [legacy]}
+  writers: {users: [legacy-operator]}
+  ca:
+    pem: |
+` + indent(string(f.Owner.PEM), 6) + "\n"
+}
+
+func indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
+}
+
+func mustLoad(tb testing.TB, doc string) *policy.Config {
+	tb.Helper()
+	cfg, err := policy.Load([]byte(doc))
+	require.NoError(tb, err)
+	return cfg
+}
+
+// Identities used throughout.
+const (
+	koordManager = "system:serviceaccount:koordinator-system:koord-manager"
+	auditedOwner = "system:serviceaccount:audited-system:controller"
+	teamAOwner   = "system:serviceaccount:team-a:controller"
+	intruder     = "system:serviceaccount:intruder-system:intruder"
+)
+
+// object describes a webhook configuration to encode as kube-apiserver
+// sends it.
+type object struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+	// Bundles are the caBundles of the webhooks entries, named
+	// <name>-<i>.example.com.
+	Bundles [][]byte
+}
+
+// encode marshals the typed Kubernetes object of kind, so that caBundle is
+// base64 in the JSON exactly as kube-apiserver sends it.
+func (o object) encode(tb testing.TB, kind policy.ConfigKind) []byte {
+	tb.Helper()
+	meta := metav1.ObjectMeta{Name: o.Name, Labels: o.Labels, Annotations: o.Annotations, UID: "0c1b8d3c-0000-4000-8000-000000000001", ResourceVersion: "42"}
+	var v any
+	switch kind {
+	case policy.KindValidating:
+		c := admissionregistrationv1.ValidatingWebhookConfiguration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind)},
+			ObjectMeta: meta,
+		}
+		for i, b := range o.Bundles {
+			c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
+				Name:                    o.webhookName(i),
+				ClientConfig:            admissionregistrationv1.WebhookClientConfig{CABundle: b, Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc"}},
+				AdmissionReviewVersions: []string{"v1"},
+			})
+		}
+		v = c
+	case policy.KindMutating:
+		c := admissionregistrationv1.MutatingWebhookConfiguration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind)},
+			ObjectMeta: meta,
+		}
+		for i, b := range o.Bundles {
+			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{
+				Name:                    o.webhookName(i),
+				ClientConfig:            admissionregistrationv1.WebhookClientConfig{CABundle: b, Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc"}},
+				AdmissionReviewVersions: []string{"v1"},
+			})
+		}
+		v = c
+	default:
+		tb.Fatalf("unknown kind %s", kind)
+	}
+	data, err := json.Marshal(v)
+	require.NoError(tb, err)
+	return data
+}
+
+func (o object) webhookName(i int) string { return fmt.Sprintf("%s-%d.example.com", o.Name, i) }
+
+// webhooks is what DecodeInput makes of o's webhooks entries.
+func (o object) webhooks() []policy.Webhook {
+	out := make([]policy.Webhook, len(o.Bundles))
+	for i, b := range o.Bundles {
+		out[i] = policy.Webhook{Name: o.webhookName(i), CABundle: b}
+	}
+	return out
+}
+
+// request builds an AdmissionRequest as kube-apiserver sends it. obj or old
+// nil leaves request.object or request.oldObject out.
+func request(tb testing.TB, op admissionv1.Operation, kind policy.ConfigKind, user string, obj, old *object) *admissionv1.AdmissionRequest {
+	tb.Helper()
+	resource := "validatingwebhookconfigurations"
+	if kind == policy.KindMutating {
+		resource = "mutatingwebhookconfigurations"
+	}
+	req := &admissionv1.AdmissionRequest{
+		UID:       types.UID("705ab4f5-6393-11e8-b7cc-42010a800002"),
+		Kind:      metav1.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: string(kind)},
+		Resource:  metav1.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: resource},
+		Operation: op,
+		UserInfo:  authenticationv1.UserInfo{Username: user, Groups: []string{"system:authenticated"}},
+	}
+	if obj != nil {
+		req.Name = obj.Name
+		req.Object = runtime.RawExtension{Raw: obj.encode(tb, kind)}
+	}
+	if old != nil {
+		req.Name = old.Name
+		req.OldObject = runtime.RawExtension{Raw: old.encode(tb, kind)}
+	}
+	return req
+}

@@ -1,0 +1,370 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	admv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// DefaultFlushInterval is how often aggregated records are written.
+const DefaultFlushInterval = 30 * time.Second
+
+// EventRecorder is the part of client-go's events.EventRecorder the
+// recorder uses (controller-runtime's manager.GetEventRecorder returns one).
+type EventRecorder interface {
+	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Options configure a Recorder.
+type Options struct {
+	// Client reads and writes ClusterReports.
+	Client client.Client
+	// Events emits the aggregated Events; nil disables them.
+	Events EventRecorder
+	// FlushInterval is how often the aggregate is written: at most one
+	// successful write per report and one Event per (report, reason) per
+	// interval per replica. Default DefaultFlushInterval.
+	FlushInterval time.Duration
+	// MaxResults bounds the results of one report. Default DefaultMaxResults.
+	MaxResults int
+	// Metrics counts the writes; required.
+	Metrics *Metrics
+	Log     logr.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Recorder aggregates decisions and flapping reports in memory and flushes
+// them to ClusterReports and Events. It implements webhook.Recorder and
+// controller-runtime's manager.Runnable (every replica runs it: each
+// replica records the requests it answered).
+type Recorder struct {
+	opts Options
+
+	mu      sync.Mutex
+	pending map[reportKey]map[resultKey]*delta
+
+	// missingAPI is set once the openreports.io API was found not served.
+	missingAPI time.Time
+}
+
+type reportKey struct {
+	kind policy.ConfigKind
+	name string
+}
+
+// New returns a Recorder; run it with Start.
+func New(opts Options) *Recorder {
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.MaxResults <= 0 {
+		opts.MaxResults = DefaultMaxResults
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Recorder{opts: opts, pending: map[reportKey]map[resultKey]*delta{}}
+}
+
+// RecordDecision aggregates a recorded decision; it never blocks on I/O.
+func (r *Recorder) RecordDecision(_ context.Context, d *policy.Decision) {
+	if d.DryRun || d.Name == "" {
+		return
+	}
+	r.add(reportKey{d.Kind, d.Name}, deltasOf(d, r.opts.Now())...)
+}
+
+// RecordFlapping aggregates a flapping report.
+func (r *Recorder) RecordFlapping(_ context.Context, mapping string, fr policy.FlapReport) {
+	r.add(reportKey{fr.Kind, fr.Name}, flappingDelta(mapping, fr, r.opts.Now()))
+}
+
+func (r *Recorder) add(rk reportKey, ds ...*delta) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	results := r.pending[rk]
+	if results == nil {
+		results = map[resultKey]*delta{}
+		r.pending[rk] = results
+	}
+	for _, d := range ds {
+		if prev, ok := results[d.key]; ok {
+			prev.add(d)
+		} else if len(results) < maxPendingFactor*r.opts.MaxResults {
+			results[d.key] = d
+		} else {
+			// A hostile storm of distinct keys (a new CA per request) cannot
+			// grow memory without bound between flushes.
+			r.opts.Metrics.DroppedResults.Inc()
+		}
+	}
+}
+
+// maxPendingFactor bounds the distinct results one report aggregates
+// between flushes, as a multiple of MaxResults.
+const maxPendingFactor = 4
+
+// NeedLeaderElection is false: every replica flushes what it answered.
+func (r *Recorder) NeedLeaderElection() bool { return false }
+
+// Start flushes every interval until ctx ends, then flushes once more so
+// that a rolling restart loses nothing.
+func (r *Recorder) Start(ctx context.Context) error {
+	t := time.NewTicker(r.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			r.Flush(final)
+			cancel()
+			return nil
+		case <-t.C:
+			r.Flush(ctx)
+		}
+	}
+}
+
+// Flush writes what was aggregated since the last flush: one
+// read-modify-write per report (retried on conflicts), and one Event per
+// (report, reason). Deltas that could not be written are kept for the next
+// flush, so a failing API server delays records but does not lose them.
+func (r *Recorder) Flush(ctx context.Context) {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = map[reportKey]map[resultKey]*delta{}
+	r.mu.Unlock()
+
+	keys := make([]reportKey, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].kind != keys[j].kind {
+			return keys[i].kind < keys[j].kind
+		}
+		return keys[i].name < keys[j].name
+	})
+	for _, rk := range keys {
+		deltas := sorted(pending[rk])
+		r.emitEvents(rk, deltas)
+		if err := r.writeReport(ctx, rk, deltas); err != nil {
+			if meta.IsNoMatchError(err) || isNotServed(err) {
+				if r.opts.Now().Sub(r.missingAPI) > 10*time.Minute {
+					r.missingAPI = r.opts.Now()
+					r.opts.Log.Info("the openreports.io ClusterReport API is not installed; records go to the log and Events only (install the OpenReports CRDs to keep them)", "reason", err.Error())
+				}
+				continue
+			}
+			r.opts.Log.Error(err, "writing the ClusterReport failed; its records are kept for the next flush", "report", ReportName(rk.kind, rk.name))
+			r.add(rk, deltas...)
+		}
+	}
+}
+
+func isNotServed(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	return apierrors.IsNotFound(err) && se.Status().Details != nil && se.Status().Details.Kind == "clusterreports" && se.Status().Details.Name == ""
+}
+
+func sorted(m map[resultKey]*delta) []*delta {
+	out := make([]*delta, 0, len(m))
+	for _, d := range m {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return lessKey(out[i].key, out[j].key) })
+	return out
+}
+
+// writeReport merges deltas into the stored report: Get, add, Update (or
+// Create), retried on a resourceVersion conflict with a fresh read, so that
+// concurrent replicas' increments are all kept.
+func (r *Recorder) writeReport(ctx context.Context, rk reportKey, deltas []*delta) error {
+	name := ReportName(rk.kind, rk.name)
+	attempt := 0
+	return retry.OnError(retry.DefaultRetry, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	}, func() error {
+		attempt++
+		var rep reportsv1alpha1.ClusterReport
+		err := r.opts.Client.Get(ctx, types.NamespacedName{Name: name}, &rep)
+		create := apierrors.IsNotFound(err) && !isNotServed(err)
+		if err != nil && !create {
+			return err
+		}
+		if create {
+			rep = reportsv1alpha1.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		}
+		dropped := Merge(&rep, rk.kind, rk.name, deltas, r.opts.MaxResults)
+		if create {
+			err = r.opts.Client.Create(ctx, &rep)
+		} else {
+			err = r.opts.Client.Update(ctx, &rep)
+		}
+		r.opts.Metrics.ReportWrites.WithLabelValues(writeResult(create, err)).Inc()
+		if err == nil && dropped > 0 {
+			r.opts.Metrics.DroppedResults.Add(float64(dropped))
+		}
+		if err != nil && attempt > 1 {
+			r.opts.Log.V(1).Info("ClusterReport write retry", "report", name, "attempt", attempt, "reason", err.Error())
+		}
+		return err
+	})
+}
+
+func writeResult(create bool, err error) string {
+	switch {
+	case err == nil && create:
+		return "created"
+	case err == nil:
+		return "updated"
+	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+		return "conflict"
+	}
+	return "error"
+}
+
+// Event reasons, one Event per (report, reason) per flush.
+const (
+	ReasonWouldDeny  = "WouldDeny"
+	ReasonDenied     = "Denied"
+	ReasonBreakGlass = "BreakGlass"
+	ReasonUnmanaged  = "UnmanagedWrite"
+	ReasonFlapping   = "CABundleFlapping"
+)
+
+func reasonOf(d *delta) (reason, eventType string) {
+	switch {
+	case d.key.Decision == DecisionFlapping:
+		return ReasonFlapping, corev1.EventTypeWarning
+	case d.key.Rule == string(policy.RuleUnmanaged):
+		return ReasonUnmanaged, corev1.EventTypeNormal
+	case d.key.Decision == string(policy.OutcomeDeny):
+		return ReasonDenied, corev1.EventTypeWarning
+	case d.key.Decision == string(policy.OutcomeBreakGlass):
+		return ReasonBreakGlass, corev1.EventTypeWarning
+	}
+	return ReasonWouldDeny, corev1.EventTypeWarning
+}
+
+// maxEventLines bounds the lines of one Event's note.
+const maxEventLines = 5
+
+// emitEvents emits one Event per reason for a configuration, summarizing
+// every result of that reason in this interval.
+func (r *Recorder) emitEvents(rk reportKey, deltas []*delta) {
+	if r.opts.Events == nil {
+		return
+	}
+	type agg struct {
+		eventType string
+		total     int64
+		lines     []string
+	}
+	byReason := map[string]*agg{}
+	for _, d := range deltas {
+		reason, et := reasonOf(d)
+		a := byReason[reason]
+		if a == nil {
+			a = &agg{eventType: et}
+			byReason[reason] = a
+		}
+		a.total += d.count
+		line := fmt.Sprintf("%s by %s x%d", d.key.Rule, orNone(d.key.Subject, strings.Join(d.writers, ",")), d.count)
+		if d.key.Found != "" {
+			line += " (found CA " + d.key.Found + ")"
+		}
+		a.lines = append(a.lines, line)
+	}
+	reasons := make([]string, 0, len(byReason))
+	for k := range byReason {
+		reasons = append(reasons, k)
+	}
+	sort.Strings(reasons)
+	obj := regarding(rk)
+	for _, reason := range reasons {
+		a := byReason[reason]
+		lines := a.lines
+		if len(lines) > maxEventLines {
+			lines = append(lines[:maxEventLines:maxEventLines], fmt.Sprintf("and %d more", len(a.lines)-maxEventLines))
+		}
+		note := fmt.Sprintf("webhook-guard: %d in the last %s: %s; see ClusterReport %s", a.total, r.opts.FlushInterval,
+			strings.Join(lines, "; "), ReportName(rk.kind, rk.name))
+		if len(note) > maxMessageLen {
+			note = truncate(note)
+		}
+		r.opts.Events.Eventf(obj, nil, a.eventType, reason, "Admission", "%s", note)
+		r.opts.Metrics.EventsEmitted.WithLabelValues(reason).Inc()
+	}
+}
+
+func orNone(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
+}
+
+func regarding(rk reportKey) runtime.Object {
+	om := metav1.ObjectMeta{Name: rk.name}
+	if rk.kind == policy.KindMutating {
+		return &admv1.MutatingWebhookConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(rk.kind)}, ObjectMeta: om}
+	}
+	return &admv1.ValidatingWebhookConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(rk.kind)}, ObjectMeta: om}
+}
+
+// Metrics count what the recorder writes, so the guard's own write load on
+// the API server is observable (it must never become a write amplifier).
+type Metrics struct {
+	// ReportWrites counts ClusterReport writes by result:
+	// created | updated | conflict | error.
+	ReportWrites *prometheus.CounterVec
+	// EventsEmitted counts aggregated Events by reason:
+	// WouldDeny | Denied | BreakGlass | UnmanagedWrite | CABundleFlapping.
+	EventsEmitted *prometheus.CounterVec
+	// DroppedResults counts results dropped to keep reports bounded.
+	DroppedResults prometheus.Counter
+}
+
+// NewMetrics creates the collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		ReportWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhook_guard_report_writes_total",
+			Help: "ClusterReport writes (create or update) by result: created, updated, conflict, error.",
+		}, []string{"result"}),
+		EventsEmitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhook_guard_events_total",
+			Help: "Aggregated Kubernetes Events emitted on guarded configurations, by reason.",
+		}, []string{"reason"}),
+		DroppedResults: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhook_guard_report_results_dropped_total",
+			Help: "Report results dropped (oldest first) to keep each ClusterReport within its bound.",
+		}),
+	}
+	reg.MustRegister(m.ReportWrites, m.EventsEmitted, m.DroppedResults)
+	return m
+}

@@ -1,0 +1,343 @@
+// Package records keeps what the guard decided as OpenReports ClusterReports
+// (openreports.io/v1alpha1), one per guarded webhook configuration, and
+// aggregated Kubernetes Events on the configuration.
+//
+// Decisions are aggregated in memory and flushed every interval with at most
+// one successful write per report per replica. A flush adds this replica's
+// increments to what is stored (read-modify-write with resourceVersion
+// conflict retries), so the counts of every replica add up and a restart
+// loses nothing that was flushed.
+package records
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// Source is the ClusterReport and result source.
+const Source = "webhook-guard"
+
+// Labels and annotations on the ClusterReports.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelKind is validating or mutating.
+	LabelKind = "webhook-guard.io/configuration-kind"
+	// AnnotationDroppedResults counts results dropped (oldest first) to keep
+	// the report under its bound.
+	AnnotationDroppedResults = "webhook-guard.io/dropped-results"
+)
+
+// Result properties. Every result carries the key properties (mapping,
+// rule, subject, webhook, decision, found), the counters and the times.
+const (
+	PropMapping  = "mapping"
+	PropMode     = "mode"
+	PropDecision = "decision"
+	PropSubject  = "subject"
+	PropWebhook  = "webhook"
+	PropField    = "field"
+	PropCount    = "count"
+	// PropFirstSeen and PropLastSeen are RFC 3339 times.
+	PropFirstSeen = "firstSeen"
+	PropLastSeen  = "lastSeen"
+	// PropExpected and PropFound are short CA fingerprints, comma-separated.
+	PropExpected = "expectedCA"
+	PropFound    = "foundCA"
+	PropHint     = "hint"
+	// Flapping results.
+	PropWriters         = "writers"
+	PropDistinctBundles = "distinctBundles"
+	PropWindow          = "window"
+)
+
+// RuleFlapping names flapping results (policy.Rule has no such rule: it is
+// a finding about many requests, not a verdict on one).
+const RuleFlapping = "flapping"
+
+// DecisionFlapping is the decision property of flapping results.
+const DecisionFlapping = "flapping"
+
+// PolicyUnmanaged is the policy of results about configurations no mapping covers.
+const PolicyUnmanaged = "(unmanaged)"
+
+// DefaultMaxResults bounds the results of one report.
+const DefaultMaxResults = 100
+
+// maxMessageLen bounds a result's message.
+const maxMessageLen = 1024
+
+// ReportName is the ClusterReport name for a configuration:
+// webhook-guard.<vwc|mwc>.<name>, hashed when that is too long for a name.
+func ReportName(kind policy.ConfigKind, name string) string {
+	short := "vwc"
+	if kind == policy.KindMutating {
+		short = "mwc"
+	}
+	n := Source + "." + short + "." + name
+	if len(n) <= 253 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(name))
+	return n[:253-17] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// Scope is the reference to a guarded configuration.
+func Scope(kind policy.ConfigKind, name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind), Name: name}
+}
+
+// resultKey identifies one result: one per (mapping, rule, subject,
+// webhook entry, decision, found CA), so that every distinct writer of a
+// foreign CA is its own line.
+type resultKey struct {
+	Policy, Rule, Subject, Webhook, Decision, Found string
+}
+
+func keyOf(r *reportsv1alpha1.ReportResult) resultKey {
+	p := r.Properties
+	return resultKey{Policy: r.Policy, Rule: r.Rule, Subject: p[PropSubject], Webhook: p[PropWebhook], Decision: p[PropDecision], Found: p[PropFound]}
+}
+
+// delta is what one replica observed for one result since its last flush.
+type delta struct {
+	key         resultKey
+	count       int64
+	first, last time.Time
+	mode        string
+	field       string
+	expected    string
+	message     string
+	hint        string
+	writers     []string
+	distinct    int
+	window      string
+}
+
+func (d *delta) add(o *delta) {
+	d.count += o.count
+	if o.first.Before(d.first) {
+		d.first = o.first
+	}
+	if o.last.After(d.last) {
+		d.last, d.mode, d.field, d.expected, d.message, d.hint, d.window = o.last, o.mode, o.field, o.expected, o.message, o.hint, o.window
+	}
+	d.writers = union(d.writers, o.writers)
+	d.distinct = max(d.distinct, o.distinct)
+}
+
+// resultOf is the OpenReports result value of a result: fail for enforce
+// denials, warn for audit would-denies and flapping, pass for break-glass
+// (allowed by design, listed for review), skip for writes to configurations
+// no mapping covers (not evaluated).
+func resultOf(k resultKey) reportsv1alpha1.Result {
+	if k.Rule == string(policy.RuleUnmanaged) {
+		return "skip"
+	}
+	switch k.Decision {
+	case string(policy.OutcomeDeny):
+		return "fail"
+	case string(policy.OutcomeAudit), DecisionFlapping:
+		return "warn"
+	case string(policy.OutcomeBreakGlass):
+		return "pass"
+	}
+	return "skip"
+}
+
+func severityOf(decision string) reportsv1alpha1.ResultSeverity {
+	switch decision {
+	case string(policy.OutcomeDeny), DecisionFlapping:
+		return "high"
+	case string(policy.OutcomeAudit):
+		return "medium"
+	}
+	return "info"
+}
+
+// deltasOf turns one recorded decision into one delta per violation.
+func deltasOf(d *policy.Decision, now time.Time) []*delta {
+	pol := d.Mapping
+	if pol == "" {
+		pol = PolicyUnmanaged
+	}
+	base := func(rule, webhook string, found []string) *delta {
+		return &delta{
+			key:   resultKey{Policy: pol, Rule: rule, Subject: d.Subject, Webhook: webhook, Decision: string(d.Outcome), Found: strings.Join(found, ",")},
+			count: 1, first: now, last: now, mode: string(d.Mode), message: truncate(d.Message()),
+		}
+	}
+	if d.Outcome == policy.OutcomeBreakGlass || len(d.Violations) == 0 {
+		return []*delta{base(string(d.Rule), "", nil)}
+	}
+	out := make([]*delta, 0, len(d.Violations))
+	for _, v := range d.Violations {
+		x := base(string(v.Rule), v.Webhook, v.Found)
+		x.field, x.expected, x.hint = v.Field, strings.Join(v.Expected, ","), v.Hint
+		x.message = truncate(v.String())
+		out = append(out, x)
+	}
+	return out
+}
+
+// flappingDelta is a flapping report as a delta.
+func flappingDelta(mapping string, r policy.FlapReport, now time.Time) *delta {
+	return &delta{
+		key:   resultKey{Policy: mapping, Rule: RuleFlapping, Decision: DecisionFlapping},
+		count: 1, first: now, last: now,
+		writers: slices.Clone(r.Writers), distinct: r.DistinctBundles, window: r.Window.String(),
+		message: truncate(strconv.Itoa(r.DistinctBundles) + " distinct caBundle values were written to " + string(r.Kind) + " " + r.Name +
+			" within " + r.Window.String() + " by " + strings.Join(r.Writers, ", ") + "; several replicas each writing its own CA look like this"),
+	}
+}
+
+// Merge adds this replica's deltas to a stored report (or a new one) and
+// keeps it within maxResults, dropping the results seen longest ago. It is
+// pure so that the merge is unit tested without an API server.
+func Merge(rep *reportsv1alpha1.ClusterReport, kind policy.ConfigKind, name string, deltas []*delta, maxResults int) (dropped int) {
+	rep.Source = Source
+	rep.Scope = Scope(kind, name)
+	if rep.Labels == nil {
+		rep.Labels = map[string]string{}
+	}
+	rep.Labels[LabelManagedBy] = Source
+	rep.Labels[LabelKind] = strings.ToLower(strings.TrimSuffix(string(kind), "WebhookConfiguration"))
+	rep.Configuration = &reportsv1alpha1.ReportConfiguration{Limits: reportsv1alpha1.Limits{MaxResults: maxResults}}
+
+	index := map[resultKey]int{}
+	for i := range rep.Results {
+		index[keyOf(&rep.Results[i])] = i
+	}
+	for _, d := range deltas {
+		i, ok := index[d.key]
+		if !ok {
+			rep.Results = append(rep.Results, reportsv1alpha1.ReportResult{Source: Source, Policy: d.key.Policy, Rule: d.key.Rule, Properties: map[string]string{}})
+			i = len(rep.Results) - 1
+			index[d.key] = i
+		}
+		apply(&rep.Results[i], d, kind, name)
+	}
+
+	if over := len(rep.Results) - maxResults; over > 0 && maxResults > 0 {
+		sort.SliceStable(rep.Results, func(i, j int) bool {
+			return rep.Results[i].Properties[PropLastSeen] < rep.Results[j].Properties[PropLastSeen]
+		})
+		rep.Results = rep.Results[over:]
+		dropped = over
+		if rep.Annotations == nil {
+			rep.Annotations = map[string]string{}
+		}
+		prev, _ := strconv.Atoi(rep.Annotations[AnnotationDroppedResults])
+		rep.Annotations[AnnotationDroppedResults] = strconv.Itoa(prev + over)
+	}
+	sort.SliceStable(rep.Results, func(i, j int) bool { return lessKey(keyOf(&rep.Results[i]), keyOf(&rep.Results[j])) })
+	rep.Summary = reportsv1alpha1.ReportSummary{}
+	for _, r := range rep.Results {
+		switch r.Result {
+		case "pass":
+			rep.Summary.Pass++
+		case "fail":
+			rep.Summary.Fail++
+		case "warn":
+			rep.Summary.Warn++
+		case "error":
+			rep.Summary.Error++
+		default:
+			rep.Summary.Skip++
+		}
+	}
+	return dropped
+}
+
+func apply(r *reportsv1alpha1.ReportResult, d *delta, kind policy.ConfigKind, name string) {
+	p := r.Properties
+	k := d.key
+	p[PropMapping] = k.Policy
+	p[PropDecision] = k.Decision
+	setOrDelete(p, PropSubject, k.Subject)
+	setOrDelete(p, PropWebhook, k.Webhook)
+	setOrDelete(p, PropFound, k.Found)
+
+	prev, _ := strconv.ParseInt(p[PropCount], 10, 64)
+	p[PropCount] = strconv.FormatInt(prev+d.count, 10)
+	first, last := d.first.UTC(), d.last.UTC()
+	if t, err := time.Parse(time.RFC3339, p[PropFirstSeen]); err == nil && t.Before(first) {
+		first = t
+	}
+	newer := true
+	if t, err := time.Parse(time.RFC3339, p[PropLastSeen]); err == nil && t.After(last) {
+		last, newer = t, false
+	}
+	p[PropFirstSeen] = first.Format(time.RFC3339)
+	p[PropLastSeen] = last.Format(time.RFC3339)
+	if newer || r.Description == "" {
+		setOrDelete(p, PropMode, d.mode)
+		setOrDelete(p, PropField, d.field)
+		setOrDelete(p, PropExpected, d.expected)
+		setOrDelete(p, PropHint, d.hint)
+		setOrDelete(p, PropWindow, d.window)
+		r.Description = d.message
+	}
+	if len(d.writers) > 0 {
+		var stored []string
+		if s := p[PropWriters]; s != "" {
+			stored = strings.Split(s, ",")
+		}
+		p[PropWriters] = strings.Join(union(stored, d.writers), ",")
+	}
+	if d.distinct > 0 {
+		prevDistinct, _ := strconv.Atoi(p[PropDistinctBundles])
+		p[PropDistinctBundles] = strconv.Itoa(max(prevDistinct, d.distinct))
+	}
+	r.Result = resultOf(k)
+	r.Severity = severityOf(k.Decision)
+	r.Timestamp = metav1.Timestamp{Seconds: last.Unix()}
+	r.Subjects = []corev1.ObjectReference{*Scope(kind, name)}
+}
+
+func lessKey(a, b resultKey) bool {
+	return slices.Compare([]string{a.Policy, a.Rule, a.Subject, a.Webhook, a.Decision, a.Found},
+		[]string{b.Policy, b.Rule, b.Subject, b.Webhook, b.Decision, b.Found}) < 0
+}
+
+func setOrDelete(m map[string]string, k, v string) {
+	if v == "" {
+		delete(m, k)
+		return
+	}
+	m[k] = v
+}
+
+// maxWriters bounds the writers listed on a flapping result.
+const maxWriters = 32
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > maxWriters {
+		out = out[:maxWriters]
+	}
+	return out
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessageLen {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessageLen-3], "") + "..."
+}
