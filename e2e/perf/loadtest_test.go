@@ -48,7 +48,9 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := framework.Start(t, framework.Options{Config: &cfg.Spec})
+	// As deployed: info-level logs (the framework's default is debug,
+	// which logs every allow).
+	env := framework.Start(t, framework.Options{Config: &cfg.Spec, GuardArgs: []string{"--log-level", "info"}})
 	env.EnsureNamespace(t, OwnerNamespace)
 	if _, err := env.AdminKube.CoreV1().Secrets(OwnerNamespace).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: CASecret},
@@ -56,11 +58,6 @@ func TestLoad(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// As deployed: info-level logs (the framework's default is debug,
-	// which logs every allow).
-	env.Guard.Stop(t)
-	env.Guard.ExtraArgs = []string{"--log-level", "info"}
-	env.Guard.Start(t)
 	pid := env.Guard.PID()
 
 	roots := x509.NewCertPool()
