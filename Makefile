@@ -6,20 +6,24 @@ SHELL := /usr/bin/env bash
 VERSION := $(shell cat VERSION)
 LDFLAGS := -s -w -X github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app.Version=$(VERSION)
 BIN := $(CURDIR)/bin
-# Bounded fuzzing in `make test`; raise it for a longer local run.
+# Fuzzing time per target (`make fuzz`); raise it for a longer local run.
 FUZZTIME ?= 10s
 # `make bench`: rounds of the whole suite (the table shows medians over
 # rounds) and the time each benchmark runs per round.
 BENCH_ROUNDS ?= 7
 BENCH_TIME ?= 300ms
+# Soak duration (`make soak`); `go test` runs a 20 s version.
+SOAK_DURATION ?= 10m
+# package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
+FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./policy:FuzzParseBundle ./policy:FuzzLoad
 
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build bin/webhook-guard.
-	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/webhook-guard ./cmd/webhook-guard
+build: ## Build bin/webhook-guard (with go.mod's toolchain, fetched once from the module proxy).
+	GOTOOLCHAIN=auto CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/webhook-guard ./cmd/webhook-guard
 
 .PHONY: tools
 tools: ## Build kube-apiserver, etcd and helm from the Go module proxy into bin/ (once per machine).
@@ -52,17 +56,30 @@ bench: ## Benchmark the guard against the JSON-decode floor, controller-runtime,
 .PHONY: loadtest
 loadtest: tools ## Load the built guard over TLS on loopback under a real kube-apiserver (e2e/perf TestLoad); print the tables.
 	cd e2e/perf && go test -run '^TestLoad$$' -count 1 -v -timeout 20m .
+.PHONY: fuzz
+fuzz: ## Fuzz each target for FUZZTIME (default 10s); seed corpora in testdata/fuzz run in every `go test`.
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+	  go test $$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel 2 || exit 1; done
+
+.PHONY: soak
+soak: ## Serve a steady request rate from the built binary for SOAK_DURATION (default 10m); report heap and goroutines.
+	SOAK_DURATION=$(SOAK_DURATION) go test ./e2e/ -run TestSoak -count=1 -v -timeout 0
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: lint-tools ## gofmt, go vet and golangci-lint (gosec included).
+lint: lint-tools ## gofmt, go vet, golangci-lint (gosec included) and govulncheck (offline database).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(BIN)/golangci-lint run --allow-parallel-runners ./...
+	hack/vulncheck.sh
 
+.PHONY: vulncheck
+vulncheck: ## govulncheck against the Go vulnerability database from the golang.org/x/vulndb module (offline).
+	hack/vulncheck.sh
 
 .PHONY: verify
 verify: lint ## lint, and check that generated files are current.

@@ -138,11 +138,29 @@ func (d *Decision) Message() string {
 	if d.Mapping != "" {
 		fmt.Fprintf(&b, " (mapping %q, %s)", d.Mapping, d.Mode)
 	}
-	for _, v := range d.Violations {
+	shown, more := listed(d.Violations)
+	for _, v := range shown {
 		b.WriteString("; ")
 		b.WriteString(v.String())
 	}
+	if more > 0 {
+		fmt.Fprintf(&b, "; and %d more violation(s) of the same kind not listed", more)
+	}
 	return b.String()
+}
+
+// MaxListedViolations bounds the violations a message, the warnings and the
+// audit annotations list: a hostile 1,000-entry configuration must not turn
+// into a 300 KB denial, 1,000 warnings or a 300 KB audit log line. The
+// record keeps them all.
+const MaxListedViolations = 10
+
+// listed is the violations to show and how many are left out.
+func listed(vs []Violation) ([]Violation, int) {
+	if len(vs) <= MaxListedViolations {
+		return vs, 0
+	}
+	return vs[:MaxListedViolations], len(vs) - MaxListedViolations
 }
 
 // maxWarningLen keeps each warning under kube-apiserver's truncation limit
@@ -166,14 +184,23 @@ func (d *Decision) Warnings() []string {
 			owner = "that no mapping covers"
 		}
 		out := []string{truncate(fmt.Sprintf("%s%q wrote %s %q %s; this write is recorded", prefix, d.Subject, d.Kind, d.Name, owner))}
-		for _, v := range d.Violations {
+		shown, more := listed(d.Violations)
+		for _, v := range shown {
 			out = append(out, warning(prefix+"bypassed ", v))
 		}
-		return out
+		return appendMore(out, prefix, more)
 	}
-	out := make([]string, 0, len(d.Violations))
-	for _, v := range d.Violations {
+	shown, more := listed(d.Violations)
+	out := make([]string, 0, len(shown)+1)
+	for _, v := range shown {
 		out = append(out, warning(prefix, v))
+	}
+	return appendMore(out, prefix, more)
+}
+
+func appendMore(out []string, prefix string, more int) []string {
+	if more > 0 {
+		out = append(out, fmt.Sprintf("%sand %d more violation(s) not listed", prefix, more))
 	}
 	return out
 }
@@ -216,9 +243,13 @@ func (d *Decision) AuditAnnotations() map[string]string {
 		a["mapping"] = d.Mapping
 	}
 	if len(d.Violations) > 0 {
-		rules := make([]string, 0, len(d.Violations))
-		for _, v := range d.Violations {
+		shown, more := listed(d.Violations)
+		rules := make([]string, 0, len(shown)+1)
+		for _, v := range shown {
 			rules = append(rules, v.String())
+		}
+		if more > 0 {
+			rules = append(rules, fmt.Sprintf("and %d more", more))
 		}
 		a["violations"] = strings.Join(rules, " | ")
 	}

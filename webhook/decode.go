@@ -83,6 +83,9 @@ const fieldObject, fieldOldObject = "request.object", "request.oldObject"
 // the decoded request.object or request.oldObject (only those the operation
 // reads are asked for) or why it is missing or malformed.
 func (r *reviewRequest) input(object func(field string, kind policy.ConfigKind) (*webhookConfiguration, error)) (*policy.Input, error) {
+	if r.UID == "" && r.Kind.Kind == "" && r.Operation == "" && r.UserInfo.Username == "" {
+		return nil, inputErrorf("the body holds no admission request: expected an admission.k8s.io/v1 AdmissionReview with a request")
+	}
 	if r.UID == "" {
 		return nil, inputErrorf("request.uid is missing")
 	}

@@ -24,8 +24,9 @@ import (
 
 // MaxReviewBytes bounds a request body, as controller-runtime's admission
 // webhook does: two objects of at most 3 MB each (twice etcd's 1.5 MB
-// request limit) plus the rest of the review.
-const MaxReviewBytes = 7 << 20
+// request limit) plus the rest of the review. It is the server's
+// MaxRequestBytes, so the handler, not the server, answers the 413.
+const MaxReviewBytes = MaxRequestBytes
 
 // The AdmissionReview versions the guard answers. The static manifest asks
 // for v1 only; v1beta1 has the same shape and is answered in kind, as

@@ -145,14 +145,6 @@ func reviewJSON(t *testing.T, req *admissionv1.AdmissionRequest) []byte {
 	return data
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func Test_Handler_roundTripOverTLS(t *testing.T) {
 	f := testFixtures(t)
 	cfg := mustLoad(t, guardConfigDoc(f))

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -65,7 +64,9 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		// Runnables that need no leader (the webhook server, the reloader)
 		// keep serving while leadership moves.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+		// Our server: controller-runtime's has no read/write timeouts and
+		// cancels in-flight reviews on SIGTERM (httpserver.go).
+		WebhookServer: NewServer(ServerOptions{
 			Host:    o.BindAddress,
 			Port:    o.Port,
 			CertDir: o.CertDir,

@@ -64,6 +64,10 @@ type Options struct {
 	// guard's auditAnnotations where cluster operators see them.
 	AuditLog bool
 
+	// GuardAPIProxy puts a TCPProxy (Env.APIProxy) between the guard and
+	// kube-apiserver, so a test can cut the guard off the API server.
+	GuardAPIProxy bool
+
 	// afterRender lets the framework's own tests break the rendered files.
 	afterRender func(t testing.TB, renderDir string)
 }
@@ -85,6 +89,8 @@ type Env struct {
 	// relative to the render output directory.
 	Rendered map[string][]byte
 	Guard    *Guard
+	// APIProxy carries the guard's API traffic when Options.GuardAPIProxy is set.
+	APIProxy *TCPProxy
 
 	testEnv      *envtest.Environment
 	auditLogPath string
@@ -224,6 +230,9 @@ func Start(t testing.TB, opts Options) *Env {
 	e.AdminKube = kubernetes.NewForConfigOrDie(cfg)
 
 	e.installGuardIdentity(t, leaf)
+	if opts.GuardAPIProxy {
+		e.proxyGuardAPI(t)
+	}
 	g.Start(t)
 	return e
 }

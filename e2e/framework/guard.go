@@ -87,7 +87,8 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
-	// ExtraArgs are appended to Args.
+	// ExtraArgs are appended to the `serve` arguments (e.g. --ca-cache-ttl,
+	// --leader-elect).
 	ExtraArgs []string
 
 	mu   sync.Mutex
