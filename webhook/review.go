@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,7 +111,7 @@ func (rh *ReviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n == 0 {
-		rh.writeError(w, apiVersion, "", http.StatusBadRequest, errors.New("request body is empty"))
+		rh.writeError(w, apiVersion, "", http.StatusBadRequest, errors.New("request body is empty: the body holds no admission request"))
 		return
 	}
 	if n > MaxReviewBytes {
@@ -140,19 +142,36 @@ func (rh *ReviewHandler) review(ctx context.Context, body []byte) (resp *admissi
 	apiVersion = reviewV1
 	var review admissionReview
 	if err := jsonv2.Unmarshal(body, &review); err != nil {
-		return rh.errored(ctx, "", http.StatusBadRequest, fmt.Errorf("cannot decode the AdmissionReview: %w", err)), apiVersion
+		return rh.errored(ctx, "", http.StatusBadRequest, decodeError(&review, err)), apiVersion
 	}
-	switch {
-	case review.APIVersion == reviewV1beta1 && review.Kind == reviewKind:
+	if review.APIVersion == reviewV1beta1 && review.Kind == reviewKind {
 		apiVersion = reviewV1beta1
-	case (review.APIVersion == reviewV1 || review.APIVersion == "") && (review.Kind == reviewKind || review.Kind == ""):
-	default:
-		return rh.errored(ctx, "", http.StatusBadRequest, fmt.Errorf("%s %s is not an AdmissionReview; expected %s or %s", review.APIVersion, review.Kind, reviewV1, reviewV1beta1)), apiVersion
 	}
+	// Like the generic path, the review's own apiVersion and kind are not
+	// checked: a request that is not about a guarded kind is refused below.
 	if review.Request == nil {
-		return rh.errored(ctx, "", http.StatusBadRequest, errors.New("the AdmissionReview has no request")), apiVersion
+		review.Request = &reviewRequest{}
 	}
 	return rh.handle(ctx, review.Request), apiVersion
+}
+
+// decodeError words a decode failure as the generic path did: a syntax
+// error is a "json parse error", a type error inside an object says which
+// object did not decode.
+func decodeError(review *admissionReview, err error) error {
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		return fmt.Errorf("json parse error: %w", err)
+	}
+	var sem *jsonv2.SemanticError
+	if errors.As(err, &sem) && review.Request != nil {
+		for _, field := range []struct{ ptr, name string }{{"/request/object", fieldObject}, {"/request/oldObject", fieldOldObject}} {
+			if p := string(sem.JSONPointer); p == field.ptr || strings.HasPrefix(p, field.ptr+"/") {
+				return inputErrorf("%s does not decode as a %s: %v", field.name, review.Request.Kind.Kind, err)
+			}
+		}
+	}
+	return fmt.Errorf("cannot decode the AdmissionReview: %w", err)
 }
 
 // handle decides a decoded request, recovering a panic into a 500 exactly

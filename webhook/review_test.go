@@ -120,19 +120,19 @@ func Test_ReviewHandler_malformed(t *testing.T) {
 			contentType: "text/plain", body: owner, code: 400, message: "contentType=text/plain, expected application/json",
 		},
 		"if the body is not JSON, answer 400": {
-			contentType: "application/json", body: []byte("{not json"), code: 400, message: "cannot decode the AdmissionReview",
+			contentType: "application/json", body: []byte("{not json"), code: 400, message: "json parse error",
 		},
 		"if the body is larger than the limit, answer 413": {
 			contentType: "application/json", body: bytes.Repeat([]byte(" "), MaxReviewBytes+1), code: 413, message: "request entity is too large",
 		},
 		"if the review has no request, answer 400": {
-			contentType: "application/json", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), code: 400, message: "no request",
+			contentType: "application/json", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), code: 400, message: "the body holds no admission request",
 		},
 		"if the review is another kind, answer 400": {
-			contentType: "application/json", body: []byte(`{"apiVersion":"v1","kind":"Pod","request":{}}`), code: 400, message: "is not an AdmissionReview",
+			contentType: "application/json", body: []byte(`{"apiVersion":"v1","kind":"Pod","request":{"uid":"x"}}`), code: 400, message: "request.kind /, Kind= is not guarded",
 		},
 		"if an object has the wrong type, answer 400": {
-			contentType: "application/json", body: bytes.Replace(owner, []byte(`"webhooks": [`), []byte(`"webhooks": 7, "x": [`), 1), code: 400, message: "cannot decode the AdmissionReview",
+			contentType: "application/json", body: bytes.Replace(owner, []byte(`"webhooks": [`), []byte(`"webhooks": 7, "x": [`), 1), code: 400, message: "request.object does not decode as a ValidatingWebhookConfiguration",
 		},
 		"if a member name is duplicated, answer 400 (stricter than kube-apiserver, which never sends one)": {
 			contentType: "application/json", body: bytes.Replace(owner, []byte(`"uid"`), []byte(`"uid": "x", "uid"`), 1), code: 400, message: "duplicate",
@@ -175,7 +175,7 @@ func Test_ReviewHandler_caseSensitive(t *testing.T) {
 		message  string
 	}{
 		`if "request" is spelled "Request", it is not read`: {
-			from: `"request":`, to: `"Request":`, message: "no request",
+			from: `"request":`, to: `"Request":`, message: "the body holds no admission request",
 		},
 		`if "uid" is spelled "UID", it is not read`: {
 			from: `"uid":`, to: `"UID":`, message: "request.uid is missing",
