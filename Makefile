@@ -8,6 +8,10 @@ LDFLAGS := -s -w -X github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app
 BIN := $(CURDIR)/bin
 # Fuzzing time per target (`make fuzz`); raise it for a longer local run.
 FUZZTIME ?= 10s
+# `make bench`: rounds of the whole suite (the table shows medians over
+# rounds) and the time each benchmark runs per round.
+BENCH_ROUNDS ?= 7
+BENCH_TIME ?= 300ms
 # Soak duration (`make soak`); `go test` runs a 20 s version.
 SOAK_DURATION ?= 10m
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
@@ -42,6 +46,16 @@ test-unit: ## Run the unit tests only (no control plane needed).
 test-e2e: tools build ## Run the e2e suite against a real kube-apiserver and etcd.
 	go test -race -count=1 -timeout 30m -v ./e2e/...
 
+.PHONY: bench
+bench: ## Benchmark the guard against the JSON-decode floor, controller-runtime, CEL and Rego (e2e/perf); print one table.
+	cd e2e/perf && go test -c -o $${TMPDIR:-/tmp}/webhook-guard-perf.test . && \
+		for i in $$(seq $(BENCH_ROUNDS)); do \
+			$${TMPDIR:-/tmp}/webhook-guard-perf.test -test.run '^$$' -test.bench . -test.benchmem -test.count 1 -test.benchtime $(BENCH_TIME); \
+		done | tee /dev/stderr | go run ./cmd/benchtable
+
+.PHONY: loadtest
+loadtest: tools ## Load the built guard over TLS on loopback under a real kube-apiserver (e2e/perf TestLoad); print the tables.
+	cd e2e/perf && go test -run '^TestLoad$$' -count 1 -v -timeout 20m .
 .PHONY: fuzz
 fuzz: ## Fuzz each target for FUZZTIME (default 10s); seed corpora in testdata/fuzz run in every `go test`.
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

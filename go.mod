@@ -8,6 +8,7 @@ toolchain go1.26.10
 
 require (
 	github.com/cert-manager/cert-manager v1.21.2
+	github.com/go-json-experiment/json v1.27.2
 	github.com/go-logr/logr v1.4.3
 	github.com/openreports/reports-api v0.2.1
 	github.com/prometheus/client_golang v1.24.0

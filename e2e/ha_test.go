@@ -17,11 +17,13 @@ import (
 
 // TestHAThreeReplicasLeaderElection runs three replicas with --leader-elect
 // behind a balancer on the static webhook's URL. Every replica serves
-// reviews; the only API object any replica writes is the leader election
-// Lease (and the leader's "became leader" Events): decisions are logged and
-// counted per replica, never written to the API, so they are safe from every
-// replica. SIGTERM to the leader releases the Lease and another replica
-// takes over within seconds, while admission goes on.
+// reviews. The API writes are the leader election Lease (leader only) and
+// the records (ClusterReports and aggregated Events), which every replica
+// writes safely: report writes merge increments with resourceVersion
+// conflict retries, and Events are aggregated to one per (configuration,
+// reason) per flush interval per replica, never one per request. SIGTERM to
+// the leader releases the Lease and another replica takes over within
+// seconds, while admission goes on.
 func TestHAThreeReplicasLeaderElection(t *testing.T) {
 	f := newFixture(t, framework.Options{})
 	ctx := t.Context()
@@ -64,7 +66,7 @@ func TestHAThreeReplicasLeaderElection(t *testing.T) {
 			t.Errorf("the owner's write failed: %v", err)
 		}
 	}
-	requireOnlyLeaderElectionWrites(t, f.env)
+	requireBoundedGuardWrites(t, f.env, len(replicas))
 
 	// Hand-over: the leader gets SIGTERM and releases the Lease.
 	before := *lease.Spec.HolderIdentity
@@ -88,7 +90,7 @@ func TestHAThreeReplicasLeaderElection(t *testing.T) {
 			t.Errorf("the owner's write failed after the hand-over: %v", err)
 		}
 	}
-	requireOnlyLeaderElectionWrites(t, f.env)
+	requireBoundedGuardWrites(t, f.env, len(replicas))
 }
 
 // grantLeases gives the guard's identity what leader election needs, as the
@@ -124,19 +126,39 @@ func getLease(t testing.TB, env *framework.Env) *coordinationv1.Lease {
 	return l
 }
 
-// requireOnlyLeaderElectionWrites: every object the guard's identity wrote
-// is the Lease (managedFields name the writer) and every Event about the
-// guard is a LeaderElection event.
-func requireOnlyLeaderElectionWrites(t testing.TB, env *framework.Env) {
+// recordEventReasons are the reasons of the records' aggregated Events.
+var recordEventReasons = map[string]bool{"WouldDeny": true, "Denied": true, "BreakGlass": true, "UnmanagedWrite": true, "CABundleFlapping": true}
+
+// requireBoundedGuardWrites: the guard never writes a webhook configuration
+// (managedFields name the writer), the Lease carries its writes, and every
+// Event it wrote is leader election or a records Event, aggregated: at most
+// two per (configuration, reason) per replica (one flush interval plus the
+// final flush at shutdown), however many requests there were.
+func requireBoundedGuardWrites(t testing.TB, env *framework.Env, replicas int) {
 	t.Helper()
 	ctx := t.Context()
 	events, err := env.AdminKube.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	perKey := map[string]int{}
 	for _, e := range events.Items {
-		if e.Reason != "LeaderElection" && (strings.Contains(e.Source.Component, "webhook-guard") || strings.Contains(e.ReportingController, "webhook-guard")) {
-			t.Errorf("the guard wrote an Event other than leader election: %s %s: %s", e.Reason, e.InvolvedObject.Name, e.Message)
+		if e.Reason == "LeaderElection" || !(strings.Contains(e.Source.Component, "webhook-guard") || strings.Contains(e.ReportingController, "webhook-guard")) {
+			continue
+		}
+		if !recordEventReasons[e.Reason] {
+			t.Errorf("the guard wrote an unexpected Event: %s %s: %s", e.Reason, e.InvolvedObject.Name, e.Message)
+			continue
+		}
+		n := 1
+		if e.Series != nil {
+			n = int(e.Series.Count)
+		}
+		perKey[e.InvolvedObject.Name+"/"+e.Reason] += max(n, int(e.Count))
+	}
+	for key, n := range perKey {
+		if n > 2*replicas {
+			t.Errorf("%d Events for %s from %d replicas: records Events must be aggregated per flush interval", n, key, replicas)
 		}
 	}
 	// The guard's writes appear in managedFields with its user agent as

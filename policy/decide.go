@@ -94,7 +94,7 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 			out = append(out, v)
 			continue
 		}
-		fps, err := ParseBundle(ch.New)
+		fps, err := in.Fingerprints.Parse(ch.New)
 		if err != nil {
 			v.Detail = "the caBundle " + err.Error()
 			v.Hint = "caBundle must hold the owner's CA certificates in PEM"

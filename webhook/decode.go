@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -48,28 +50,63 @@ func inputErrorf(format string, args ...any) error {
 	return &InputError{msg: fmt.Sprintf(format, args...)}
 }
 
+// reviewRequest is the part of an admission.k8s.io AdmissionRequest the
+// decision reads. The review handler decodes a whole AdmissionReview into it
+// in one pass, objects included; DecodeInput fills it from a decoded
+// admissionv1.AdmissionRequest. Either way the same checks below apply.
+type reviewRequest struct {
+	UID       types.UID               `json:"uid"`
+	Kind      metav1.GroupVersionKind `json:"kind"`
+	Name      string                  `json:"name"`
+	Operation admissionv1.Operation   `json:"operation"`
+	UserInfo  struct {
+		Username string   `json:"username"`
+		Groups   []string `json:"groups"`
+	} `json:"userInfo"`
+	Object    *webhookConfiguration `json:"object"`
+	OldObject *webhookConfiguration `json:"oldObject"`
+	DryRun    *bool                 `json:"dryRun"`
+}
+
 // DecodeInput turns an AdmissionRequest into the decision's input.
 func DecodeInput(req *admissionv1.AdmissionRequest) (*policy.Input, error) {
-	if req.UID == "" && req.Kind.Kind == "" && req.Operation == "" && req.UserInfo.Username == "" {
+	r := reviewRequest{UID: req.UID, Kind: req.Kind, Name: req.Name, Operation: req.Operation, DryRun: req.DryRun}
+	r.UserInfo.Username, r.UserInfo.Groups = req.UserInfo.Username, req.UserInfo.Groups
+	return r.input(func(field string, kind policy.ConfigKind) (*webhookConfiguration, error) {
+		raw := req.Object.Raw
+		if field == fieldOldObject {
+			raw = req.OldObject.Raw
+		}
+		return decodeObject(field, raw, kind)
+	})
+}
+
+const fieldObject, fieldOldObject = "request.object", "request.oldObject"
+
+// input checks the request and builds the decision's input; object returns
+// the decoded request.object or request.oldObject (only those the operation
+// reads are asked for) or why it is missing or malformed.
+func (r *reviewRequest) input(object func(field string, kind policy.ConfigKind) (*webhookConfiguration, error)) (*policy.Input, error) {
+	if r.UID == "" && r.Kind.Kind == "" && r.Operation == "" && r.UserInfo.Username == "" {
 		return nil, inputErrorf("the body holds no admission request: expected an admission.k8s.io/v1 AdmissionReview with a request")
 	}
-	if req.UID == "" {
+	if r.UID == "" {
 		return nil, inputErrorf("request.uid is missing")
 	}
-	if req.Kind.Group != guardedGroup || req.Kind.Version != guardedVersion {
+	if r.Kind.Group != guardedGroup || r.Kind.Version != guardedVersion {
 		return nil, inputErrorf("request.kind %s is not guarded: expected %s/%s %s or %s; check the rules of the webhook registration",
-			req.Kind.String(), guardedGroup, guardedVersion, policy.KindValidating, policy.KindMutating)
+			r.Kind.String(), guardedGroup, guardedVersion, policy.KindValidating, policy.KindMutating)
 	}
-	kind := policy.ConfigKind(req.Kind.Kind)
+	kind := policy.ConfigKind(r.Kind.Kind)
 	if kind != policy.KindValidating && kind != policy.KindMutating {
-		return nil, inputErrorf("request.kind %s is not guarded: expected %s or %s", req.Kind.Kind, policy.KindValidating, policy.KindMutating)
+		return nil, inputErrorf("request.kind %s is not guarded: expected %s or %s", r.Kind.Kind, policy.KindValidating, policy.KindMutating)
 	}
 	in := &policy.Input{
-		Operation: policy.Operation(req.Operation),
+		Operation: policy.Operation(r.Operation),
 		Kind:      kind,
-		Name:      req.Name,
-		User:      policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups},
-		DryRun:    req.DryRun != nil && *req.DryRun,
+		Name:      r.Name,
+		User:      policy.User{Username: r.UserInfo.Username, Groups: r.UserInfo.Groups},
+		DryRun:    r.DryRun != nil && *r.DryRun,
 	}
 	if in.User.Username == "" {
 		return nil, inputErrorf("request.userInfo.username is missing")
@@ -78,15 +115,15 @@ func DecodeInput(req *admissionv1.AdmissionRequest) (*policy.Input, error) {
 	var err error
 	switch in.Operation {
 	case policy.OperationCreate:
-		obj, err = decodeObject("request.object", req.Object.Raw, kind)
+		obj, err = object(fieldObject, kind)
 	case policy.OperationUpdate:
-		if obj, err = decodeObject("request.object", req.Object.Raw, kind); err == nil {
-			old, err = decodeObject("request.oldObject", req.OldObject.Raw, kind)
+		if obj, err = object(fieldObject, kind); err == nil {
+			old, err = object(fieldOldObject, kind)
 		}
 	case policy.OperationDelete:
-		old, err = decodeObject("request.oldObject", req.OldObject.Raw, kind)
+		old, err = object(fieldOldObject, kind)
 	default:
-		return nil, inputErrorf("request.operation %q is not guarded: expected CREATE, UPDATE or DELETE", req.Operation)
+		return nil, inputErrorf("request.operation %q is not guarded: expected CREATE, UPDATE or DELETE", r.Operation)
 	}
 	if err != nil {
 		return nil, err
@@ -121,13 +158,18 @@ func decodeObject(field string, raw []byte, kind policy.ConfigKind) (*webhookCon
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
 		return nil, inputErrorf("%s does not decode as a %s: %v", field, kind, err)
 	}
+	return checkObject(field, &obj, kind)
+}
+
+// checkObject checks a decoded object against request.kind.
+func checkObject(field string, obj *webhookConfiguration, kind policy.ConfigKind) (*webhookConfiguration, error) {
 	if obj.Kind != "" && obj.Kind != string(kind) {
 		return nil, inputErrorf("%s is a %s, but request.kind says %s", field, obj.Kind, kind)
 	}
 	if obj.APIVersion != "" && obj.APIVersion != guardedGroup+"/"+guardedVersion {
 		return nil, inputErrorf("%s has apiVersion %s, expected %s/%s", field, obj.APIVersion, guardedGroup, guardedVersion)
 	}
-	return &obj, nil
+	return obj, nil
 }
 
 func webhooks(obj *webhookConfiguration) []policy.Webhook {

@@ -45,7 +45,6 @@ func isPolicyObject(req *admissionv1.AdmissionRequest) bool {
 // objects. Objects the guard did not generate (no managed-by label on the
 // old or the new object) are allowed: they are not the guard's to defend.
 func (h *Handler) handlePolicyObject(ctx context.Context, req *admissionv1.AdmissionRequest) admission.Response {
-	log := logf.FromContext(ctx)
 	var labelled bool
 	for _, raw := range [][]byte{req.Object.Raw, req.OldObject.Raw} {
 		if len(raw) == 0 {
@@ -63,6 +62,23 @@ func (h *Handler) handlePolicyObject(ctx context.Context, req *admissionv1.Admis
 		labelled = labelled || obj.Metadata.Labels[vap.LabelManagedBy] == vap.ManagedBy
 	}
 	user := policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}
+	return h.policyObjectDecision(ctx, string(req.Operation), req.Kind.Kind, req.Name, user, labelled)
+}
+
+// isPolicyKind is isPolicyObject for ReviewHandler's decoded request.
+func isPolicyKind(k metav1.GroupVersionKind) bool {
+	return k.Group == guardedGroup && k.Version == guardedVersion && (k.Kind == kindPolicy || k.Kind == kindPolicyBinding)
+}
+
+// managedByGuard reports whether a decoded object carries the guard's label.
+func managedByGuard(obj *webhookConfiguration) bool {
+	return obj != nil && obj.Metadata.Labels[vap.LabelManagedBy] == vap.ManagedBy
+}
+
+// policyObjectDecision is the decision of handlePolicyObject, shared by
+// the generic path and ReviewHandler.
+func (h *Handler) policyObjectDecision(ctx context.Context, operation, kind, name string, user policy.User, labelled bool) admission.Response {
+	log := logf.FromContext(ctx)
 	cfg := h.Config.Current()
 	switch {
 	case !labelled:
@@ -77,8 +93,8 @@ func (h *Handler) handlePolicyObject(ctx context.Context, req *admissionv1.Admis
 		writer = "the guard's service account"
 	}
 	msg := fmt.Sprintf("webhook-guard denied %s of %s %q by %q: %s: only %s may change the objects policy mode generates (label %s=%s); hint: change the owner mappings in the GuardConfig instead, the guard regenerates them",
-		req.Operation, req.Kind.Kind, req.Name, req.UserInfo.Username, RulePolicyObject, writer, vap.LabelManagedBy, vap.ManagedBy)
-	log.Info("deny", "rule", RulePolicyObject, "subject", req.UserInfo.Username, "message", msg)
+		operation, kind, name, user.Username, RulePolicyObject, writer, vap.LabelManagedBy, vap.ManagedBy)
+	log.Info("deny", "rule", RulePolicyObject, "subject", user.Username, "message", msg)
 	return h.policyObjectVerdict(policy.OutcomeDeny, &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg})
 }
 

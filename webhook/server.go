@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -115,11 +114,15 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 	recorder := Recorders{LogRecorder{Log: log.WithName("records")}, reports}
-	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder}
+	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder,
+		Fingerprints: policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)}
 	if o.PolicyGuardServiceAccount != "" {
 		handler.PolicyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
 	}
-	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: handler})
+	// One decode of the review and its objects (ReviewHandler) instead of
+	// controller-runtime's generic admission.Webhook; Register wraps it in
+	// controller-runtime's webhook metrics all the same.
+	mgr.GetWebhookServer().Register(Path, &ReviewHandler{Handler: handler})
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

@@ -37,7 +37,13 @@ func startServer(t testing.TB, h admission.Handler) *runningServer {
 	port := freePort(t)
 	o := &Options{TLSMinVersion: "VersionTLS12"}
 	srv := NewServer(ServerOptions{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: []func(*tls.Config){o.TLSConfig}})
-	srv.Register(Path, &admission.Webhook{Handler: h})
+	// As Run registers it: the guard's Handler behind ReviewHandler; any
+	// other handler (a test's stub) behind controller-runtime's webhook.
+	var hook http.Handler = &admission.Webhook{Handler: h}
+	if gh, ok := h.(*Handler); ok {
+		hook = &ReviewHandler{Handler: gh}
+	}
+	srv.Register(Path, hook)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()

@@ -207,6 +207,17 @@ func (g *Guard) Stop(t testing.TB) {
 	}
 }
 
+// PID is the running process's id, 0 when it is not running (the load test
+// reads its CPU time and peak RSS from /proc).
+func (g *Guard) PID() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil || g.cmd.Process == nil {
+		return 0
+	}
+	return g.cmd.Process.Pid
+}
+
 // Running reports whether the process is alive.
 func (g *Guard) Running() bool {
 	g.mu.Lock()

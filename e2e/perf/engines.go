@@ -1,0 +1,175 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	admissionv1 "k8s.io/api/admission/v1"
+	admregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// The same policy as GuardConfigYAML, for engines that cannot parse PEM:
+// the writer is the owner's service account (or a break-glass group), and
+// every caBundle written is byte-for-byte one of the owner's CA PEMs (what
+// the guard's policy mode generates, DESIGN section 2).
+const (
+	celWriterRule = `request.userInfo.username == '` + OwnerUser + `' || request.userInfo.groups.exists(g, g == 'system:masters')`
+	celBundleRule = `!has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.caBundle) || w.clientConfig.caBundle == params.binaryData.current || w.clientConfig.caBundle == params.binaryData.next)`
+)
+
+var (
+	vwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}
+	vwcGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+)
+
+// CEL is a webhook that evaluates the policy with Kubernetes' own
+// ValidatingAdmissionPolicy engine (k8s.io/apiserver validating.Validator,
+// compiled once, exactly as the VAP plugin compiles a policy), the params
+// being a ConfigMap with the owner's CA PEMs in binaryData.
+type CEL struct {
+	validator validating.Validator
+	params    *corev1.ConfigMap
+}
+
+// NewCEL compiles the policy.
+func NewCEL(f *Fixture) (*CEL, error) {
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return nil, err
+	}
+	vars := plugincel.OptionalVariableDeclarations{HasParams: true}
+	fail := admregv1.Fail
+	validations := []plugincel.ExpressionAccessor{
+		&validating.ValidationCondition{Expression: celWriterRule, Message: "not-owner: the subject is not a writer"},
+		&validating.ValidationCondition{Expression: celBundleRule, Message: "ca-mismatch: a caBundle is not the owner's CA"},
+	}
+	v := validating.NewValidator(
+		compiler.CompileCondition(validations, vars, environment.StoredExpressions),
+		nil,
+		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
+		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
+		&fail, nil)
+	if err := v.CompileError(); err != nil {
+		return nil, err
+	}
+	return &CEL{validator: v, params: &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: OwnerNamespace, Name: "koordinator-ca"},
+		BinaryData: map[string][]byte{"current": f.Old.PEM, "next": f.New.PEM},
+	}}, nil
+}
+
+// Review decodes the review (strictly, as the apiserver does), decodes its
+// objects into the unstructured form CEL reads, validates and encodes.
+func (c *CEL) Review(ctx context.Context, body []byte, out *bytes.Buffer) error {
+	var review admissionv1.AdmissionReview
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &review); err != nil {
+		return err
+	}
+	req := review.Request
+	obj, old := &unstructured.Unstructured{}, &unstructured.Unstructured{}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Object.Raw, &obj.Object); err != nil {
+		return err
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.OldObject.Raw, &old.Object); err != nil {
+		return err
+	}
+	attrs := admission.NewAttributesRecord(obj, old, vwcGVK, "", req.Name, vwcGVR, "", admission.Operation(req.Operation), nil,
+		req.DryRun != nil && *req.DryRun, &user.DefaultInfo{Name: req.UserInfo.Username, Groups: req.UserInfo.Groups})
+	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: vwcGVK, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
+	res := c.validator.Validate(ctx, vwcGVR, va, c.params, nil, celconfig.RuntimeCELCostBudget, nil)
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Result: &metav1.Status{Code: 200}}
+	var msgs []string
+	for _, d := range res.Decisions {
+		if d.Action != validating.ActionAdmit {
+			msgs = append(msgs, d.Message)
+		}
+	}
+	if len(msgs) > 0 {
+		resp.Allowed, resp.Result.Code, resp.Result.Message = false, 403, strings.Join(msgs, "; ")
+	}
+	return json.NewEncoder(out).Encode(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+}
+
+// regoModule is the policy in Rego, as Gatekeeper-style webhooks run it.
+const regoModule = `package guard
+
+writers := {%q}
+break_glass_groups := {"system:masters"}
+owner_bundles := {%q, %q}
+
+break_glass if {
+	some g in input.request.userInfo.groups
+	g in break_glass_groups
+}
+
+deny contains "not-owner: the subject is not a writer" if {
+	not input.request.userInfo.username in writers
+	not break_glass
+}
+
+deny contains sprintf("ca-mismatch: webhooks[%%d].clientConfig.caBundle is not the owner's CA", [i]) if {
+	some i, w in input.request.object.webhooks
+	b := w.clientConfig.caBundle
+	not b in owner_bundles
+}
+`
+
+// Rego is a webhook that evaluates the policy with OPA (prepared once).
+type Rego struct {
+	query rego.PreparedEvalQuery
+}
+
+// NewRego compiles the policy.
+func NewRego(ctx context.Context, f *Fixture) (*Rego, error) {
+	enc := base64.StdEncoding
+	module := fmt.Sprintf(regoModule, OwnerUser, enc.EncodeToString(f.Old.PEM), enc.EncodeToString(f.New.PEM))
+	q, err := rego.New(rego.Query("data.guard.deny"), rego.Module("guard.rego", module)).PrepareForEval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Rego{query: q}, nil
+}
+
+// Review decodes the review into generic JSON (OPA's input), evaluates the
+// deny set, and encodes the response.
+func (r *Rego) Review(ctx context.Context, body []byte, out *bytes.Buffer) error {
+	var input map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &input); err != nil {
+		return err
+	}
+	rs, err := r.query.Eval(ctx, rego.EvalInput(input))
+	if err != nil {
+		return err
+	}
+	req, _ := input["request"].(map[string]any)
+	uid, _ := req["uid"].(string)
+	resp := &admissionv1.AdmissionResponse{UID: types.UID(uid), Allowed: true, Result: &metav1.Status{Code: 200}}
+	if len(rs) == 1 && len(rs[0].Expressions) == 1 {
+		if denies, _ := rs[0].Expressions[0].Value.([]any); len(denies) > 0 {
+			msgs := make([]string, len(denies))
+			for i, d := range denies {
+				msgs[i] = fmt.Sprint(d)
+			}
+			resp.Allowed, resp.Result.Code, resp.Result.Message = false, 403, strings.Join(msgs, "; ")
+		}
+	}
+	return json.NewEncoder(out).Encode(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Response: resp})
+}

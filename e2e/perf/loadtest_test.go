@@ -1,0 +1,380 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/webhook-guard/webhook-guard/e2e/framework"
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// Bounds of the load test: every phase is capped in time and count, and all
+// traffic goes to 127.0.0.1.
+const (
+	closedLoopPhase = 10 * time.Second
+	openLoopRate    = 1000 // requests/s
+	openLoopPhase   = 30 * time.Second
+	// apiRounds × 2 blocks × apiBlock owner UPDATEs through kube-apiserver.
+	apiRounds = 4
+	apiBlock  = 40
+)
+
+// TestLoad runs the built `webhook-guard serve` under a real kube-apiserver
+// (e2e/framework) and loads it over TLS on loopback: closed loops at
+// concurrency 1, 8 and 64 with keep-alive, then an open loop at 1,000
+// requests/s; then it times owner UPDATEs through kube-apiserver with and
+// without the static guard. It prints the tables `make loadtest` shows.
+func TestLoad(t *testing.T) {
+	f := fixtureFor(t, 5)
+	cfg, err := policy.Load([]byte(GuardConfigYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As deployed: info-level logs (the framework's default is debug,
+	// which logs every allow).
+	env := framework.Start(t, framework.Options{Config: &cfg.Spec, GuardArgs: []string{"--log-level", "info"}})
+	env.EnsureNamespace(t, OwnerNamespace)
+	if _, err := env.AdminKube.CoreV1().Secrets(OwnerNamespace).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: CASecret},
+		Data:       OwnerSecret(OwnerNamespace, CASecret, f).Data,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pid := env.Guard.PID()
+
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(env.GuardCA.PEM)
+	// HTTP/2, as kube-apiserver calls webhooks (the guard offers h2 and
+	// http/1.1): requests share connections instead of each burst opening
+	// new ones and paying a TLS handshake.
+	transport := &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     time.Minute,
+	}
+	t.Cleanup(transport.CloseIdleConnections)
+	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	url := env.Guard.URL()
+	send := func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(f.Review))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"allowed":true`)) {
+			return fmt.Errorf("%d %s", resp.StatusCode, body)
+		}
+		if resp.ProtoMajor != 2 {
+			return fmt.Errorf("answered over %s, want HTTP/2", resp.Proto)
+		}
+		return nil
+	}
+	if err := send(t.Context()); err != nil {
+		t.Fatalf("the guard did not allow the generated review: %v", err)
+	}
+
+	var rows []loadRow
+	for _, c := range []int{1, 8, 64} {
+		rows = append(rows, measure(t, pid, fmt.Sprintf("closed loop, concurrency %d", c), func() (lat []time.Duration, errs int64) {
+			return closedLoop(t.Context(), c, closedLoopPhase, send)
+		}))
+	}
+	rows = append(rows, measure(t, pid, fmt.Sprintf("open loop, %d req/s for %s", openLoopRate, openLoopPhase), func() ([]time.Duration, int64) {
+		return openLoop(t.Context(), openLoopRate, openLoopPhase, send)
+	}))
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nwebhook-guard serve over TLS on 127.0.0.1, 5-entry UPDATE review (%d bytes), %d cores shared with the client and kube-apiserver\n\n", len(f.Review), runtime.NumCPU())
+	b.WriteString("| load | requests | errors | req/s | p50 | p99 | p99.9 | server CPU/req | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %.1f MiB |\n", r.name, r.n, r.errors, r.rps,
+			ms(r.p50), ms(r.p99), ms(r.p999), us(r.cpuPerReq), r.peakRSS)
+	}
+	fmt.Fprintf(&b, "\nopen loop: %s\n", openLoopNote)
+	b.WriteString(apiServerLatency(t, env, f))
+	fmt.Println(b.String())
+}
+
+type loadRow struct {
+	name                string
+	n, errors           int64
+	rps                 float64
+	p50, p99, p999      time.Duration
+	cpuPerReq           time.Duration
+	peakRSS             float64 // MiB
+	elapsed             time.Duration
+	cpuBefore, cpuAfter time.Duration
+}
+
+// measure runs one phase and reads the server's CPU time and peak RSS
+// around it (the peak is reset before the phase through clear_refs).
+func measure(t *testing.T, pid int, name string, run func() ([]time.Duration, int64)) loadRow {
+	t.Helper()
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o600)
+	r := loadRow{name: name, cpuBefore: cpuTime(t, pid)}
+	start := time.Now()
+	lat, errs := run()
+	r.elapsed = time.Since(start)
+	r.cpuAfter = cpuTime(t, pid)
+	r.peakRSS = peakRSS(t, pid)
+	slices.Sort(lat)
+	r.n, r.errors = int64(len(lat))+errs, errs
+	r.rps = float64(len(lat)) / r.elapsed.Seconds()
+	r.p50, r.p99, r.p999 = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 0.999)
+	if len(lat) > 0 {
+		r.cpuPerReq = (r.cpuAfter - r.cpuBefore) / time.Duration(len(lat))
+	}
+	t.Logf("%s: %d requests, %d errors, %.0f req/s, p50 %s p99 %s p99.9 %s, server CPU %s/req, peak RSS %.1f MiB",
+		name, r.n, r.errors, r.rps, r.p50, r.p99, r.p999, r.cpuPerReq, r.peakRSS)
+	if errs > 0 {
+		t.Errorf("%s: %d requests failed; the first: %v", name, errs, takeErr())
+	}
+	return r
+}
+
+// openLoopNote says when the open loop's slow requests were due (a stall
+// of the machine shows as one burst).
+var openLoopNote string
+
+// firstErr keeps the first failure of a phase, for the report.
+var firstErr struct {
+	sync.Mutex
+	msg string
+}
+
+func noteErr(err error) {
+	firstErr.Lock()
+	defer firstErr.Unlock()
+	if firstErr.msg == "" {
+		firstErr.msg = err.Error()
+	}
+}
+
+func takeErr() string {
+	firstErr.Lock()
+	defer firstErr.Unlock()
+	msg := firstErr.msg
+	firstErr.msg = ""
+	return msg
+}
+
+// closedLoop runs c clients, each sending the next request when the last
+// one answered, for d.
+func closedLoop(ctx context.Context, c int, d time.Duration, send func(context.Context) error) ([]time.Duration, int64) {
+	var errs atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range c {
+		wg.Go(func() {
+			var lat []time.Duration
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				start := time.Now()
+				if err := send(ctx); err != nil {
+					errs.Add(1)
+					noteErr(err)
+					continue
+				}
+				lat = append(lat, time.Since(start))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return all, errs.Load()
+}
+
+// openLoop sends rate requests per second for d whatever the answers do,
+// each timed from when it was due (so a stall is not hidden by sending less).
+func openLoop(ctx context.Context, rate int, d time.Duration, send func(context.Context) error) ([]time.Duration, int64) {
+	n := int(d.Seconds() * float64(rate))
+	interval := time.Second / time.Duration(rate)
+	lat := make([]time.Duration, n)
+	failed := make([]bool, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		due := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(due); wait > 0 {
+			time.Sleep(wait)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			if err := send(ctx); err != nil {
+				failed[i] = true
+				noteErr(err)
+				return
+			}
+			lat[i] = time.Since(due)
+		})
+	}
+	wg.Wait()
+	var ok []time.Duration
+	var errs int64
+	worst, slow := 0, 0
+	for i := range n {
+		if failed[i] {
+			errs++
+		} else if lat[i] > 0 {
+			ok = append(ok, lat[i])
+			if lat[i] > lat[worst] {
+				worst = i
+			}
+			if lat[i] > 10*time.Millisecond {
+				slow++
+			}
+		}
+	}
+	openLoopNote = fmt.Sprintf("%d of %d requests over 10 ms; the slowest was due %s into the run and took %s",
+		slow, n, time.Duration(worst)*interval, lat[worst].Round(time.Millisecond))
+	return ok, errs
+}
+
+// apiServerLatency times owner UPDATEs (a caBundle rotation of all five
+// entries, alternating between the two CAs) through kube-apiserver, in
+// alternating blocks with the static guard and without it (its manifest
+// file removed: kube-apiserver drops it within milliseconds), and reports
+// the medians and their ratio.
+func apiServerLatency(t *testing.T, env *framework.Env, f *Fixture) string {
+	t.Helper()
+	ctx := t.Context()
+	admin := env.AdminClient(t)
+	bundles := make([][]byte, f.Entries)
+	for i := range bundles {
+		bundles[i] = f.Old.PEM
+	}
+	admin.MustCreate(t, framework.Spec{Kind: framework.Validating, Name: ConfigName, Bundles: bundles})
+	owner := env.Client(t, framework.ServiceAccountUser(OwnerNamespace, OwnerSA))
+	api := owner.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	obj, err := api.Get(ctx, ConfigName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(env.Dir, "admission", "static", "webhook-guard.static.k8s.io.yaml")
+	manifestData := env.Rendered[filepath.Join("static", "webhook-guard.static.k8s.io.yaml")]
+	decisions := func() float64 {
+		return env.Guard.Metric(t, "webhook_guard_decisions_total", map[string]string{"mapping": "koordinator"})
+	}
+
+	var with, without []time.Duration
+	flip := false
+	block := func(guarded bool) {
+		if guarded {
+			framework.WriteFileAtomic(t, manifest, manifestData)
+		} else if err := os.Remove(manifest); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second) // kube-apiserver's file watch
+		before := decisions()
+		for range apiBlock {
+			flip = !flip
+			ca := f.Old.PEM
+			if flip {
+				ca = f.New.PEM
+			}
+			for i := range obj.Webhooks {
+				obj.Webhooks[i].ClientConfig.CABundle = ca
+			}
+			start := time.Now()
+			obj, err = api.Update(ctx, obj, metav1.UpdateOptions{})
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatalf("owner UPDATE (guarded %t): %v", guarded, err)
+			}
+			if guarded {
+				with = append(with, elapsed)
+			} else {
+				without = append(without, elapsed)
+			}
+		}
+		called := decisions() - before
+		if guarded && called < apiBlock {
+			t.Fatalf("kube-apiserver called the guard for %g of %d guarded UPDATEs", called, apiBlock)
+		}
+		if !guarded && called > 0 {
+			t.Fatalf("kube-apiserver called the guard for %g UPDATEs after its manifest was removed", called)
+		}
+	}
+	for range apiRounds {
+		block(false)
+		block(true)
+	}
+	slices.Sort(with)
+	slices.Sort(without)
+	mw, mo := quantile(with, 0.5), quantile(without, 0.5)
+	return fmt.Sprintf("\nowner UPDATE through kube-apiserver (%d each, alternating blocks of %d): median %s with the static guard, %s without: %.2f× (p99 %s vs %s)\n",
+		len(with), apiBlock, ms(mw), ms(mo), float64(mw)/float64(mo), ms(quantile(with, 0.99)), ms(quantile(without, 0.99)))
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+// cpuTime is the process's user+system CPU time from /proc/<pid>/stat.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
+}
+
+// peakRSS is VmHWM from /proc/<pid>/status, in MiB.
+func peakRSS(t *testing.T, pid int) float64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
