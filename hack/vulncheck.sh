@@ -16,7 +16,14 @@ db="${VULNDB_DIR:-${root}/.cache/vulndb}"
 stamp="$(cat "${moddir}/go.mod" "${moddir}/go.sum" | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "${db}/index/db.json" || "$(cat "${db}/.stamp" 2>/dev/null)" != "${stamp}" ]]; then
   echo "vulndb: indexing golang.org/x/vulndb into ${db}"
+  # `go list -m` does not download: fetch the module first, so a fresh
+  # module cache yields its directory rather than an empty string.
+  (cd "${moddir}" && go mod download golang.org/x/vulndb)
   src="$(cd "${moddir}" && go list -m -f '{{.Dir}}' golang.org/x/vulndb)"
+  if [[ -z "${src}" || ! -d "${src}/data/osv" ]]; then
+    echo "vulndb: golang.org/x/vulndb has no data/osv in the module cache (${src:-not downloaded})" >&2
+    exit 1
+  fi
   rm -rf "${db}"
   (cd "${moddir}" && go run golang.org/x/vulndb/cmd/indexdb -vulns "${src}/data/osv" -out "${db}")
   echo "${stamp}" > "${db}/.stamp"
