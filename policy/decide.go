@@ -10,6 +10,13 @@ import (
 // request. It is pure: the owner's CA arrives in in.CA, resolved by the
 // caller when NeedsCA(in) is true.
 func (c *Config) Decide(in *Input) Decision {
+	return c.DecideMatched(c.Match(in.Kind, in.Name, in.Labels), in)
+}
+
+// DecideMatched is Decide for a caller that already matched the input (to
+// know whose CA to resolve), so the admission path matches once, not once
+// per decision. m must come from c.Match for the same input.
+func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 	d := Decision{
 		Operation: in.Operation,
 		Kind:      in.Kind,
@@ -18,7 +25,6 @@ func (c *Config) Decide(in *Input) Decision {
 		DryRun:    in.DryRun,
 		Changes:   ChangedBundles(in),
 	}
-	m := c.Match(in.Kind, in.Name, in.Labels)
 	breakGlass := c.breakGlass.matches(in.User)
 
 	switch {

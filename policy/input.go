@@ -107,7 +107,8 @@ func bundleChange(in *Input, i int) (old []byte, changed bool) {
 			}
 		}
 	}
-	return old, !bytes.Equal(old, w.CABundle) && (len(old) != 0 || len(w.CABundle) != 0)
+	// bytes.Equal treats nil and empty alike: an entry that stays empty is no change.
+	return old, !bytes.Equal(old, w.CABundle)
 }
 
 // NeedsCA reports whether deciding this input requires the owner's CA: only

@@ -81,22 +81,19 @@ func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision 
 		in.Fingerprints = h.Fingerprints
 	}
 	cfg := h.Config.Current()
-	if !policy.NeedsCA(in) {
-		return cfg.Decide(in)
-	}
 	m := cfg.Match(in.Kind, in.Name, in.Labels)
-	if m.Owner == nil {
-		return cfg.Decide(in)
+	if m.Owner == nil || !policy.NeedsCA(in) {
+		return cfg.DecideMatched(m, in)
 	}
 	req := casource.Request{Owner: m.Owner, Annotations: in.Annotations, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}
 	res := h.resolve(ctx, m.Owner.Name, req, false)
 	in.CA = res.CAResult
-	d := cfg.Decide(in)
+	d := cfg.DecideMatched(m, in)
 	if !res.Cached || !hasRule(&d, policy.RuleCAMismatch) {
 		return d
 	}
 	in.CA = h.resolve(ctx, m.Owner.Name, req, true).CAResult
-	d = cfg.Decide(in)
+	d = cfg.DecideMatched(m, in)
 	outcome := "confirmed"
 	if !hasRule(&d, policy.RuleCAMismatch) {
 		outcome = "rotated"

@@ -72,15 +72,9 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	objects := &objectsReader{scheme: scheme, objects: map[objectKey]runtime.Object{}}
-	if o.objectsPath != "" {
-		data, err := os.ReadFile(o.objectsPath)
-		if err != nil {
-			return invalid("objects %s: %v", o.objectsPath, err)
-		}
-		if objects, err = readObjects(scheme, data); err != nil {
-			return invalid("objects %s: %v", o.objectsPath, err)
-		}
+	objects, err := loadObjects(scheme, o.objectsPath)
+	if err != nil {
+		return invalid("%v", err)
 	}
 
 	in, err := webhook.DecodeInput(review.Request)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,6 +76,22 @@ func readObjects(scheme *runtime.Scheme, data []byte) (*objectsReader, error) {
 		}
 		r.objects[key] = obj
 	}
+}
+
+// loadObjects reads the --objects file; no path means no objects. Errors
+// name the file.
+func loadObjects(scheme *runtime.Scheme, path string) (*objectsReader, error) {
+	if path == "" {
+		return &objectsReader{scheme: scheme, objects: map[objectKey]runtime.Object{}}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		var r *objectsReader
+		if r, err = readObjects(scheme, data); err == nil {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("objects %s: %w", path, err)
 }
 
 // Get implements client.Reader.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -81,15 +80,9 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 	if err != nil {
 		return err
 	}
-	objects := &objectsReader{scheme: scheme, objects: map[objectKey]runtime.Object{}}
-	if o.objectsPath != "" {
-		data, err := os.ReadFile(o.objectsPath)
-		if err != nil {
-			return invalid("objects %s: %v", o.objectsPath, err)
-		}
-		if objects, err = readObjects(scheme, data); err != nil {
-			return invalid("objects %s: %v", o.objectsPath, err)
-		}
+	objects, err := loadObjects(scheme, o.objectsPath)
+	if err != nil {
+		return invalid("%v", err)
 	}
 	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects, true)
 	for _, owner := range cfg.Spec.Owners {
