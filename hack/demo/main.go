@@ -37,6 +37,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -122,7 +124,11 @@ func run(ctx context.Context) error {
 
 	step(3, "Start etcd and kube-apiserver v1.37 (built from Go modules) with that admission configuration")
 	apiLog := &syncBuffer{}
-	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	reportCRDs, err := openReportsCRDs(root)
+	if err != nil {
+		return err
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: bin, CRDInstallOptions: envtest.CRDInstallOptions{Paths: reportCRDs}}
 	api := env.ControlPlane.GetAPIServer()
 	api.Out, api.Err = apiLog, apiLog
 	api.Configure().Set("admission-control-config-file", filepath.Join(renderDir, "admission-configuration.yaml"))
@@ -154,7 +160,8 @@ func run(ctx context.Context) error {
 	guardLog := &syncBuffer{}
 	guard := exec.Command(filepath.Join(bin, "webhook-guard"), "serve", "--config", cfgPath, "--cert-dir", certDir,
 		"--bind-address", "127.0.0.1", "--port", fmt.Sprint(port), "--kubeconfig", guardKubeconfig,
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", healthPort))
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", healthPort),
+		"--records-flush-interval", "2s") // the default is 30s; the demo should not wait that long
 	guard.Stdout, guard.Stderr = guardLog, guardLog
 	if err := guard.Start(); err != nil {
 		return err
@@ -224,6 +231,19 @@ func run(ctx context.Context) error {
 			say("  %s", truncate(sc.Text(), 300))
 		}
 	}
+
+	say("the durable records: one OpenReports ClusterReport per configuration, flushed every 2s here;\n`webhook-guard review` reads them and says what to change (exit 1: something would be denied):")
+	time.Sleep(3 * time.Second)
+	adminKubeconfig := filepath.Join(work, "admin.kubeconfig")
+	if err := writeKubeconfig(admin, adminKubeconfig); err != nil {
+		return err
+	}
+	reviewOut, reviewErr := exec.CommandContext(ctx, filepath.Join(bin, "webhook-guard"), "review", "--kubeconfig", adminKubeconfig).CombinedOutput()
+	var exitErr *exec.ExitError
+	if reviewErr != nil && !(errors.As(reviewErr, &exitErr) && exitErr.ExitCode() == 1) {
+		return fmt.Errorf("webhook-guard review: %w\n%s", reviewErr, reviewOut)
+	}
+	say("%s", indent(string(reviewOut)))
 
 	step(10, "Break-glass: a cluster administrator (system:masters) may always write, and is recorded")
 	adminWarnings := &warningRecorder{}
@@ -350,6 +370,22 @@ func guardIdentity(ctx context.Context, env *envtest.Environment, admin *rest.Co
 	if _, err := cs.RbacV1().RoleBindings("koordinator-system").Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard-ca-reader"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "webhook-guard-ca-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: username}},
+	}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard-records"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"openreports.io"}, Resources: []string{"clusterreports"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		return "", err
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard-records"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "webhook-guard-records"},
 		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: username}},
 	}, metav1.CreateOptions{}); err != nil {
 		return "", err
@@ -559,4 +595,28 @@ func wrap(s string, width int) string {
 		line += len(w)
 	}
 	return b.String()
+}
+
+// openReportsCRDs are the ClusterReport/Report CRDs shipped in the
+// github.com/openreports/reports-api module the guard is built with.
+func openReportsCRDs(root string) ([]string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openreports/reports-api")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locate the OpenReports module: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd")
+	return []string{filepath.Join(dir, "openreports.io_clusterreports.yaml"), filepath.Join(dir, "openreports.io_reports.yaml")}, nil
+}
+
+// writeKubeconfig writes a kubeconfig for cfg (client-certificate auth, as
+// envtest provisions its admin).
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["demo"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["demo"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: "admin"}
+	kc.CurrentContext = "demo"
+	return clientcmd.WriteToFile(*kc, path)
 }
