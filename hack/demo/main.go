@@ -240,7 +240,8 @@ func run(ctx context.Context) error {
 	}
 	reviewOut, reviewErr := exec.CommandContext(ctx, filepath.Join(bin, "webhook-guard"), "review", "--kubeconfig", adminKubeconfig).CombinedOutput()
 	var exitErr *exec.ExitError
-	if reviewErr != nil && !(errors.As(reviewErr, &exitErr) && exitErr.ExitCode() == 1) {
+	somethingDenied := errors.As(reviewErr, &exitErr) && exitErr.ExitCode() == 1 // review's documented exit code
+	if reviewErr != nil && !somethingDenied {
 		return fmt.Errorf("webhook-guard review: %w\n%s", reviewErr, reviewOut)
 	}
 	say("%s", indent(string(reviewOut)))
