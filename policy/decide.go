@@ -93,8 +93,11 @@ func notOwner(co *compiledOwner, in *Input) Violation {
 func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChange) []Violation {
 	var out []Violation
 	for _, ch := range changes {
-		v := Violation{Rule: RuleCAMismatch, Field: ch.Field(), Webhook: ch.Webhook}
+		// The field path is formatted only for a violation: the common
+		// write, the owner's own CA, builds no strings.
+		mismatch := func() Violation { return Violation{Rule: RuleCAMismatch, Field: ch.Field(), Webhook: ch.Webhook} }
 		if ch.Emptied() {
+			v := mismatch()
 			v.Detail = "a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate"
 			v.Hint = "write the owner's CA instead of removing it"
 			out = append(out, v)
@@ -102,6 +105,7 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 		}
 		fps, err := in.Fingerprints.Parse(ch.New)
 		if err != nil {
+			v := mismatch()
 			v.Detail = "the caBundle " + err.Error()
 			v.Hint = "caBundle must hold the owner's CA certificates in PEM"
 			out = append(out, v)
@@ -125,6 +129,7 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 			}
 		}
 		if len(foreign) > 0 {
+			v := mismatch()
 			v.Detail = fmt.Sprintf("%d certificate(s) not in the owner's CA set from %s", len(foreign), set.Source)
 			v.Summary = "certificate(s) not in the owner's CA set"
 			v.Expected, v.Found = set.Short(), foreign

@@ -2,7 +2,7 @@ package policy
 
 import (
 	"crypto/sha256"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -75,23 +75,36 @@ func (f *FlapDetector) Observe(d *Decision, now time.Time) (FlapReport, bool) {
 	}
 	f.writes[key] = ws
 
-	distinct := map[[sha256.Size]byte]struct{}{}
-	writers := map[string]struct{}{}
-	for _, w := range ws {
-		distinct[w.hash] = struct{}{}
-		writers[w.writer] = struct{}{}
-	}
-	if len(distinct) <= f.max {
+	// Most writes are the owner re-writing the same bundle: count distinct
+	// values only up to the threshold, without allocating, and build the
+	// report only when it fires (at most once per window).
+	if distinctHashes(ws, f.max+1) <= f.max {
 		return FlapReport{}, false
 	}
 	if last, ok := f.reported[key]; ok && now.Sub(last) < f.window {
 		return FlapReport{}, false
 	}
 	f.reported[key] = now
-	r := FlapReport{Kind: d.Kind, Name: d.Name, DistinctBundles: len(distinct), Window: f.window}
-	for w := range writers {
-		r.Writers = append(r.Writers, w)
+	r := FlapReport{Kind: d.Kind, Name: d.Name, DistinctBundles: distinctHashes(ws, len(ws)), Window: f.window}
+	for _, w := range ws {
+		if !slices.Contains(r.Writers, w.writer) {
+			r.Writers = append(r.Writers, w.writer)
+		}
 	}
-	sort.Strings(r.Writers)
+	slices.Sort(r.Writers)
 	return r, true
+}
+
+// distinctHashes counts the distinct bundle hashes in ws, stopping at limit.
+func distinctHashes(ws []flapWrite, limit int) int {
+	var seenBuf [8][sha256.Size]byte // on the stack for the usual threshold
+	seen := seenBuf[:0]
+	for _, w := range ws {
+		if !slices.Contains(seen, w.hash) {
+			if seen = append(seen, w.hash); len(seen) >= limit {
+				break
+			}
+		}
+	}
+	return len(seen)
 }

@@ -89,3 +89,36 @@ func Test_FlapDetector_boundsMemory(t *testing.T) {
 	}
 	assert.Len(t, f.writes[flapKey{KindMutating, "storm"}], maxTrackedWrites)
 }
+
+// The owner re-writing its own bundle is the common case; tracking it must
+// not allocate per write (the slice of tracked writes grows amortized).
+func Test_FlapDetector_steadyWritesDoNotAllocate(t *testing.T) {
+	f := NewFlapDetector(DefaultMaxDistinctBundles, time.Minute)
+	d := &Decision{Kind: KindValidating, Name: "koord", Subject: "sa",
+		Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte("ca"))}}}
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for range maxTrackedWrites {
+		f.Observe(d, now)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, flapping := f.Observe(d, now); flapping {
+			t.Fatal("one bundle re-written is not flapping")
+		}
+	})
+	assert.Less(t, allocs, 1.0)
+}
+
+// A report counts every distinct bundle in the window, not just enough to
+// cross the threshold.
+func Test_FlapDetector_reportCountsAllDistinctBundles(t *testing.T) {
+	f := NewFlapDetector(1, time.Minute)
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	d := &Decision{Kind: KindValidating, Name: "koord", Subject: "sa"}
+	for _, ca := range []string{"ca1", "ca2", "ca3"} {
+		d.Changes = append(d.Changes, BundleChange{Webhook: ca, Hash: sha256.Sum256([]byte(ca))})
+	}
+	report, flapping := f.Observe(d, now)
+	require.True(t, flapping)
+	assert.Equal(t, 3, report.DistinctBundles)
+	assert.Equal(t, []string{"sa"}, report.Writers)
+}

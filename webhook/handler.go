@@ -110,7 +110,7 @@ func (h *Handler) resolve(ctx context.Context, mapping string, req casource.Requ
 		if res.Err != nil {
 			reason = res.Err.Error()
 		}
-		logf.FromContext(ctx).Info("owner CA source error", "mapping", mapping, "source", res.Source, "stale", res.Stale, "reason", reason)
+		requestLog(ctx).Info("owner CA source error", "mapping", mapping, "source", res.Source, "stale", res.Stale, "reason", reason)
 	}
 	if res.Err == nil && !res.Set.NotAfter().IsZero() {
 		h.Metrics.OwnerCAExpiry.WithLabelValues(mapping).Set(float64(res.Set.NotAfter().Unix()))
@@ -120,13 +120,13 @@ func (h *Handler) resolve(ctx context.Context, mapping string, req casource.Requ
 
 // observe counts, logs and records a decision, and feeds flapping detection.
 func (h *Handler) observe(ctx context.Context, d *policy.Decision) {
-	log := logf.FromContext(ctx).WithValues("mapping", d.Mapping, "rule", d.Rule, "decision", d.Outcome, "subject", d.Subject)
 	h.Metrics.Decisions.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()
-	switch d.Outcome {
-	case policy.OutcomeAllow:
-		log.V(1).Info("allowed")
-	default:
-		log.Info(string(d.Outcome), "message", d.Message())
+	switch {
+	case d.Outcome != policy.OutcomeAllow:
+		requestLog(ctx).Info(string(d.Outcome), "mapping", d.Mapping, "rule", d.Rule, "decision", d.Outcome, "subject", d.Subject,
+			"message", d.Message())
+	case logf.FromContext(ctx).V(1).Enabled():
+		requestLog(ctx).V(1).Info("allowed", "mapping", d.Mapping, "rule", d.Rule, "decision", d.Outcome, "subject", d.Subject)
 	}
 	if d.Record {
 		h.Metrics.Records.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()

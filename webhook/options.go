@@ -78,6 +78,9 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof; "" or "0" (the default)
+	// disables it. For profiling a guard under load, never in production.
+	PprofBindAddress string
 	// LogFormat is json or text.
 	LogFormat string
 	// LogLevel is info or debug (or a number: higher is more verbose).

@@ -7,7 +7,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 
@@ -78,7 +77,7 @@ func managedByGuard(obj *webhookConfiguration) bool {
 // policyObjectDecision is the decision of handlePolicyObject, shared by
 // the generic path and ReviewHandler.
 func (h *Handler) policyObjectDecision(ctx context.Context, operation, kind, name string, user policy.User, labelled bool) admission.Response {
-	log := logf.FromContext(ctx)
+	log := requestLog(ctx)
 	cfg := h.Config.Current()
 	switch {
 	case !labelled:

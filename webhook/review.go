@@ -189,9 +189,8 @@ func (rh *ReviewHandler) handle(ctx context.Context, req *reviewRequest) (resp *
 			}}
 		}
 	}()
-	log := rh.Log.WithValues("kind", req.Kind.Kind, "name", req.Name, "operation", req.Operation,
-		"user", req.UserInfo.Username, "requestID", req.UID)
-	ctx = logf.IntoContext(ctx, log)
+	ctx = withRequestFields(logf.IntoContext(ctx, rh.Log), "kind", req.Kind.Kind, "name", req.Name,
+		"operation", req.Operation, "user", req.UserInfo.Username, "requestID", req.UID)
 	if isPolicyKind(req.Kind) {
 		// Policy mode's generated objects (policyobjects.go).
 		user := policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}
@@ -222,7 +221,7 @@ func (rh *ReviewHandler) errored(ctx context.Context, uid types.UID, code int32,
 	if code == http.StatusBadRequest {
 		rh.Handler.Metrics.InvalidRequests.Inc()
 	}
-	log := logf.FromContext(ctx)
+	log := requestLog(ctx)
 	if log.GetSink() == nil {
 		log = rh.Log
 	}

@@ -50,7 +50,14 @@ func TestLoad(t *testing.T) {
 	}
 	// As deployed: info-level logs (the framework's default is debug,
 	// which logs every allow).
-	env := framework.Start(t, framework.Options{Config: &cfg.Spec, GuardArgs: []string{"--log-level", "info"}})
+	guardArgs := []string{"--log-level", "info"}
+	profile := os.Getenv("LOADTEST_CPUPROFILE")
+	pprofAddr := ""
+	if profile != "" {
+		pprofAddr = freeLoopbackAddr(t)
+		guardArgs = append(guardArgs, "--pprof-bind-address", pprofAddr)
+	}
+	env := framework.Start(t, framework.Options{Config: &cfg.Spec, GuardArgs: guardArgs})
 	env.EnsureNamespace(t, OwnerNamespace)
 	if _, err := env.AdminKube.CoreV1().Secrets(OwnerNamespace).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: CASecret},
@@ -58,7 +65,8 @@ func TestLoad(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pid := env.Guard.PID()
+	guardPID := env.Guard.PID()
+	floorURL, floorPID := startFloorServer(t, filepath.Join(env.Dir, "certs"))
 
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(env.GuardCA.PEM)
@@ -73,52 +81,83 @@ func TestLoad(t *testing.T) {
 	}
 	t.Cleanup(transport.CloseIdleConnections)
 	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
-	url := env.Guard.URL()
-	send := func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(f.Review))
-		if err != nil {
-			return err
+	sender := func(url string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(f.Review))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"allowed":true`)) {
+				return fmt.Errorf("%d %s", resp.StatusCode, body)
+			}
+			if resp.ProtoMajor != 2 {
+				return fmt.Errorf("answered over %s, want HTTP/2", resp.Proto)
+			}
+			return nil
 		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"allowed":true`)) {
-			return fmt.Errorf("%d %s", resp.StatusCode, body)
-		}
-		if resp.ProtoMajor != 2 {
-			return fmt.Errorf("answered over %s, want HTTP/2", resp.Proto)
-		}
-		return nil
 	}
-	if err := send(t.Context()); err != nil {
-		t.Fatalf("the guard did not allow the generated review: %v", err)
+	servers := []struct {
+		name string
+		pid  int
+		send func(context.Context) error
+	}{
+		{"floor", floorPID, sender(floorURL)},
+		{"guard", guardPID, sender(env.Guard.URL())},
+	}
+	for _, s := range servers {
+		if err := s.send(t.Context()); err != nil {
+			t.Fatalf("the %s server did not allow the generated review: %v", s.name, err)
+		}
 	}
 
+	// Each load runs against the floor server, then the guard, back to
+	// back, so both see the same machine.
 	var rows []loadRow
 	for _, c := range []int{1, 8, 64} {
-		rows = append(rows, measure(t, pid, fmt.Sprintf("closed loop, concurrency %d", c), func() (lat []time.Duration, errs int64) {
-			return closedLoop(t.Context(), c, closedLoopPhase, send)
+		for _, s := range servers {
+			rows = append(rows, measure(t, s.pid, fmt.Sprintf("%s, closed loop, concurrency %d", s.name, c), func() (lat []time.Duration, errs int64) {
+				return closedLoop(t.Context(), c, closedLoopPhase, s.send)
+			}))
+		}
+	}
+	for _, s := range servers {
+		rows = append(rows, measure(t, s.pid, fmt.Sprintf("%s, open loop, %d req/s for %s", s.name, openLoopRate, openLoopPhase), func() ([]time.Duration, int64) {
+			if profile != "" && s.name == "guard" {
+				done := cpuProfile(t, pprofAddr, openLoopPhase-5*time.Second, profile)
+				defer done()
+			}
+			lat, errs, note := openLoop(t.Context(), openLoopRate, openLoopPhase, s.send)
+			openLoopNotes[s.name] = note
+			return lat, errs
 		}))
 	}
-	rows = append(rows, measure(t, pid, fmt.Sprintf("open loop, %d req/s for %s", openLoopRate, openLoopPhase), func() ([]time.Duration, int64) {
-		return openLoop(t.Context(), openLoopRate, openLoopPhase, send)
-	}))
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nwebhook-guard serve over TLS on 127.0.0.1, 5-entry UPDATE review (%d bytes), %d cores shared with the client and kube-apiserver\n\n", len(f.Review), runtime.NumCPU())
-	b.WriteString("| load | requests | errors | req/s | p50 | p99 | p99.9 | server CPU/req | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %.1f MiB |\n", r.name, r.n, r.errors, r.rps,
-			ms(r.p50), ms(r.p99), ms(r.p999), us(r.cpuPerReq), r.peakRSS)
+	fmt.Fprintf(&b, "\nwebhook-guard serve over TLS on 127.0.0.1, 5-entry UPDATE review (%d bytes), %d cores shared with the client and kube-apiserver\n", len(f.Review), runtime.NumCPU())
+	b.WriteString("floor: a server in its own process with the same TLS and HTTP/2 that only decodes the review (json-v2) and allows; guard ×: the guard's p99 over the floor's in the same load\n\n")
+	b.WriteString("| load | requests | errors | req/s | p50 | p99 | p99.9 | guard × floor p99 | server CPU/req | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, r := range rows {
+		ratio := ""
+		if i%2 == 1 && rows[i-1].p99 > 0 {
+			ratio = fmt.Sprintf("%.2f×", float64(r.p99)/float64(rows[i-1].p99))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %s | %s | %s | %s | %s | %.1f MiB |\n", r.name, r.n, r.errors, r.rps,
+			ms(r.p50), ms(r.p99), ms(r.p999), ratio, us(r.cpuPerReq), r.peakRSS)
 	}
-	fmt.Fprintf(&b, "\nopen loop: %s\n", openLoopNote)
+	for _, name := range []string{"floor", "guard"} {
+		fmt.Fprintf(&b, "\n%s open loop: %s", name, openLoopNotes[name])
+	}
+	b.WriteString("\n")
 	b.WriteString(apiServerLatency(t, env, f))
 	fmt.Println(b.String())
 }
@@ -160,9 +199,9 @@ func measure(t *testing.T, pid int, name string, run func() ([]time.Duration, in
 	return r
 }
 
-// openLoopNote says when the open loop's slow requests were due (a stall
-// of the machine shows as one burst).
-var openLoopNote string
+// openLoopNotes say, per server, when the open loop's slow requests were
+// due (a stall of the machine shows as one burst).
+var openLoopNotes = map[string]string{}
 
 // firstErr keeps the first failure of a phase, for the report.
 var firstErr struct {
@@ -217,7 +256,7 @@ func closedLoop(ctx context.Context, c int, d time.Duration, send func(context.C
 
 // openLoop sends rate requests per second for d whatever the answers do,
 // each timed from when it was due (so a stall is not hidden by sending less).
-func openLoop(ctx context.Context, rate int, d time.Duration, send func(context.Context) error) ([]time.Duration, int64) {
+func openLoop(ctx context.Context, rate int, d time.Duration, send func(context.Context) error) (ok []time.Duration, errs int64, note string) {
 	n := int(d.Seconds() * float64(rate))
 	interval := time.Second / time.Duration(rate)
 	lat := make([]time.Duration, n)
@@ -242,8 +281,6 @@ func openLoop(ctx context.Context, rate int, d time.Duration, send func(context.
 		})
 	}
 	wg.Wait()
-	var ok []time.Duration
-	var errs int64
 	worst, slow := 0, 0
 	for i := range n {
 		if failed[i] {
@@ -258,9 +295,9 @@ func openLoop(ctx context.Context, rate int, d time.Duration, send func(context.
 			}
 		}
 	}
-	openLoopNote = fmt.Sprintf("%d of %d requests over 10 ms; the slowest was due %s into the run and took %s",
+	note = fmt.Sprintf("%d of %d requests over 10 ms; the slowest was due %s into the run and took %s",
 		slow, n, time.Duration(worst)*interval, lat[worst].Round(time.Millisecond))
-	return ok, errs
+	return ok, errs, note
 }
 
 // apiServerLatency times owner UPDATEs (a caBundle rotation of all five

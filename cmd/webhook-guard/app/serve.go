@@ -84,6 +84,7 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
 	obs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "Address serving Prometheus /metrics; \"0\" disables it.")
 	obs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", "127.0.0.1:8081", "Address serving /healthz and /readyz.")
+	obs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "0", "Address serving net/http/pprof for profiling; \"0\" (the default) disables it.")
 	obs.StringVar(&o.LogFormat, "log-format", "json", "Log format: json or text.")
 	obs.StringVar(&o.LogLevel, "log-level", "info", "Log level: info, debug, or a number (higher is more verbose).")
 
