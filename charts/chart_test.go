@@ -361,6 +361,10 @@ config:
 			values: "shape: deployment\n",
 			want:   []string{"at '/shape': value must be one of 'static', 'policy'"},
 		},
+		"if policyGuardServiceAccount is a username rather than namespace/name, name the key": {
+			values: "policyGuardServiceAccount: system:serviceaccount:wg-policy:wg\n",
+			want:   []string{"at '/policyGuardServiceAccount'"},
+		},
 		"if the restricted securityContext is weakened, name the field": {
 			values: "securityContext:\n  readOnlyRootFilesystem: false\n",
 			want:   []string{"at '/securityContext/readOnlyRootFilesystem'"},
@@ -445,6 +449,19 @@ func Test_notesWarnAboutSingleReplica(t *testing.T) {
 	notes = renderNotes(t, "", "--set", "shape=policy")
 	if strings.Contains(notes, "WARNING: policy.replicas") {
 		t.Errorf("NOTES.txt warns about replicas although there are 2:\n%s", notes)
+	}
+}
+
+// Test_notesRenderCommandProtectsPolicyObjects: with
+// policyGuardServiceAccount set and no sync sidecar, the render command in
+// NOTES passes it on, as the sidecar would.
+func Test_notesRenderCommandProtectsPolicyObjects(t *testing.T) {
+	notes := renderNotes(t, "", "--set", "policyGuardServiceAccount=wg-policy/wg-policy-webhook-guard")
+	if !strings.Contains(notes, "--guard-service-account wg-policy/wg-policy-webhook-guard") {
+		t.Errorf("NOTES.txt's render command does not pass --guard-service-account:\n%s", notes)
+	}
+	if notes := renderNotes(t, ""); strings.Contains(notes, "--guard-service-account") {
+		t.Errorf("NOTES.txt passes --guard-service-account although policyGuardServiceAccount is empty:\n%s", notes)
 	}
 }
 

@@ -33,14 +33,10 @@ type chartRelease struct {
 	set             []string // --set arguments
 }
 
-// The Prometheus Operator CRDs are not in the module cache, so the monitoring
-// objects are rendered only in the chart's golden tests, not created here.
-var noMonitoring = []string{"monitoring.serviceMonitor.enabled=false", "monitoring.prometheusRule.enabled=false"}
-
 var chartReleases = []chartRelease{
 	{name: "wg-default", namespace: "wg-default"},
-	{name: "wg-static", namespace: "wg-static", values: []string{"charts/testdata/values-static.yaml"}, set: noMonitoring},
-	{name: "wg-policy", namespace: "wg-policy", values: []string{"charts/testdata/values-policy.yaml"}, set: noMonitoring},
+	{name: "wg-static", namespace: "wg-static", values: []string{"charts/testdata/values-static.yaml"}},
+	{name: "wg-policy", namespace: "wg-policy", values: []string{"charts/testdata/values-policy.yaml"}},
 	// The policy shape with the chart's own cert-manager CA (service DNS SANs).
 	{name: "wg-policy-ca", namespace: "wg-policy-ca", set: []string{"shape=policy"}},
 	{name: "wg-koordinator", namespace: "wg-koordinator", values: []string{"config/samples/values-koordinator.yaml"}},
@@ -102,7 +98,9 @@ func startChartControlPlane(t *testing.T, admissionConfig string) (*envtest.Envi
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 		ErrorIfCRDPathMissing:    true,
-		CRDInstallOptions:        envtest.CRDInstallOptions{Paths: framework.CertManagerCRDPaths(t)},
+		CRDInstallOptions: envtest.CRDInstallOptions{
+			Paths: append(framework.CertManagerCRDPaths(t), framework.PrometheusOperatorCRDPaths(t)...),
+		},
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(binDir, "etcd")}
 	api := env.ControlPlane.GetAPIServer()
@@ -181,10 +179,10 @@ func Test_chart(t *testing.T) {
 
 	t.Run("every rendered object is accepted", func(t *testing.T) {
 		wantKinds := map[string][]string{
-			"wg-static": {"Certificate", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Role", "RoleBinding", "Service", "ServiceAccount"},
-			"wg-policy": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"},
+			"wg-static": {"Certificate", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
+			"wg-policy": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 		}
-		wantKinds["wg-policy-ca"] = append(slices.Clone(wantKinds["wg-policy"]), "Certificate", "Issuer")
+		wantKinds["wg-policy-ca"] = append(slices.DeleteFunc(slices.Clone(wantKinds["wg-policy"]), func(k string) bool { return k == "ServiceMonitor" }), "Certificate", "Issuer")
 		for release, want := range wantKinds {
 			var got []string
 			for _, o := range rendered[release] {

@@ -478,6 +478,36 @@ func CertManagerCRDPaths(t testing.TB) []string {
 	return paths
 }
 
+// PrometheusOperatorVersion is the prometheus-operator release whose CRDs
+// the chart's ServiceMonitor and PrometheusRule are created against. The
+// CRD files are in the root module (example/prometheus-operator-crd), which
+// nothing imports, so it is fetched by version rather than through go.mod.
+const PrometheusOperatorVersion = "v0.85.0"
+
+// PrometheusOperatorCRDPaths are the ServiceMonitor and PrometheusRule CRD
+// files of github.com/prometheus-operator/prometheus-operator, downloaded
+// through the Go module proxy (checksum-verified by the Go command).
+func PrometheusOperatorCRDPaths(t testing.TB) []string {
+	t.Helper()
+	mod := "github.com/prometheus-operator/prometheus-operator@" + PrometheusOperatorVersion
+	cmd := exec.Command("go", "mod", "download", "-json", mod)
+	cmd.Dir = t.TempDir() // outside this module: nothing is added to go.mod
+	out, err := cmd.Output()
+	var dl struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &dl); err != nil || jerr != nil || dl.Error != "" {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		t.Fatalf("download %s (go mod download): %v %s", mod, err, dl.Error)
+	}
+	dir := filepath.Join(dl.Dir, "example", "prometheus-operator-crd")
+	return []string{
+		filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
+		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
+	}
+}
+
 // auditPolicy records webhook configuration writes at Metadata level (which
 // carries admission webhooks' auditAnnotations) and nothing else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1

@@ -83,6 +83,10 @@ spec:
         - --policy-mode
         - --policy-namespace={{ .Release.Namespace }}
         - --policy-guard-service-account={{ .Release.Namespace }}/{{ include "webhook-guard.serviceAccountName" . }}
+        {{- else if .Values.policyGuardServiceAccount }}
+        # Writes of that policy-shape release's generated policies and bindings
+        # reach this static guard; only its service account may make them.
+        - --policy-guard-service-account={{ .Values.policyGuardServiceAccount }}
         {{- end }}
       env:
         - name: POD_IP
@@ -151,6 +155,9 @@ spec:
         - --timeout-seconds={{ .Values.webhook.timeoutSeconds }}
         - --output-dir=/var/run/webhook-guard/host
         - --static-manifests-dir={{ trimSuffix "/" .Values.staticManifestSync.hostPath }}/static
+        {{- with .Values.policyGuardServiceAccount }}
+        - --guard-service-account={{ . }}
+        {{- end }}
         - --watch
       resources:
         {{- toYaml .Values.staticManifestSync.resources | nindent 8 }}

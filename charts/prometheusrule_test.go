@@ -1,0 +1,113 @@
+package charts
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/webhook"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
+)
+
+var (
+	guardMetric   = regexp.MustCompile(`\b(webhook_guard_[a-z_]+)(\{[^}]*\})?`)
+	selectorLabel = regexp.MustCompile(`([a-z_]+)\s*(?:=~|!~|!=|=)`)
+	byClause      = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
+)
+
+// Test_prometheusRuleNamesRealMetrics: every webhook_guard_* series an
+// alert of the chart's PrometheusRule reads is one the guard registers, and
+// every label the alert selects or groups by is one of that metric's. A
+// misspelled name or label would not fail in Prometheus: the alert would
+// just never fire.
+func Test_prometheusRuleNamesRealMetrics(t *testing.T) {
+	labels := registeredLabels(t)
+	out, err := helm(t, templateArgs(chartDir, valueSets["static"], "--show-only", "templates/prometheusrule.yaml")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert string `json:"alert"`
+					Expr  string `json:"expr"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(out), "---")), &rule); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			for _, m := range guardMetric.FindAllStringSubmatch(r.Expr, -1) {
+				name := m[1]
+				known, ok := labels[name]
+				if !ok {
+					t.Errorf("alert %s reads %s, which the guard does not register", r.Alert, name)
+					continue
+				}
+				checked++
+				used := selectorLabel.FindAllStringSubmatch(m[2], -1)
+				for _, by := range byClause.FindAllStringSubmatch(r.Expr, -1) {
+					for l := range strings.SplitSeq(by[1], ",") {
+						used = append(used, []string{"", strings.TrimSpace(l)})
+					}
+				}
+				for _, u := range used {
+					if !slices.Contains(known, u[1]) {
+						t.Errorf("alert %s uses label %q of %s, which has only %v", r.Alert, u[1], name, known)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatalf("no webhook_guard_* series found in the PrometheusRule:\n%s", out)
+	}
+}
+
+// registeredLabels maps each metric the guard registers to its label names.
+func registeredLabels(t *testing.T) map[string][]string {
+	t.Helper()
+	reg := &collectors{}
+	webhook.NewMetrics(reg)
+	records.NewMetrics(reg)
+	descs := make(chan *prometheus.Desc)
+	go func() {
+		for _, c := range reg.all {
+			c.Describe(descs) // unlike Gather, needs no samples
+		}
+		close(descs)
+	}()
+	out := map[string][]string{}
+	for d := range descs {
+		// Desc has no accessors; String() prints fqName: "..." and
+		// variableLabels: {a,b} (help text comes before the labels).
+		s := d.String()
+		name := s[strings.Index(s, `fqName: "`)+len(`fqName: "`):]
+		name = name[:strings.IndexByte(name, '"')]
+		vl := s[strings.LastIndex(s, "variableLabels: {")+len("variableLabels: {"):]
+		out[name] = strings.Split(vl[:strings.IndexByte(vl, '}')], ",")
+	}
+	if len(out) == 0 {
+		t.Fatal("the guard registers no metrics")
+	}
+	return out
+}
+
+// collectors is a Registerer that keeps what is registered.
+type collectors struct{ all []prometheus.Collector }
+
+func (c *collectors) Register(col prometheus.Collector) error {
+	c.all = append(c.all, col)
+	return nil
+}
+func (c *collectors) MustRegister(cols ...prometheus.Collector) { c.all = append(c.all, cols...) }
+func (c *collectors) Unregister(prometheus.Collector) bool      { return false }
