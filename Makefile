@@ -59,13 +59,16 @@ image-push: image-binaries ## Build the image (as `make image`) and push it to I
 	$(IMAGE_TOOL) --push '$(IMAGE)'
 
 # The static binaries the image holds, built like `make build` (same
-# toolchain and flags) for each platform.
+# toolchain and flags) for each platform. -buildvcs=false: the binary must not
+# depend on whether the machine stamps VCS information (GOFLAGS, a git
+# checkout or not), so that a rebuild of a tag elsewhere gives the same digest;
+# the image's labels carry the commit.
 .PHONY: image-binaries
 image-binaries:
 	@if ls LICENSE* >/dev/null 2>&1 && [[ -z "$(IMAGE_LICENSES)" ]]; then \
 	  echo "the repository has a LICENSE: set IMAGE_LICENSES in the Makefile to its SPDX expression"; exit 1; fi
 	for arch in amd64 arm64; do \
-	  GOTOOLCHAIN=auto CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -trimpath -ldflags '$(LDFLAGS)' \
+	  GOTOOLCHAIN=auto CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -buildvcs=false -trimpath -ldflags '$(LDFLAGS)' \
 	    -o $(IMAGE_DIR)/linux_$$arch/webhook-guard ./cmd/webhook-guard; \
 	done
 
