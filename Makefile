@@ -14,6 +14,11 @@ BENCH_ROUNDS ?= 7
 BENCH_TIME ?= 300ms
 # Soak duration (`make soak`); `go test` runs a 20 s version.
 SOAK_DURATION ?= 10m
+# `make image`: where the per-arch binaries, the OCI layout and its archive go.
+IMAGE_DIR := $(BIN)/image
+# SPDX expression for the image's org.opencontainers.image.licenses label.
+# Empty (the label is left out) while the repository has no LICENSE file.
+IMAGE_LICENSES ?=
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
 FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./policy:FuzzParseBundle ./policy:FuzzLoad
 
@@ -25,6 +30,48 @@ help: ## Show this help.
 build: ## Build bin/webhook-guard (with go.mod's toolchain, fetched once from the module proxy).
 	GOTOOLCHAIN=auto CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/webhook-guard ./cmd/webhook-guard
 
+# The image is assembled by hack/image (its own module) from static binaries:
+# no Docker, no daemon. Its timestamps are the last commit's time and it is
+# labelled with the commit, so the same commit gives the same digest.
+IMAGE_TOOL = go -C hack/image run . \
+	--binary linux/amd64=$(IMAGE_DIR)/linux_amd64/webhook-guard \
+	--binary linux/arm64=$(IMAGE_DIR)/linux_arm64/webhook-guard \
+	--version $(VERSION) \
+	--revision "$$(git rev-parse HEAD)$$(git diff --quiet HEAD -- || echo -dirty)" \
+	--source-date-epoch "$$(git log -1 --format=%ct)" \
+	$(if $(IMAGE_LICENSES),--licenses '$(IMAGE_LICENSES)') \
+	--oci-dir $(IMAGE_DIR)/oci \
+	--archive $(IMAGE_DIR)/webhook-guard-v$(VERSION).oci.tar
+
+.PHONY: image
+image: image-binaries ## Build the linux/amd64+arm64 image without Docker: OCI layout bin/image/oci and archive bin/image/webhook-guard-v<VERSION>.oci.tar.
+	$(IMAGE_TOOL)
+
+# Checked when make reads the Makefile, so a missing IMAGE fails before anything is built.
+ifneq ($(filter image-push,$(MAKECMDGOALS)),)
+ifeq ($(IMAGE),)
+$(error make image-push needs IMAGE=registry/repository:tag, e.g. IMAGE=ghcr.io/you/webhook-guard:v$(VERSION); log in first (docker login, crane auth login) so ~/.docker/config.json holds the credentials)
+endif
+endif
+
+.PHONY: image-push
+image-push: image-binaries ## Build the image (as `make image`) and push it to IMAGE=registry/repository:tag (credentials from ~/.docker/config.json).
+	$(IMAGE_TOOL) --push '$(IMAGE)'
+
+# The static binaries the image holds, built like `make build` (same
+# toolchain and flags) for each platform. -buildvcs=false: the binary must not
+# depend on whether the machine stamps VCS information (GOFLAGS, a git
+# checkout or not), so that a rebuild of a tag elsewhere gives the same digest;
+# the image's labels carry the commit.
+.PHONY: image-binaries
+image-binaries:
+	@if ls LICENSE* >/dev/null 2>&1 && [[ -z "$(IMAGE_LICENSES)" ]]; then \
+	  echo "the repository has a LICENSE: set IMAGE_LICENSES in the Makefile to its SPDX expression"; exit 1; fi
+	for arch in amd64 arm64; do \
+	  GOTOOLCHAIN=auto CGO_ENABLED=0 GOOS=linux GOARCH=$$arch go build -buildvcs=false -trimpath -ldflags '$(LDFLAGS)' \
+	    -o $(IMAGE_DIR)/linux_$$arch/webhook-guard ./cmd/webhook-guard; \
+	done
+
 .PHONY: tools
 tools: ## Build kube-apiserver, etcd and helm from the Go module proxy into bin/ (once per machine).
 	hack/build-control-plane.sh
@@ -35,15 +82,16 @@ lint-tools: ## Build golangci-lint and govulncheck into bin/ (once per machine).
 	hack/build-lint.sh
 
 .PHONY: test
-test: tools build ## Run every suite: unit, check goldens, chart, and e2e against a real kube-apiserver.
+test: tools build image ## Run every suite: unit, check goldens, chart, e2e against a real kube-apiserver, and the image tool's.
 	go test -race -count=1 -timeout 40m ./...
+	cd hack/image && go test -count=1 ./...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane needed).
 	go test -race -count=1 ./policy/... ./webhook/... ./cmd/...
 
 .PHONY: test-e2e
-test-e2e: tools build ## Run the e2e suite against a real kube-apiserver and etcd.
+test-e2e: tools build image ## Run the e2e suite against a real kube-apiserver and etcd.
 	go test -race -count=1 -timeout 30m -v ./e2e/...
 
 .PHONY: bench

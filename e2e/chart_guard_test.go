@@ -36,6 +36,13 @@ import (
 // without a warning), records a stranger's write, and wins its leader
 // election Lease, with no "forbidden" in its log.
 func Test_chartGuardServesWithChartRBAC(t *testing.T) {
+	chartGuardServes(t, framework.GuardBinary(t))
+}
+
+// chartGuardServes is Test_chartGuardServesWithChartRBAC with the binary
+// given: TestImageServesWithChartArgs runs it with the image's entrypoint.
+// (No t.Helper: failures are reported at the line in here that failed.)
+func chartGuardServes(t *testing.T, bin string) {
 	rel := chartRelease{name: "wg", namespace: "webhook-guard", values: []string{"config/samples/values-koordinator.yaml"}}
 	const sa = "wg-webhook-guard"
 	objs := chartTemplate(t, rel)
@@ -53,7 +60,6 @@ func Test_chartGuardServesWithChartRBAC(t *testing.T) {
 	port := framework.FreePort(t)
 	healthAddr := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
-	bin := framework.GuardBinary(t)
 
 	renderDir := filepath.Join(dir, "admission")
 	render := exec.CommandContext(t.Context(), bin, "render", "static-manifest",
