@@ -123,6 +123,8 @@ lint: lint-tools ## gofmt, go vet, golangci-lint (gosec included) and govulnchec
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	$(BIN)/golangci-lint run --allow-parallel-runners ./...
+	@# The nested modules (not covered by ./... above) with the same config.
+	for m in e2e/perf hack/image; do (cd $$m && go vet ./... && $(BIN)/golangci-lint run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
 	hack/vulncheck.sh
 
 .PHONY: vulncheck
