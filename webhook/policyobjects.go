@@ -32,10 +32,7 @@ const RulePolicyObject policy.Rule = "policy-object"
 // isPolicyObject reports whether the request is about a ValidatingAdmissionPolicy
 // or binding: the only kinds besides webhook configurations the guard
 // decides. Everything else is still rejected by DecodeInput with a 400.
-func isPolicyObject(req *admissionv1.AdmissionRequest) bool {
-	return req.Kind.Group == guardedGroup && req.Kind.Version == guardedVersion &&
-		(req.Kind.Kind == kindPolicy || req.Kind.Kind == kindPolicyBinding)
-}
+func isPolicyObject(req *admissionv1.AdmissionRequest) bool { return isPolicyKind(req.Kind) }
 
 // handlePolicyObject denies a write of a generated policy object by anyone
 // but the guard (PolicyWriter) and break-glass. The static webhook's
@@ -64,7 +61,7 @@ func (h *Handler) handlePolicyObject(ctx context.Context, req *admissionv1.Admis
 	return h.policyObjectDecision(ctx, string(req.Operation), req.Kind.Kind, req.Name, user, labelled)
 }
 
-// isPolicyKind is isPolicyObject for ReviewHandler's decoded request.
+// isPolicyKind is isPolicyObject for a kind (ReviewHandler's decoded request).
 func isPolicyKind(k metav1.GroupVersionKind) bool {
 	return k.Group == guardedGroup && k.Version == guardedVersion && (k.Kind == kindPolicy || k.Kind == kindPolicyBinding)
 }
