@@ -1,70 +1,51 @@
 package policy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 )
 
 // testCA is a self-signed CA certificate as a caBundle would carry it.
 type testCA struct {
 	PEM []byte
 	FP  Fingerprint
+	// KeyPEM is the CA's private key in PEM.
+	KeyPEM []byte
 }
 
 // Short is the short fingerprint messages show.
 func (c testCA) Short() string { return c.FP.Short() }
 
-// generateCA makes a self-signed ECDSA P-256 CA certificate. The subject and
-// extensions are filled like a real cluster CA's so that one PEM is close to
-// the 1 KB of the CAs found in real caBundles.
+// generateCA makes a self-signed ECDSA P-256 CA certificate valid for a
+// year. The subject is filled like a real cluster CA's, and the subject of a
+// self-signed CA is written twice (as subject and issuer), so that one PEM is
+// close to the 1 KB of the CAs found in real caBundles.
 func generateCA(cn string) (testCA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return testCA{}, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return testCA{}, err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject: pkix.Name{
-			CommonName:         cn,
+	ca, err := testpki.NewCA(cn,
+		testpki.WithValidity(now.Add(-time.Hour), now.Add(365*24*time.Hour)),
+		testpki.WithSubject(pkix.Name{
 			Organization:       []string{"webhook-guard unit tests"},
 			OrganizationalUnit: []string{"policy package", "certificate authority"},
 			Country:            []string{"NL"},
 			Province:           []string{"Noord-Holland"},
 			Locality:           []string{"Amsterdam"},
-		},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		DNSNames:              []string{cn, cn + ".webhook-guard-system.svc", cn + ".webhook-guard-system.svc.cluster.local"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+			StreetAddress:      []string{"Stationsplein 1"},
+			PostalCode:         []string{"1012 AB"},
+		}))
 	if err != nil {
 		return testCA{}, err
 	}
-	return testCA{
-		PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		FP:  sha256.Sum256(der),
-	}, nil
+	return testCA{PEM: ca.PEM, FP: sha256.Sum256(ca.Cert.Raw), KeyPEM: ca.KeyPEM}, nil
 }
 
 // fixtures are the CAs shared by every test of the binary: generated once,
@@ -99,17 +80,8 @@ func testFixtures(tb testing.TB) *fixtures {
 				return
 			}
 		}
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			fixturesErr = err
-			return
-		}
-		der, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			fixturesErr = err
-			return
-		}
-		f.KeyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+		// Any private key will do; the inline CA's is at hand.
+		f.KeyPEM = f.Inline.KeyPEM
 		fixturesVal = f
 	})
 	require.NoError(tb, fixturesErr)
