@@ -1,21 +1,14 @@
 package webhook
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -25,15 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
 // testCA is a self-signed ECDSA CA that can issue serving certificates.
-type testCA struct {
-	Cert *x509.Certificate
-	Key  *ecdsa.PrivateKey
-	PEM  []byte
-}
+type testCA struct{ *testpki.CA }
 
 // Short is the short fingerprint messages show for this CA.
 func (c *testCA) Short() string {
@@ -42,54 +32,19 @@ func (c *testCA) Short() string {
 
 func newTestCA(tb testing.TB, cn string) *testCA {
 	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA(cn, testpki.WithSubject(pkix.Name{Organization: []string{"webhook-guard unit tests"}}))
 	require.NoError(tb, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(tb),
-		Subject:               pkix.Name{CommonName: cn, Organization: []string{"webhook-guard unit tests"}},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(tb, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(tb, err)
-	return &testCA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &testCA{ca}
 }
 
 // issue signs a serving certificate for 127.0.0.1 and returns it and its key
 // in PEM, as cert-manager writes tls.crt and tls.key, and its serial.
 func (c *testCA) issue(tb testing.TB) (certPEM, keyPEM []byte, serial *big.Int) {
 	tb.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	const name = "webhook-guard.webhook-guard-system.svc"
+	leaf, err := c.Issue(name, "127.0.0.1", name)
 	require.NoError(tb, err)
-	serial = randomSerial(tb)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "webhook-guard.webhook-guard-system.svc"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"webhook-guard.webhook-guard-system.svc"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.Cert, &key.PublicKey, c.Key)
-	require.NoError(tb, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(tb, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), serial
-}
-
-func randomSerial(tb testing.TB) *big.Int {
-	tb.Helper()
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	require.NoError(tb, err)
-	return serial
+	return leaf.CertPEM, leaf.KeyPEM, leaf.Cert.SerialNumber
 }
 
 // fixtures are the CAs shared by the tests of this package, generated once.

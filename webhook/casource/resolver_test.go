@@ -2,15 +2,8 @@ package casource
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
@@ -34,35 +28,15 @@ import (
 type testCA struct {
 	PEM []byte
 	FP  policy.Fingerprint
+	// KeyPEM is the CA's private key in PEM.
+	KeyPEM []byte
 }
 
 func newCA(t *testing.T, cn string) testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA(cn)
 	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	return testCA{PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), FP: sha256.Sum256(der)}
-}
-
-func privateKeyPEM(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+	return testCA{PEM: ca.PEM, FP: sha256.Sum256(ca.Cert.Raw), KeyPEM: ca.KeyPEM}
 }
 
 func caSet(source string, cas ...testCA) policy.CASet {
@@ -264,7 +238,7 @@ func newEnv(t *testing.T) *env {
 		secret("koordinator-system", "webhook-certs", map[string][]byte{"ca.crt": e.ca.PEM, "bundle.pem": append(append([]byte{}, e.ca.PEM...), e.ca2.PEM...), "tls.crt": leaf.PEM}),
 		secret("koordinator-system", "tls-only", map[string][]byte{"tls.crt": leaf.PEM}),
 		secret("koordinator-system", "garbage", map[string][]byte{"ca.crt": []byte("garbage")}),
-		secret("koordinator-system", "private-key", map[string][]byte{"ca.crt": privateKeyPEM(t)}),
+		secret("koordinator-system", "private-key", map[string][]byte{"ca.crt": leaf.KeyPEM}),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "ca-data"}, Data: map[string]string{"ca.crt": string(e.ca.PEM)}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "ca-binary"}, BinaryData: map[string][]byte{"ca.crt": e.ca2.PEM}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "ca-empty"}, Data: map[string]string{"other": "x"}},
