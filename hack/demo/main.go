@@ -9,17 +9,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -40,6 +33,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 )
 
 func main() {
@@ -89,12 +84,16 @@ func run(ctx context.Context) error {
 	})
 
 	step(1, "The guard's serving certificate, as cert-manager would issue it")
-	guardCA, err := newCA("webhook-guard-ca")
+	guardCA, err := testpki.NewCA("webhook-guard-ca")
+	if err != nil {
+		return err
+	}
+	leaf, err := guardCA.Issue("webhook-guard", "localhost", "127.0.0.1")
 	if err != nil {
 		return err
 	}
 	certDir := filepath.Join(work, "tls")
-	if err := guardCA.writeServing(certDir, "webhook-guard"); err != nil {
+	if err := testpki.WriteSecretFiles(certDir, guardCA, leaf); err != nil {
 		return err
 	}
 	say("wrote %s/{tls.crt,tls.key,ca.crt}: the layout of a cert-manager Secret the chart mounts", certDir)
@@ -173,38 +172,44 @@ func run(ctx context.Context) error {
 	say("ready: config and certificate loaded")
 
 	step(5, "The owner's CA lives in a Secret; the owner creates its webhook configurations")
-	ownerCA, _ := newCA("koordinator-webhook-ca")
-	foreignCA, _ := newCA("replica-7-self-signed-ca")
-	if err := setup(ctx, adminClient, ownerCA.pem); err != nil {
+	ownerCA, err := testpki.NewCA("koordinator-webhook-ca")
+	if err != nil {
+		return err
+	}
+	foreignCA, err := testpki.NewCA("replica-7-self-signed-ca")
+	if err != nil {
+		return err
+	}
+	if err := setup(ctx, adminClient, ownerCA.PEM); err != nil {
 		return err
 	}
 	for _, name := range []string{"koord-validating-webhook-configuration", "legacy-validating-webhook-configuration"} {
-		if _, err := owner.clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc(name, ownerCA.pem), metav1.CreateOptions{}); err != nil {
+		if _, err := owner.clientset.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc(name, ownerCA.PEM), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create %s: %w", name, err)
 		}
 	}
 	say("Secret koordinator-system/webhook-certs holds ca.crt; koord-manager created koord-validating-webhook-configuration\nand legacy-validating-webhook-configuration")
 
 	step(6, "The owner rotates its own CA into the caBundle: allowed")
-	if _, err := setCABundle(ctx, owner, "koord-validating-webhook-configuration", ownerCA.pem); err != nil {
+	if _, err := setCABundle(ctx, owner, "koord-validating-webhook-configuration", ownerCA.PEM); err != nil {
 		return fmt.Errorf("the owner's write was rejected: %w", err)
 	}
 	say("koord-manager (the declared writer) wrote the CA from its Secret: the API server accepted it")
 
 	step(7, "Another controller writes its own CA (the 8-replica incident): denied")
-	_, err = setCABundle(ctx, intruder, "koord-validating-webhook-configuration", foreignCA.pem)
+	_, err = setCABundle(ctx, intruder, "koord-validating-webhook-configuration", foreignCA.PEM)
 	if err == nil {
 		return errors.New("the intruder's write was accepted; the guard is not enforcing")
 	}
 	say("kube-apiserver answered the intruder with:\n%s", indent(wrap(err.Error(), 110)))
-	_, err = setCABundle(ctx, owner, "koord-validating-webhook-configuration", foreignCA.pem)
+	_, err = setCABundle(ctx, owner, "koord-validating-webhook-configuration", foreignCA.PEM)
 	if err == nil {
 		return errors.New("the owner's foreign CA was accepted")
 	}
 	say("and even the owner may not write a CA that is not in its Secret:\n%s", indent(wrap(err.Error(), 110)))
 
 	step(8, "Audit mode: the legacy mapping only records what it would deny")
-	warnings, err := setCABundle(ctx, intruder, "legacy-validating-webhook-configuration", foreignCA.pem)
+	warnings, err := setCABundle(ctx, intruder, "legacy-validating-webhook-configuration", foreignCA.PEM)
 	if err != nil {
 		return fmt.Errorf("the audit-mode write was rejected: %w", err)
 	}
@@ -251,7 +256,7 @@ func run(ctx context.Context) error {
 	adminCfg := rest.CopyConfig(admin)
 	adminCfg.WarningHandler = adminWarnings
 	breakGlass := &user{clientset: kubernetes.NewForConfigOrDie(adminCfg), cfg: adminCfg, warnings: adminWarnings}
-	warnings, err = setCABundle(ctx, breakGlass, "koord-validating-webhook-configuration", foreignCA.pem)
+	warnings, err = setCABundle(ctx, breakGlass, "koord-validating-webhook-configuration", foreignCA.PEM)
 	if err != nil {
 		return fmt.Errorf("break-glass write rejected: %w", err)
 	}
@@ -260,7 +265,7 @@ func run(ctx context.Context) error {
 		say("  Warning: %s", w)
 	}
 	say("break-glass writes go to a second static webhook entry with failurePolicy Ignore: recorded while the\nguard is up, never blocked while it is down, so an administrator is never locked out by a guard outage")
-	if _, err := setCABundle(ctx, breakGlass, "koord-validating-webhook-configuration", ownerCA.pem); err != nil {
+	if _, err := setCABundle(ctx, breakGlass, "koord-validating-webhook-configuration", ownerCA.PEM); err != nil {
 		return err
 	}
 
@@ -437,63 +442,6 @@ func setCABundle(ctx context.Context, u *user, name string, ca []byte) ([]string
 		return nil, err
 	}
 	return u.warnings.take(), err
-}
-
-type ca struct {
-	key  *ecdsa.PrivateKey
-	cert *x509.Certificate
-	pem  []byte
-}
-
-func newCA(cn string) (*ca, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &ca{key: key, cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
-}
-
-// writeServing issues a serving certificate for 127.0.0.1/localhost and
-// writes tls.crt, tls.key and ca.crt like cert-manager does.
-func (c *ca) writeServing(dir, cn string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	files := map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		"ca.crt":  c.pem,
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func freePort() (int, error) {
