@@ -1,57 +1,31 @@
 package framework
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 )
 
-// CA is a self-signed ECDSA certificate authority.
-type CA struct {
-	Cert *x509.Certificate
-	Key  *ecdsa.PrivateKey
-	// PEM is the CA certificate in PEM, as it goes into a caBundle.
-	PEM []byte
-}
+// CA is a self-signed ECDSA certificate authority: a testpki.CA whose Issue
+// takes a testing.TB, as the e2e tests call it.
+type CA struct{ *testpki.CA }
 
 // NewCA generates a self-signed ECDSA P-256 CA named cn, the kind of CA each
 // of the 8 replicas in the incident generated for itself.
 func NewCA(t testing.TB, cn string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA(cn, testpki.WithSubject(pkix.Name{Organization: []string{"webhook-guard e2e"}}))
 	if err != nil {
-		t.Fatalf("generate CA key: %v", err)
+		t.Fatalf("generate CA %q: %v", cn, err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: cn, Organization: []string{"webhook-guard e2e"}},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatalf("self-sign CA %q: %v", cn, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatalf("parse CA %q: %v", cn, err)
-	}
-	return &CA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &CA{ca}
 }
 
 // Fingerprint is the hex SHA-256 of the CA certificate's DER.
@@ -61,73 +35,24 @@ func (ca *CA) Fingerprint() string {
 }
 
 // ServingCert is a leaf certificate and its key, in PEM.
-type ServingCert struct {
-	Cert    *x509.Certificate
-	CertPEM []byte
-	KeyPEM  []byte
-}
+type ServingCert = testpki.Leaf
 
 // Issue signs an ECDSA serving certificate for the given DNS names and IP
-// addresses (defaults: localhost and 127.0.0.1).
+// addresses (defaults: localhost and 127.0.0.1). It hides testpki.CA.Issue,
+// failing t instead of returning an error.
 func (ca *CA) Issue(t testing.TB, cn string, hosts ...string) *ServingCert {
 	t.Helper()
-	if len(hosts) == 0 {
-		hosts = []string{"localhost", "127.0.0.1"}
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf, err := ca.CA.Issue(cn, hosts...)
 	if err != nil {
-		t.Fatalf("generate serving key: %v", err)
+		t.Fatalf("issue serving certificate %q: %v", cn, err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
-	if err != nil {
-		t.Fatalf("sign serving certificate %q: %v", cn, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatalf("parse serving certificate: %v", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatalf("marshal serving key: %v", err)
-	}
-	return &ServingCert{
-		Cert:    cert,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}
-}
-
-func serial(t testing.TB) *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
-	if err != nil {
-		t.Fatalf("serial number: %v", err)
-	}
-	return n.Add(n, big.NewInt(1))
+	return leaf
 }
 
 // SecretData is the data of a kubernetes.io/tls Secret as cert-manager
 // writes it: tls.crt (leaf), tls.key and ca.crt.
 func SecretData(ca *CA, leaf *ServingCert) map[string][]byte {
-	return map[string][]byte{
-		"tls.crt": leaf.CertPEM,
-		"tls.key": leaf.KeyPEM,
-		"ca.crt":  ca.PEM,
-	}
+	return testpki.SecretData(ca.CA, leaf)
 }
 
 // WriteSecretDir projects a Secret's data into dir the way the kubelet
