@@ -8,14 +8,9 @@ package perf
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -66,26 +62,17 @@ type CA struct {
 	PEM []byte
 }
 
-// NewCA generates a CA.
+// NewCA generates a CA valid for ten years.
 func NewCA(cn string) (CA, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	now := time.Now()
+	ca, err := testpki.NewCA(cn,
+		testpki.WithKeyType(testpki.RSA2048),
+		testpki.WithSubject(pkix.Name{Organization: []string{"koordinator"}}),
+		testpki.WithValidity(now.Add(-time.Hour), now.Add(10*365*24*time.Hour)))
 	if err != nil {
 		return CA{}, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: cn, Organization: []string{"koordinator"}},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return CA{}, err
-	}
-	return CA{PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return CA{PEM: ca.PEM}, nil
 }
 
 // Fixture is one generated review and everything needed to decide it.
