@@ -361,6 +361,10 @@ config:
 			values: "shape: deployment\n",
 			want:   []string{"at '/shape': value must be one of 'static', 'policy'"},
 		},
+		"if goRuntime.gogc is not a percentage, name the key": {
+			values: "goRuntime:\n  gogc: fast\n",
+			want:   []string{"at '/goRuntime/gogc'"},
+		},
 		"if policyGuardServiceAccount is a username rather than namespace/name, name the key": {
 			values: "policyGuardServiceAccount: system:serviceaccount:wg-policy:wg\n",
 			want:   []string{"at '/policyGuardServiceAccount'"},

@@ -58,6 +58,9 @@ type Options struct {
 	ReportCRDs bool
 	// GuardArgs are appended to the guard's `serve` arguments.
 	GuardArgs []string
+	// GuardEnv ("NAME=value") is added to the guard's environment, as a
+	// container's env (e.g. the Go runtime settings the chart sets).
+	GuardEnv []string
 
 	// AuditLog makes kube-apiserver write an audit log (Metadata level for
 	// webhook configurations) that Env.AuditEvents reads, to see the
@@ -175,6 +178,7 @@ func Start(t testing.TB, opts Options) *Env {
 		HealthAddr:  fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		Log:         &Buffer{},
 		ExtraArgs:   opts.GuardArgs,
+		ExtraEnv:    opts.GuardEnv,
 	}
 	e.Guard = g
 

@@ -90,6 +90,8 @@ type Guard struct {
 	// ExtraArgs are appended to the `serve` arguments (e.g. --ca-cache-ttl,
 	// --leader-elect).
 	ExtraArgs []string
+	// ExtraEnv ("NAME=value") is added to the process's environment.
+	ExtraEnv []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -123,7 +125,7 @@ func (e *Env) StartReplica(t testing.TB) *Guard {
 	g := &Guard{
 		env: e, Bin: e.Guard.Bin, ConfigPath: e.Guard.ConfigPath, CertDir: e.Guard.CertDir, Kubeconfig: e.Guard.Kubeconfig,
 		Port: FreePort(t), MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), HealthAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
-		Log: &Buffer{}, ExtraArgs: e.Guard.ExtraArgs,
+		Log: &Buffer{}, ExtraArgs: e.Guard.ExtraArgs, ExtraEnv: e.Guard.ExtraEnv,
 	}
 	g.Start(t)
 	return g
@@ -139,6 +141,7 @@ func (g *Guard) Start(t testing.TB) {
 		t.Fatal("guard already running")
 	}
 	cmd := exec.Command(g.Bin, g.Args()...)
+	cmd.Env = append(os.Environ(), g.ExtraEnv...)
 	cmd.Stdout, cmd.Stderr = g.Log, g.Log
 	// Never leak the guard: it dies with the test process.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -58,7 +59,13 @@ func TestLoad(t *testing.T) {
 		pprofAddr = freeLoopbackAddr(t)
 		guardArgs = append(guardArgs, "--pprof-bind-address", pprofAddr)
 	}
-	env := framework.Start(t, framework.Options{Config: &cfg.Spec, GuardArgs: guardArgs})
+	// The Go runtime settings the chart gives the guard container;
+	// LOADTEST_GUARD_ENV="GOGC=300 ..." replaces them, to try others.
+	guardEnv := chartGoEnv(t)
+	if v, ok := os.LookupEnv("LOADTEST_GUARD_ENV"); ok {
+		guardEnv = strings.Fields(v)
+	}
+	env := framework.Start(t, framework.Options{Config: &cfg.Spec, GuardArgs: guardArgs, GuardEnv: guardEnv})
 	env.EnsureNamespace(t, OwnerNamespace)
 	if _, err := env.AdminKube.CoreV1().Secrets(OwnerNamespace).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: CASecret},
@@ -150,7 +157,7 @@ func TestLoad(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nwebhook-guard serve over TLS on 127.0.0.1, 5-entry UPDATE review (%d bytes), %d cores shared with the client and kube-apiserver\n", len(f.Review), runtime.NumCPU())
+	fmt.Fprintf(&b, "\nwebhook-guard serve over TLS on 127.0.0.1 (env %v), 5-entry UPDATE review (%d bytes), %d cores shared with the client and kube-apiserver\n", guardEnv, len(f.Review), runtime.NumCPU())
 	b.WriteString("floor: a server in its own process with the same TLS and HTTP/2 that only decodes the review (json-v2) and allows; guard ×: the guard's p99 over the floor's in the same load\n\n")
 	b.WriteString("| load | requests | errors | req/s | p50 | p99 | p99.9 | guard × floor p99 | server CPU/req | peak RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range rows {
@@ -204,6 +211,29 @@ func measure(t *testing.T, pid int, name string, run func() ([]time.Duration, in
 		t.Errorf("%s: %d requests failed; the first: %v", name, errs, takeErr())
 	}
 	return r
+}
+
+// chartGoEnv is the GOGC the chart's values.yaml sets on the guard container
+// (goRuntime.gogc); GOMEMLIMIT follows the container's memory limit, which a
+// process here does not have.
+func chartGoEnv(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "charts", "webhook-guard", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		GoRuntime struct {
+			GOGC string `json:"gogc"`
+		} `json:"goRuntime"`
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatalf("charts/webhook-guard/values.yaml: %v", err)
+	}
+	if values.GoRuntime.GOGC == "" {
+		return nil
+	}
+	return []string{"GOGC=" + values.GoRuntime.GOGC}
 }
 
 // openLoopNotes say, per server, when the open loop's slow requests were

@@ -93,6 +93,17 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: status.podIP
+        {{- with .Values.goRuntime.gogc }}
+        - name: GOGC
+          value: {{ . | quote }}
+        {{- end }}
+        {{- if and .Values.goRuntime.memoryLimitFromResources (dig "limits" "memory" "" .Values.resources) }}
+        - name: GOMEMLIMIT
+          valueFrom:
+            resourceFieldRef:
+              containerName: webhook-guard
+              resource: limits.memory
+        {{- end }}
       ports:
         - name: webhook
           containerPort: {{ .Values.webhook.port }}
