@@ -76,29 +76,10 @@ func chartGuardServes(t *testing.T, bin string) {
 	createChartObjects(t, cfg, rel, objs)
 
 	// The koordinator-style owner's CA in the Secret the sample names.
-	ownerCA := framework.NewCA(t, "koordinator-ca")
-	ensureNamespace(t, admin, "koordinator-system")
-	_, err := admin.CoreV1().Secrets("koordinator-system").Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "webhook-certs"},
-		Data:       map[string][]byte{"ca.crt": ownerCA.PEM},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ownerCA := koordinatorCA(t, admin)
 
 	// The guard's identity: only the chart's RBAC binds it.
-	guardUser, err := env.AddUser(framework.ServiceAccountUser(rel.namespace, sa), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := guardUser.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfigPath := filepath.Join(dir, "guard.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfigPath := userKubeconfig(t, env, dir, framework.ServiceAccountUser(rel.namespace, sa))
 
 	serveArgs := rewriteChartArgs(t, args, map[string]string{
 		"--config":                    filepath.Join(configDir, "guard.yaml"),
@@ -395,18 +376,7 @@ func Test_chartStaticManifestSyncFollowsCARotation(t *testing.T) {
 
 	env, cfg := startChartControlPlane(t, filepath.Join(hostDir, "admission-configuration.yaml"))
 	admin := kubernetes.NewForConfigOrDie(cfg)
-	guardUser, err := env.AddUser(envtest.User{Name: "guard-e2e", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := guardUser.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfigPath := filepath.Join(dir, "guard.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfigPath := userKubeconfig(t, env, dir, envtest.User{Name: "guard-e2e", Groups: []string{"system:masters"}})
 	serveArgs := rewriteChartArgs(t, args, map[string]string{
 		"--config":                    filepath.Join(configDir, "guard.yaml"),
 		"--cert-dir":                  certDir,
@@ -537,4 +507,38 @@ func annotate(ctx context.Context, kube kubernetes.Interface, name string) error
 	vwc.Annotations["e2e.webhook-guard.io/touched"] = time.Now().Format(time.RFC3339Nano)
 	_, err = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{})
 	return err
+}
+
+// userKubeconfig provisions user on the chart control plane and writes a
+// kubeconfig acting as it into dir, for running the guard as that identity.
+func userKubeconfig(t *testing.T, env *envtest.Environment, dir string, user envtest.User) string {
+	t.Helper()
+	au, err := env.AddUser(user, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := au.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "guard.kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// koordinatorCA creates the CA Secret the koordinator sample values name
+// (koordinator-system/webhook-certs, key ca.crt) and returns its CA.
+func koordinatorCA(t *testing.T, admin kubernetes.Interface) *framework.CA {
+	t.Helper()
+	ca := framework.NewCA(t, "koordinator-ca")
+	ensureNamespace(t, admin, "koordinator-system")
+	if _, err := admin.CoreV1().Secrets("koordinator-system").Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "webhook-certs"},
+		Data:       map[string][]byte{"ca.crt": ca.PEM},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }

@@ -39,7 +39,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,7 +46,6 @@ import (
 	"time"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -597,26 +595,8 @@ func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
 	env, cfg := startChartControlPlane(t, "")
 	admin := kubernetes.NewForConfigOrDie(cfg)
 	createChartObjects(t, cfg, rel, objs)
-	ownerCA := framework.NewCA(t, "koordinator-ca")
-	ensureNamespace(t, admin, "koordinator-system")
-	if _, err := admin.CoreV1().Secrets("koordinator-system").Create(t.Context(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "webhook-certs"},
-		Data:       map[string][]byte{"ca.crt": ownerCA.PEM},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	guardUser, err := env.AddUser(framework.ServiceAccountUser(rel.namespace, sa), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := guardUser.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfigPath := filepath.Join(dir, "guard.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ownerCA := koordinatorCA(t, admin)
+	kubeconfigPath := userKubeconfig(t, env, dir, framework.ServiceAccountUser(rel.namespace, sa))
 	serveArgs := rewriteChartArgs(t, args, map[string]string{
 		"--config":                    filepath.Join(configDir, "guard.yaml"),
 		"--cert-dir":                  certDir,

@@ -25,7 +25,7 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 		DryRun:    in.DryRun,
 		Changes:   ChangedBundles(in),
 	}
-	breakGlass := c.breakGlass.matches(in.User)
+	breakGlass := c.IsBreakGlass(in.User)
 
 	switch {
 	case len(m.Conflicting) > 0:

@@ -52,3 +52,7 @@ func (s subjectSet) matches(u User) bool {
 	}
 	return false
 }
+
+// IsBreakGlass reports whether the user is one of the configuration's
+// break-glass subjects (exact matching, as everywhere).
+func (c *Config) IsBreakGlass(u User) bool { return c.breakGlass.matches(u) }

@@ -112,7 +112,9 @@ func (h *Handler) resolve(ctx context.Context, mapping string, req casource.Requ
 		}
 		requestLog(ctx).Info("owner CA source error", "mapping", mapping, "source", res.Source, "stale", res.Stale, "reason", reason)
 	}
-	if res.Err == nil && !res.Set.NotAfter().IsZero() {
+	// A cached answer was exported when it was read (here or by the
+	// CAExpiryWatcher): only a read can change the gauge.
+	if res.Err == nil && !res.Cached && !res.Set.NotAfter().IsZero() {
 		h.Metrics.OwnerCAExpiry.WithLabelValues(mapping).Set(float64(res.Set.NotAfter().Unix()))
 	}
 	return res

@@ -46,16 +46,12 @@ func (h *Handler) handlePolicyObject(ctx context.Context, req *admissionv1.Admis
 		if len(raw) == 0 {
 			continue
 		}
-		var obj struct {
-			Metadata struct {
-				Labels map[string]string `json:"labels"`
-			} `json:"metadata"`
-		}
+		var obj webhookConfiguration // its metadata is all a policy object is read for
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
 			h.Metrics.InvalidRequests.Inc()
 			return admission.Errored(http.StatusBadRequest, inputErrorf("%s does not decode: %v", req.Kind.Kind, err))
 		}
-		labelled = labelled || obj.Metadata.Labels[vap.LabelManagedBy] == vap.ManagedBy
+		labelled = labelled || managedByGuard(&obj)
 	}
 	user := policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}
 	return h.policyObjectDecision(ctx, string(req.Operation), req.Kind.Kind, req.Name, user, labelled)
@@ -81,7 +77,7 @@ func (h *Handler) policyObjectDecision(ctx context.Context, operation, kind, nam
 		return h.policyObjectVerdict(policy.OutcomeAllow, nil)
 	case h.PolicyWriter != "" && user.Username == h.PolicyWriter:
 		return h.policyObjectVerdict(policy.OutcomeAllow, nil)
-	case cfg != nil && subjectsMatch(cfg.Spec.BreakGlass, user):
+	case cfg != nil && cfg.IsBreakGlass(user):
 		return h.policyObjectVerdict(policy.OutcomeBreakGlass, nil)
 	}
 	writer := h.PolicyWriter
@@ -100,27 +96,4 @@ func (h *Handler) policyObjectVerdict(outcome policy.Outcome, denial *metav1.Sta
 		return admission.Allowed("")
 	}
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: denial}}
-}
-
-// subjectsMatch is exact matching of whole usernames and groups, as
-// policy's writers and break-glass.
-func subjectsMatch(s policy.Subjects, u policy.User) bool {
-	for _, sa := range s.ServiceAccounts {
-		if policy.ServiceAccountUsername(sa) == u.Username {
-			return true
-		}
-	}
-	for _, name := range s.Users {
-		if name == u.Username {
-			return true
-		}
-	}
-	for _, g := range s.Groups {
-		for _, ug := range u.Groups {
-			if g == ug {
-				return true
-			}
-		}
-	}
-	return false
 }

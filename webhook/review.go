@@ -84,13 +84,16 @@ var _ http.Handler = &ReviewHandler{}
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// defaultLog gives a zero Log controller-runtime's "admission" logger.
+func (rh *ReviewHandler) defaultLog() {
+	if rh.Log.GetSink() == nil {
+		rh.Log = logf.Log.WithName("admission")
+	}
+}
+
 // ServeHTTP implements http.Handler.
 func (rh *ReviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rh.logOnce.Do(func() {
-		if rh.Log.GetSink() == nil {
-			rh.Log = logf.Log.WithName("admission")
-		}
-	})
+	rh.logOnce.Do(rh.defaultLog)
 	apiVersion := reviewV1
 	if r.Body == nil || r.Body == http.NoBody {
 		rh.writeError(w, apiVersion, "", http.StatusBadRequest, errors.New("request body is empty"))
@@ -130,11 +133,7 @@ func (rh *ReviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // AdmissionReview apiVersion to answer with. It is ServeHTTP without the
 // HTTP: what a benchmark of the decision path without a socket measures.
 func (rh *ReviewHandler) Review(ctx context.Context, body []byte) (resp *admissionv1.AdmissionResponse, apiVersion string) {
-	rh.logOnce.Do(func() {
-		if rh.Log.GetSink() == nil {
-			rh.Log = logf.Log.WithName("admission")
-		}
-	})
+	rh.logOnce.Do(rh.defaultLog)
 	return rh.review(ctx, body)
 }
 
