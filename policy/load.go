@@ -114,15 +114,7 @@ func compile(spec GuardConfig) *Config {
 	c.owners = make([]compiledOwner, len(spec.Owners))
 	for i := range c.Spec.Owners {
 		o := &c.Spec.Owners[i]
-		co := compiledOwner{spec: o, mode: o.Mode}
-		if co.mode == "" {
-			co.mode = spec.DefaultMode
-		}
-		var extra []string
-		if o.CA.InjectedByCertManager != nil {
-			extra = append(extra, spec.CertManager.CAInjectorServiceAccount)
-		}
-		co.writers = compileSubjects(o.Writers, extra...)
+		co := compiledOwner{spec: o, mode: spec.OwnerMode(o), writers: compileSubjects(spec.OwnerWriters(o))}
 		if o.Match.LabelSelector != nil {
 			co.selector, _ = metav1.LabelSelectorAsSelector(o.Match.LabelSelector) // validated
 			c.selectors = append(c.selectors, i)

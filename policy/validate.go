@@ -138,8 +138,8 @@ func validateSubjects(p *field.Path, s Subjects) field.ErrorList {
 
 // validateServiceAccount accepts exactly "namespace/name".
 func validateServiceAccount(p *field.Path, sa string) field.ErrorList {
-	ns, name, ok := strings.Cut(sa, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+	ns, name, ok := SplitServiceAccount(sa)
+	if !ok {
 		hint := ""
 		if strings.HasPrefix(sa, "system:serviceaccount:") {
 			hint = "; hint: write it as \"namespace/name\", not as a username"

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/webhook-guard/webhook-guard/policy"
 )
 
 // Options configure `webhook-guard serve`. Every field is a flag.
@@ -204,7 +206,7 @@ func (o *Options) TLSConfig(cfg *tls.Config) {
 func (o *Options) completePolicyMode() []string {
 	var errs []string
 	if sa := o.PolicyGuardServiceAccount; sa != "" {
-		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
 			errs = append(errs, fmt.Sprintf("--policy-guard-service-account must be \"namespace/name\", got %q", sa))
 		}
 	}

@@ -143,10 +143,7 @@ func Generate(in Input) (*Objects, error) {
 				return nil, fmt.Errorf("owners[%s]: generated name %q: %s", o.Name, name, strings.Join(msgs, "; "))
 			}
 		}
-		mode := o.Mode
-		if mode == "" {
-			mode = spec.DefaultMode
-		}
+		mode := spec.OwnerMode(o)
 		ca, ok := in.CAs[o.Name]
 		if !ok {
 			ca = CA{Err: "the guard has not resolved the owner's CA"}
@@ -255,16 +252,12 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 	if len(nameConds) > 0 {
 		conds = append(conds, admv1.MatchCondition{Name: "owned-configuration", Expression: strings.Join(nameConds, " || ")})
 	}
-	if bg, ok := subjectsExpression(m.spec.BreakGlass); ok {
+	if bg, ok := SubjectsExpression(m.spec.BreakGlass); ok {
 		// Break-glass is always allowed, as the static webhook's
 		// matchConditions skip it; unlike the webhook, nothing warns.
 		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
 	}
-	writers := o.Writers
-	if o.CA.InjectedByCertManager != nil {
-		writers.ServiceAccounts = append(slices.Clone(writers.ServiceAccounts), m.spec.CertManager.CAInjectorServiceAccount)
-	}
-	isWriter, ok := subjectsExpression(writers)
+	isWriter, ok := SubjectsExpression(m.spec.OwnerWriters(o))
 	if !ok {
 		isWriter = "false"
 	}
@@ -358,13 +351,13 @@ func (m mappingPolicy) prefix() string {
 		verb = "webhook-guard (audit) would deny "
 	}
 	return fmt.Sprintf(`%s + request.operation + " of " + request.kind.kind + " \"" + (request.name != "" ? request.name : object.metadata.name) + "\" by \"" + request.userInfo.username + "\" " + %s`,
-		celString(verb), celString(fmt.Sprintf("(mapping %q, %s, policy mode); ", m.owner.Name, m.mode)))
+		CELString(verb), CELString(fmt.Sprintf("(mapping %q, %s, policy mode); ", m.owner.Name, m.mode)))
 }
 
 func (m mappingPolicy) notOwnerMessage() string {
 	return m.prefix() + ` + "not-owner: userInfo: \"" + request.userInfo.username + "\" is not a writer" + ` +
 		`(request.operation == "DELETE" ? "; deleting it (and recreating it) is a takeover" : "") + ` +
-		celString(fmt.Sprintf("; hint: if it should own this configuration, add it to owners[%s].writers", m.owner.Name))
+		CELString(fmt.Sprintf("; hint: if it should own this configuration, add it to owners[%s].writers", m.owner.Name))
 }
 
 func (m mappingPolicy) caMismatchMessage() string {
@@ -384,7 +377,7 @@ func (m mappingPolicy) caMismatchMessage() string {
 func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params []string) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	guard := policy.ServiceAccountUsername(guardSA)
 	conds := []admv1.MatchCondition{{Name: "param-configmap", Expression: "request.name in " + celList(params)}}
-	if bg, ok := subjectsExpression(spec.BreakGlass); ok {
+	if bg, ok := SubjectsExpression(spec.BreakGlass); ok {
 		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
 	}
 	p := &admv1.ValidatingAdmissionPolicy{
@@ -408,7 +401,7 @@ func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params [
 			FailurePolicy:   ptr.To(admv1.Fail),
 			MatchConditions: conds,
 			Validations: []admv1.Validation{{
-				Expression: "request.userInfo.username == " + celString(guard),
+				Expression: "request.userInfo.username == " + CELString(guard),
 				Message:    fmt.Sprintf("webhook-guard: only %s may create or change the policy mode's parameter ConfigMaps (they hold the owners' CAs)", guard),
 				Reason:     ptr.To(metav1.StatusReasonForbidden),
 			}},
@@ -425,10 +418,11 @@ func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params [
 	return p, b
 }
 
-// subjectsExpression is CEL that is true for the subjects, matched exactly
-// (whole usernames, whole groups). Lists are JSON arrays of strings: valid
-// CEL list literals with correct escaping.
-func subjectsExpression(s policy.Subjects) (string, bool) {
+// SubjectsExpression is CEL that is true for the subjects, matched exactly
+// (whole usernames, whole groups), as policy matches them. Lists are JSON
+// arrays of strings: valid CEL list literals with correct escaping. The
+// static webhook's matchConditions use it too.
+func SubjectsExpression(s policy.Subjects) (string, bool) {
 	users := slices.Clone(s.Users)
 	for _, sa := range s.ServiceAccounts {
 		users = append(users, policy.ServiceAccountUsername(sa))
@@ -454,7 +448,8 @@ func celList(ss []string) string {
 	return string(b)
 }
 
-func celString(s string) string {
+// CELString is s as a CEL string literal (JSON escaping is valid CEL).
+func CELString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }

@@ -116,10 +116,10 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	}
 	set, err := r.coalescedRead(ctx, src, now)
 	if err != nil {
-		if ok && now.Sub(entry.readAt) < r.opts.MaxStale && !isDefinitive(err) {
+		if ok && now.Sub(entry.readAt) < r.opts.MaxStale && !IsDefinitive(err) {
 			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Stale: true, Source: src.key}
 		}
-		if ok && isDefinitive(err) {
+		if ok && IsDefinitive(err) {
 			// The source answered that it is gone or unusable (typically on
 			// the live re-read before a denial): the cached answer must not
 			// keep serving for the rest of its TTL.
@@ -190,11 +190,11 @@ func (r *Resolver) Invalidate() {
 	r.mu.Unlock()
 }
 
-// isDefinitive tells a source that answered "wrong" (not found, no key,
+// IsDefinitive tells a source that answered "wrong" (not found, no key,
 // garbage PEM) from one that could not be asked. Only the latter may be
 // papered over with a stale cached answer: a deleted CA Secret must fail
 // closed at once, not five minutes later.
-func isDefinitive(err error) bool {
+func IsDefinitive(err error) bool {
 	var se *SourceError
 	return errors.As(err, &se) && se.Definitive
 }

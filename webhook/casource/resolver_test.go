@@ -731,7 +731,7 @@ func Test_getError(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			err := getError("S", test.err)
 			assert.Equal(t, test.exp, err)
-			assert.Equal(t, test.exp.Definitive, isDefinitive(err))
+			assert.Equal(t, test.exp.Definitive, IsDefinitive(err))
 		})
 	}
 }

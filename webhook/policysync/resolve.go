@@ -3,7 +3,6 @@ package policysync
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -33,23 +32,23 @@ type Resolution struct {
 	Transient map[string]error
 }
 
-// ResolveCAs reads every mapping's CA source. With live true nothing comes
-// from the resolver's cache, so a rotated CA is seen on the next sync.
+// ResolveCAs reads every mapping's CA source live: nothing comes from the
+// resolver's cache, so a rotated CA is seen on the next sync.
 // reader reads the mappings' named configurations, whose cert-manager
 // annotations name the CA of injectedByCertManager mappings.
-func ResolveCAs(ctx context.Context, cfg *policy.Config, r CAResolver, reader client.Reader, live bool) Resolution {
+func ResolveCAs(ctx context.Context, cfg *policy.Config, r CAResolver, reader client.Reader) Resolution {
 	res := Resolution{CAs: map[string]vap.CA{}, Transient: map[string]error{}}
 	for i := range cfg.Spec.Owners {
 		o := &cfg.Spec.Owners[i]
 		var ca vap.CA
 		var err error
 		if o.CA.InjectedByCertManager != nil {
-			ca, err = resolveInjected(ctx, cfg, o, r, reader, live)
+			ca, err = resolveInjected(ctx, cfg, o, r, reader)
 		} else {
-			out := r.Resolve(ctx, casource.Request{Owner: o, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, live)
+			out := r.Resolve(ctx, casource.Request{Owner: o, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, true)
 			ca, err = fromResult(out)
 		}
-		if err != nil && !definitive(err) {
+		if err != nil && !casource.IsDefinitive(err) {
 			res.Transient[o.Name] = err
 		}
 		res.CAs[o.Name] = ca
@@ -77,7 +76,7 @@ func fromResult(out casource.Result) (vap.CA, error) {
 // mapping: configurations injecting different CAs, or a selector-only
 // mapping (whose configurations are not known in advance), cannot be
 // expressed and fail closed with a message saying so.
-func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r CAResolver, reader client.Reader, live bool) (vap.CA, error) {
+func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r CAResolver, reader client.Reader) (vap.CA, error) {
 	type named struct {
 		kind policy.ConfigKind
 		name string
@@ -107,7 +106,7 @@ func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r
 			e := &casource.SourceError{Source: fmt.Sprintf("%s %s", c.kind, c.name), Reason: err.Error()}
 			return vap.CAFromError(e), e
 		}
-		out := r.Resolve(ctx, casource.Request{Owner: o, Annotations: obj.GetAnnotations(), ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, live)
+		out := r.Resolve(ctx, casource.Request{Owner: o, Annotations: obj.GetAnnotations(), ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, true)
 		ca, err := fromResult(out)
 		if err != nil {
 			return ca, err
@@ -123,9 +122,4 @@ func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r
 		return vap.CAFromError(err), err
 	}
 	return *found, nil
-}
-
-func definitive(err error) bool {
-	var se *casource.SourceError
-	return errors.As(err, &se) && se.Definitive
 }

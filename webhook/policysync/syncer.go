@@ -124,7 +124,7 @@ func (s *Syncer) Start(ctx context.Context) error {
 func (s *Syncer) Sync(ctx context.Context) error {
 	s.init()
 	cfg := s.Config()
-	res := ResolveCAs(ctx, cfg, s.CA, s.Reader, true)
+	res := ResolveCAs(ctx, cfg, s.CA, s.Reader)
 	objs, err := vap.Generate(vap.Input{Config: cfg, Namespace: s.Namespace, CAs: res.CAs, GuardServiceAccount: s.GuardServiceAccount})
 	if err != nil {
 		return err

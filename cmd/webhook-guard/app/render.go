@@ -3,14 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -128,7 +125,7 @@ func (o *renderStaticOptions) validate() error {
 		return fmt.Errorf("--watch requires --output-dir")
 	}
 	if sa := o.guardSA; sa != "" {
-		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
 			return fmt.Errorf("--guard-service-account must be \"namespace/name\", got %q", sa)
 		}
 	}
@@ -257,7 +254,7 @@ func StaticWebhook(url string, ca []byte, breakGlass policy.Subjects, failurePol
 			TimeoutSeconds: &timeoutSeconds,
 		}},
 	}
-	if expr, ok := breakGlassExpression(breakGlass); ok {
+	if expr, ok := vap.SubjectsExpression(breakGlass); ok {
 		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-break-glass", Expression: "!(" + expr + ")"}}
 		// Break-glass writes still reach the guard, through a second entry
 		// that fails open: while the guard is up they are warned about and
@@ -299,37 +296,11 @@ func ProtectPolicyObjects(vwc *admissionregistrationv1.ValidatingWebhookConfigur
 		},
 	}}
 	e.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
-	guard, _ := json.Marshal(policy.ServiceAccountUsername(guardSA))
-	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + string(guard)}}
-	if expr, ok := breakGlassExpression(breakGlass); ok {
+	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + vap.CELString(policy.ServiceAccountUsername(guardSA))}}
+	if expr, ok := vap.SubjectsExpression(breakGlass); ok {
 		e.MatchConditions = append(e.MatchConditions, admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
 	}
 	vwc.Webhooks = append(vwc.Webhooks, e)
-}
-
-// breakGlassExpression is CEL, evaluated inside kube-apiserver, that is
-// true for break-glass subjects. Lists are JSON arrays of strings, which are
-// valid CEL list literals with correct escaping.
-func breakGlassExpression(s policy.Subjects) (string, bool) {
-	users := slices.Clone(s.Users)
-	for _, sa := range s.ServiceAccounts {
-		users = append(users, policy.ServiceAccountUsername(sa))
-	}
-	slices.Sort(users)
-	groups := slices.Sorted(slices.Values(s.Groups))
-	var parts []string
-	if len(users) > 0 {
-		u, _ := json.Marshal(users)
-		parts = append(parts, fmt.Sprintf("request.userInfo.username in %s", u))
-	}
-	if len(groups) > 0 {
-		g, _ := json.Marshal(groups)
-		parts = append(parts, fmt.Sprintf("request.userInfo.groups.exists(g, g in %s)", g))
-	}
-	if len(parts) == 0 {
-		return "", false
-	}
-	return strings.Join(parts, " || "), true
 }
 
 // AdmissionConfiguration points the ValidatingAdmissionWebhook plugin at

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -68,7 +69,7 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 		return invalid("--namespace %q: %s", o.namespace, strings.Join(msgs, "; "))
 	}
 	if sa := o.guardServiceAccount; sa != "" {
-		if ns, name, ok := strings.Cut(sa, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
 			return invalid("--guard-service-account must be \"namespace/name\", got %q", sa)
 		}
 	}
@@ -84,7 +85,7 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 	if err != nil {
 		return invalid("%v", err)
 	}
-	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects, true)
+	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects)
 	for _, owner := range cfg.Spec.Owners {
 		if ca := res.CAs[owner.Name]; ca.Err != "" {
 			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its param holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)
