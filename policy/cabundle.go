@@ -43,7 +43,15 @@ func (e *BundleError) Error() string { return e.Reason }
 // error. Text between blocks is ignored, as kube-apiserver's own PEM loader
 // ignores it.
 func ParseBundle(data []byte) ([]Fingerprint, error) {
+	fps, _, err := parseBundle(data)
+	return fps, err
+}
+
+// parseBundle is ParseBundle that also returns the earliest NotAfter of the
+// certificates, from the same parse (x509 parsing is most of the cost).
+func parseBundle(data []byte) ([]Fingerprint, time.Time, error) {
 	var fps []Fingerprint
+	var earliest time.Time
 	rest := data
 	for i := 0; ; i++ {
 		block, next := pem.Decode(rest)
@@ -52,23 +60,27 @@ func ParseBundle(data []byte) ([]Fingerprint, error) {
 		}
 		rest = next
 		if block.Type != "CERTIFICATE" {
-			return nil, &BundleError{Reason: fmt.Sprintf("PEM block %d is a %q, not a CERTIFICATE", i, block.Type)}
+			return nil, time.Time{}, &BundleError{Reason: fmt.Sprintf("PEM block %d is a %q, not a CERTIFICATE", i, block.Type)}
 		}
 		if len(fps) == MaxBundleCertificates {
-			return nil, &BundleError{Reason: fmt.Sprintf("holds more than %d certificates", MaxBundleCertificates)}
+			return nil, time.Time{}, &BundleError{Reason: fmt.Sprintf("holds more than %d certificates", MaxBundleCertificates)}
 		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return nil, &BundleError{Reason: fmt.Sprintf("PEM block %d is not a valid certificate: %v", i, err)}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, time.Time{}, &BundleError{Reason: fmt.Sprintf("PEM block %d is not a valid certificate: %v", i, err)}
+		}
+		if earliest.IsZero() || c.NotAfter.Before(earliest) {
+			earliest = c.NotAfter
 		}
 		fps = append(fps, sha256.Sum256(block.Bytes))
 	}
 	if len(fps) == 0 {
 		if len(bytes.TrimSpace(data)) == 0 {
-			return nil, &BundleError{Reason: "is empty"}
+			return nil, time.Time{}, &BundleError{Reason: "is empty"}
 		}
-		return nil, &BundleError{Reason: "is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found"}
+		return nil, time.Time{}, &BundleError{Reason: "is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found"}
 	}
-	return fps, nil
+	return fps, earliest, nil
 }
 
 // CASet is an owner's set of trusted CA certificates, by fingerprint.
@@ -86,33 +98,14 @@ type CASet struct {
 
 // NewCASet parses a PEM bundle into a CASet.
 func NewCASet(source string, pemData []byte) (CASet, error) {
-	fps, err := ParseBundle(pemData)
+	fps, notAfter, err := parseBundle(pemData)
 	if err != nil {
 		return CASet{}, err
 	}
 	s := NewCASetFromFingerprints(source, fps...)
 	s.pem = slices.Clone(pemData)
-	s.notAfter = EarliestExpiry(pemData)
+	s.notAfter = notAfter
 	return s, nil
-}
-
-// EarliestExpiry is the earliest NotAfter of the certificates in a PEM
-// bundle; zero when it holds none.
-func EarliestExpiry(pemData []byte) time.Time {
-	var earliest time.Time
-	for rest := pemData; ; {
-		block, next := pem.Decode(rest)
-		if block == nil {
-			return earliest
-		}
-		rest = next
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		if c, err := x509.ParseCertificate(block.Bytes); err == nil && (earliest.IsZero() || c.NotAfter.Before(earliest)) {
-			earliest = c.NotAfter
-		}
-	}
 }
 
 // NotAfter is the earliest expiry of the set's certificates; zero when

@@ -3,10 +3,12 @@ package policy
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -191,8 +193,8 @@ func Test_CASetNotAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := EarliestExpiry(f.Inline.PEM)
-	if other := EarliestExpiry(f.OwnerNew.PEM); other.Before(want) {
+	want := earliestExpiry(f.Inline.PEM)
+	if other := earliestExpiry(f.OwnerNew.PEM); other.Before(want) {
 		want = other
 	}
 	if got := set.NotAfter(); !got.Equal(want) || got.IsZero() {
@@ -200,5 +202,24 @@ func Test_CASetNotAfter(t *testing.T) {
 	}
 	if u := NewCASetFromFingerprints("fp", f.Inline.FP).Union(set); !u.NotAfter().Equal(want) {
 		t.Errorf("Union NotAfter = %s; want %s", u.NotAfter(), want)
+	}
+}
+
+// earliestExpiry is the earliest NotAfter of the certificates in a PEM
+// bundle; zero when it holds none.
+func earliestExpiry(pemData []byte) time.Time {
+	var earliest time.Time
+	for rest := pemData; ; {
+		block, next := pem.Decode(rest)
+		if block == nil {
+			return earliest
+		}
+		rest = next
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil && (earliest.IsZero() || c.NotAfter.Before(earliest)) {
+			earliest = c.NotAfter
+		}
 	}
 }

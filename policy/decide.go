@@ -77,7 +77,7 @@ func notOwner(co *compiledOwner, in *Input) Violation {
 		Field:  "userInfo",
 		Detail: fmt.Sprintf("%q is not a writer", in.User.Username),
 	}
-	if ns, name, ok := strings.Cut(strings.TrimPrefix(in.User.Username, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(in.User.Username, "system:serviceaccount:") {
+	if ns, name, ok := ServiceAccountOf(in.User.Username); ok {
 		v.Hint = fmt.Sprintf("if it should own this configuration, add %s/%s to owners[%s].writers.serviceAccounts", ns, name, co.spec.Name)
 	} else {
 		v.Hint = fmt.Sprintf("if it should own this configuration, add %q to owners[%s].writers.users", in.User.Username, co.spec.Name)

@@ -19,6 +19,17 @@ func ServiceAccountUsername(namespacedName string) string {
 	return "system:serviceaccount:" + ns + ":" + name
 }
 
+// ServiceAccountOf is the inverse of ServiceAccountUsername: the namespace
+// and name of a "system:serviceaccount:<ns>:<name>" username.
+func ServiceAccountOf(username string) (ns, name string, ok bool) {
+	rest, found := strings.CutPrefix(username, "system:serviceaccount:")
+	if !found {
+		return "", "", false
+	}
+	ns, name, ok = strings.Cut(rest, ":")
+	return ns, name, ok && ns != "" && name != ""
+}
+
 // SplitServiceAccount splits "namespace/name"; ok is false unless both
 // parts are non-empty and the name holds no further "/".
 func SplitServiceAccount(sa string) (ns, name string, ok bool) {

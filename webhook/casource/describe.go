@@ -1,17 +1,23 @@
 package casource
 
-import "fmt"
+import (
+	"fmt"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Annotations cert-manager's cainjector reads on webhook configurations.
 const (
-	AnnotationInjectCAFrom       = "cert-manager.io/inject-ca-from"
-	AnnotationInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret" //nolint:gosec // an annotation name, not a credential
+	AnnotationInjectCAFrom       = cmapi.WantInjectAnnotation
+	AnnotationInjectCAFromSecret = cmapi.WantInjectFromSecretAnnotation
 )
 
 // Keys of a cert-manager TLS Secret.
 const (
-	keyCA  = "ca.crt"
-	keyTLS = "tls.crt"
+	keyCA  = cmmeta.TLSCAKey
+	keyTLS = corev1.TLSCertKey
 )
 
 func secretDesc(ns, name, key string) string {

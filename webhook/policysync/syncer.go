@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -219,7 +219,7 @@ func apply[T client.Object](ctx context.Context, s *Syncer, kind string, desired
 		obj := desired.DeepCopyObject().(T)
 		err := s.Client.Create(ctx, obj)
 		if err == nil {
-			s.wrote(key, kind, VerbCreate, desired, obj)
+			s.wrote(key, kind, VerbCreate, digest(desired), obj)
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -254,14 +254,15 @@ func apply[T client.Object](ctx context.Context, s *Syncer, kind string, desired
 	if err := s.Client.Update(ctx, obj); err != nil {
 		return fmt.Errorf("update %s %s: %w", kind, desired.GetName(), err)
 	}
-	s.wrote(key, kind, VerbUpdate, desired, obj)
+	s.wrote(key, kind, VerbUpdate, sum, obj)
 	return nil
 }
 
-func (s *Syncer) wrote(key, kind, verb string, desired, result client.Object) {
+// wrote records a write of the desired object whose digest is sum.
+func (s *Syncer) wrote(key, kind, verb, sum string, result client.Object) {
 	s.Metrics.Writes.WithLabelValues(kind, verb).Inc()
 	s.mu.Lock()
-	s.written[key] = writeMark{desired: digest(desired), resourceVersion: result.GetResourceVersion()}
+	s.written[key] = writeMark{desired: sum, resourceVersion: result.GetResourceVersion()}
 	delete(s.warned, key)
 	s.mu.Unlock()
 	s.Log.Info("policy mode: wrote a generated object", "kind", kind, "name", result.GetName(), "namespace", result.GetNamespace(), "verb", verb, "resourceVersion", result.GetResourceVersion())
@@ -311,15 +312,6 @@ func labelsContain(live, desired map[string]string) bool {
 	return true
 }
 
-func mergeLabels(live, desired map[string]string) map[string]string {
-	out := maps.Clone(live)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, desired)
-	return out
-}
-
 // The guard owns its labels and, per kind, data+binaryData or spec.
 // Everything else (other labels, annotations, managedFields,
 // resourceVersion) is left as it is and never compared.
@@ -330,7 +322,7 @@ func equalConfigMap(d, l *corev1.ConfigMap) bool {
 
 func mergeConfigMap(d, l *corev1.ConfigMap) *corev1.ConfigMap {
 	o := l.DeepCopy()
-	o.Labels = mergeLabels(o.Labels, d.Labels)
+	o.Labels = labels.Merge(o.Labels, d.Labels)
 	o.Data, o.BinaryData = d.Data, d.BinaryData
 	return o
 }
@@ -341,7 +333,7 @@ func equalPolicy(d, l *admv1.ValidatingAdmissionPolicy) bool {
 
 func mergePolicy(d, l *admv1.ValidatingAdmissionPolicy) *admv1.ValidatingAdmissionPolicy {
 	o := l.DeepCopy()
-	o.Labels = mergeLabels(o.Labels, d.Labels)
+	o.Labels = labels.Merge(o.Labels, d.Labels)
 	o.Spec = *d.Spec.DeepCopy()
 	return o
 }
@@ -352,7 +344,7 @@ func equalBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) bool {
 
 func mergeBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) *admv1.ValidatingAdmissionPolicyBinding {
 	o := l.DeepCopy()
-	o.Labels = mergeLabels(o.Labels, d.Labels)
+	o.Labels = labels.Merge(o.Labels, d.Labels)
 	o.Spec = *d.Spec.DeepCopy()
 	return o
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -173,7 +172,9 @@ func reviewFindings(reports []reportsv1alpha1.ClusterReport, o *reviewOptions, s
 					continue
 				}
 			}
-			f.WouldDeny = wouldDeny(f)
+			// The recorder's result says it: fail is an enforce denial,
+			// warn an audit would-deny or flapping (records.resultOf).
+			f.WouldDeny = r.Result == "fail" || r.Result == "warn"
 			f.Suggestion = suggest(f)
 			if f.WouldDeny {
 				res.WouldDeny++
@@ -189,27 +190,13 @@ func reviewFindings(reports []reportsv1alpha1.ClusterReport, o *reviewOptions, s
 	return res
 }
 
-// wouldDeny: what enforce denies. Unmanaged writes are never denied (they
-// are recorded to discover configurations that need an owner) and
-// break-glass is always allowed.
-func wouldDeny(f ReviewFinding) bool {
-	if f.Rule == string(policy.RuleUnmanaged) {
-		return false
-	}
-	switch f.Decision {
-	case string(policy.OutcomeDeny), string(policy.OutcomeAudit), records.DecisionFlapping:
-		return true
-	}
-	return false
-}
-
 // suggest turns a finding into the config change (or the fix in the
 // cluster) that makes it go away.
 func suggest(f ReviewFinding) string {
 	writers := "owners[" + f.Mapping + "].writers"
 	switch f.Rule {
 	case string(policy.RuleNotOwner):
-		if ns, name, ok := serviceAccountOf(f.Subject); ok {
+		if ns, name, ok := policy.ServiceAccountOf(f.Subject); ok {
 			return fmt.Sprintf("add %s/%s to %s.serviceAccounts (if %s owns %s), or stop it writing the configuration", ns, name, writers, f.Subject, f.Configuration)
 		}
 		return fmt.Sprintf("add %q to %s.users (if %s owns %s), or stop it writing the configuration", f.Subject, writers, f.Subject, f.Configuration)
@@ -233,15 +220,6 @@ func suggest(f ReviewFinding) string {
 			orDash(f.Writers), f.Configuration, f.Mapping)
 	}
 	return "see the guard's log for this rule"
-}
-
-func serviceAccountOf(username string) (ns, name string, ok bool) {
-	rest, found := strings.CutPrefix(username, "system:serviceaccount:")
-	if !found {
-		return "", "", false
-	}
-	ns, name, ok = strings.Cut(rest, ":")
-	return ns, name, ok && ns != "" && name != ""
 }
 
 func orDash(s string) string {
