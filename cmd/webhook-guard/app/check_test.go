@@ -49,12 +49,7 @@ func Test_check(t *testing.T) {
 			assert.Equal(t, test.exitCode, code, "stderr: %s", stderr.String())
 			assert.Empty(t, stderr.String())
 			golden := filepath.Join("testdata", "check", goldenName(name))
-			if *update {
-				require.NoError(t, os.WriteFile(golden, stdout.Bytes(), 0o644))
-			}
-			exp, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test ./cmd/webhook-guard/app -update to create it")
-			assert.Equal(t, string(exp), stdout.String())
+			assertGolden(t, golden, stdout.Bytes())
 		})
 	}
 }
@@ -111,6 +106,19 @@ func Test_check_invalidInput(t *testing.T) {
 }
 
 // goldenName turns a test case's sentence into a file name.
+// assertGolden compares got with the golden file, first rewriting it with
+// -update.
+func assertGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+		require.NoError(t, os.WriteFile(golden, got, 0o644))
+	}
+	exp, err := os.ReadFile(golden)
+	require.NoError(t, err, "run go test ./cmd/webhook-guard/app -update to create it")
+	assert.Equal(t, string(exp), string(got))
+}
+
 func goldenName(name string) string {
 	return strings.NewReplacer(" ", "_", ",", "", "'", "", "(", "", ")", "", "+", "and", ":", "", "-", "-").Replace(name) + ".golden"
 }

@@ -40,13 +40,7 @@ func Test_renderPolicy(t *testing.T) {
 			require.Equal(t, 0, code, stderr.String())
 			assert.Equal(t, test.stderr, stderr.String())
 			golden := filepath.Join("testdata", "render-policy", goldenName(name))
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, stdout.Bytes(), 0o644))
-			}
-			exp, err := os.ReadFile(golden)
-			require.NoError(t, err)
-			assert.Equal(t, string(exp), stdout.String())
+			assertGolden(t, golden, stdout.Bytes())
 		})
 	}
 }

@@ -34,13 +34,7 @@ func Test_renderStaticManifest(t *testing.T) {
 			code := Main(append([]string{"render", "static-manifest", "--ca-file", "testdata/ca.pem"}, test.args...), &stdout, &stderr)
 			require.Equal(t, 0, code, stderr.String())
 			golden := filepath.Join("testdata", "render", goldenName(name))
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, stdout.Bytes(), 0o644))
-			}
-			exp, err := os.ReadFile(golden)
-			require.NoError(t, err)
-			assert.Equal(t, string(exp), stdout.String())
+			assertGolden(t, golden, stdout.Bytes())
 		})
 	}
 }

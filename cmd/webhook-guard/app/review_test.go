@@ -68,12 +68,7 @@ func Test_review(t *testing.T) {
 			}
 			assert.Equal(t, test.exitCode, code)
 			golden := filepath.Join("testdata", "review", goldenName(name))
-			if *update {
-				require.NoError(t, os.WriteFile(golden, out.Bytes(), 0o644))
-			}
-			exp, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test ./cmd/webhook-guard/app -update to create it")
-			assert.Equal(t, string(exp), out.String())
+			assertGolden(t, golden, out.Bytes())
 		})
 	}
 }
