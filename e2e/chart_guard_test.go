@@ -96,7 +96,7 @@ func chartGuardServes(t *testing.T, bin string) {
 	owner := chartUser(t, env, admin, framework.ServiceAccountUser("koordinator-system", "koord-manager"))
 	stranger := chartUser(t, env, admin, framework.ServiceAccountUser("default", "intruder"))
 
-	// The admin (system:masters, break-glass: skipped by matchConditions)
+	// The admin (system:masters, break-glass: its entry fails open)
 	// creates the configuration with an empty caBundle, as an installer would.
 	const name = "koord-validating-webhook-configuration"
 	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), chartTestWebhookConfig(name), metav1.CreateOptions{}); err != nil {

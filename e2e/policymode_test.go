@@ -4,7 +4,7 @@ package e2e
 // managed cluster offers), the guard running `serve --policy-mode`, and the
 // ValidatingAdmissionPolicies it generates deciding inside kube-apiserver.
 //
-// Scenarios of issue 3 that policy mode runs here:
+// Scenarios of e2e/README.md that policy mode runs here:
 //   1 owner writes its own CA (allowed), 2 another service account updates
 //   (denied in enforce; warned in audit), 3 the owner writes a foreign CA
 //   (denied), 6 CA rotation (the param follows the Secret; the owner's next
@@ -157,7 +157,7 @@ func policyWrites(t testing.TB, g *framework.Guard) float64 {
 	return g.Metric(t, "webhook_guard_policy_writes_total", nil)
 }
 
-// TestPolicyModeEnforces is the "done when" of issue 6 on the real API
+// TestPolicyModeEnforces shows policy mode enforcing on the real API
 // server: the non-owner, the foreign CA and the non-owner DELETE are denied
 // by the generated policy; in audit the client receives the warning.
 func TestPolicyModeEnforces(t *testing.T) {

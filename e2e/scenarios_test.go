@@ -193,7 +193,7 @@ func TestScenario02AnotherServiceAccountUpdates(t *testing.T) {
 	})
 }
 
-// TestScenario02bAuditThenEnforce follows the adoption path (DESIGN 1): the
+// TestScenario02bAuditThenEnforce follows the adoption path (audit, then enforce): the
 // mapping runs in audit, then the config file is switched to enforce and
 // re-read without a restart, and the same write is now denied.
 func TestScenario02bAuditThenEnforceAfterConfigReload(t *testing.T) {
@@ -212,7 +212,7 @@ func TestScenario02bAuditThenEnforceAfterConfigReload(t *testing.T) {
 	requireDenied(t, err, `(mapping "audited", enforce)`, "not-owner")
 
 	// A broken file is refused and the last good configuration stays in
-	// force (DESIGN 3): still enforce, and the failure is visible.
+	// force: still enforce, and the failure is visible.
 	f.env.Guard.RewriteConfigFile(t, []byte("apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\ndefaultMode: strict\nowners: []\n"), "error")
 	_, err = f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/step", "after a bad file")
 	requireDenied(t, err, `(mapping "audited", enforce)`, "not-owner")
@@ -535,7 +535,7 @@ func TestScenario06CARotation(t *testing.T) {
 
 	// The CA source goes away: a caBundle change that the cached CA does not
 	// cover is re-read live, finds no source and fails closed; updates that
-	// leave caBundle alone still go through (DESIGN 4).
+	// leave caBundle alone still go through (docs/design.md).
 	if err := f.env.AdminKube.CoreV1().Secrets(appNamespace).Delete(ctx, caSecret, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +648,7 @@ func TestScenario09BreakGlass(t *testing.T) {
 	if f.env.Guard.Metric(t, "webhook_guard_decisions_total", nil) == decided {
 		// The guard cannot warn about or record a request it never sees.
 		t.Fatalf("kube-apiserver did not call the guard for the break-glass write, so it can be neither "+
-			"warned about nor recorded (DESIGN: break-glass is \"always allowed, always recorded, a warning returned\"). "+
+			"warned about nor recorded (break-glass is \"always allowed, always recorded, a warning returned\"). "+
 			"The rendered static manifest skips break-glass subjects entirely with matchConditions; to satisfy both "+
 			"scenario 9 (recorded with a warning) and scenario 11 (break-glass writes while the guard is down), render "+
 			"a second webhook for break-glass subjects only, with failurePolicy Ignore.\n--- rendered static manifest ---\n%s",

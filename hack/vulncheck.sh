@@ -7,7 +7,7 @@
 # The scan uses the toolchain go.mod declares (GOTOOLCHAIN=auto: the `toolchain`
 # line, fetched once from the module proxy as golang.org/toolchain), the one
 # `make build` ships with; the machine's go.env says GOTOOLCHAIN=local, and its
-# older standard library has known vulnerabilities (see README, Reliability).
+# older standard library has known vulnerabilities (see docs/reliability.md).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -41,8 +41,8 @@ type GuardConfig struct {
 	DefaultMode Mode `json:"defaultMode,omitempty"`
 
 	// BreakGlass subjects are always allowed, always recorded, and get a
-	// warning. The rendered static webhook skips the call for them inside
-	// kube-apiserver (matchConditions), so a guard outage never locks them out.
+	// warning. The rendered static webhook sends their writes to a second
+	// entry with failurePolicy Ignore, so a guard outage never locks them out.
 	BreakGlass Subjects `json:"breakGlass,omitempty"`
 
 	// Unmanaged says what to do with configurations no mapping matches.

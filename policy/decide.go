@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Decide applies the single-ownership rules of DESIGN section 4 to one
+// Decide applies the single-ownership rules (docs/design.md) to one
 // request. It is pure: the owner's CA arrives in in.CA, resolved by the
 // caller when NeedsCA(in) is true.
 func (c *Config) Decide(in *Input) Decision {
@@ -64,8 +64,8 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 	if in.Operation != OperationDelete {
 		d.Violations = append(d.Violations, c.checkBundles(co, in, d.Changes)...)
 	}
-	// Break-glass subjects are always allowed, writers or not, exactly as
-	// the static webhook's matchConditions skip them inside kube-apiserver;
+	// Break-glass subjects are always allowed, writers or not (the static
+	// webhook sends their writes to an entry that fails open);
 	// what they broke is still listed, warned about and recorded.
 	d.finish(d.Mode, breakGlass)
 	return d

@@ -1,6 +1,6 @@
 // Package policy holds webhook-guard's decision logic: the GuardConfig owner
 // mappings, their loading and validation, subject matching, CA bundle parsing
-// and fingerprints, and the single-ownership decision of DESIGN section 4.
+// and fingerprints, and the single-ownership decision (docs/design.md).
 //
 // Everything here is pure: no Kubernetes client, no HTTP, no files, no clock.
 // Callers (the admission handler, the check CLI, benchmarks) resolve CA

@@ -28,7 +28,7 @@ import (
 // The same policy as GuardConfigYAML, for engines that cannot parse PEM:
 // the writer is the owner's service account (or a break-glass group), and
 // every caBundle written is byte-for-byte one of the owner's CA PEMs (what
-// the guard's policy mode generates, DESIGN section 2).
+// the guard's policy mode generates, docs/design.md).
 const (
 	celWriterRule = `request.userInfo.username == '` + OwnerUser + `' || request.userInfo.groups.exists(g, g == 'system:masters')`
 	celBundleRule = `!has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.caBundle) || w.clientConfig.caBundle == params.binaryData.current || w.clientConfig.caBundle == params.binaryData.next)`

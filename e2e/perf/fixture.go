@@ -1,6 +1,6 @@
 // Package perf measures webhook-guard against the JSON-decode floor, against
 // controller-runtime's generic admission path, and against the same policy
-// run by Kubernetes' CEL admission engine and by OPA Rego (issue 7). It is
+// run by Kubernetes' CEL admission engine and by OPA Rego (docs/performance.md). It is
 // its own Go module so the product never carries OPA or the apiserver's
 // admission machinery. `make bench` runs the benchmarks and prints one table
 // (cmd/benchtable); `make loadtest` runs TestLoad against the built binary.

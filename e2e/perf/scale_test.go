@@ -16,7 +16,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
-// Scale of issue 7: 1,000 mappings, 950 matched by name and 50 by label
+// Scale target: 1,000 mappings, 950 matched by name and 50 by label
 // selector, each with its own CA Secret.
 const (
 	scaleMappings  = 1000

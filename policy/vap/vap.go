@@ -1,15 +1,15 @@
 // Package vap generates policy mode: the ValidatingAdmissionPolicies,
 // bindings and parameter ConfigMaps that enforce a GuardConfig's owner
 // mappings inside kube-apiserver, with CEL, where the static webhook cannot
-// be installed (managed control planes). DESIGN section 2: VAP is evaluated
+// be installed (managed control planes). VAP is evaluated (docs/design.md)
 // for webhook configuration objects; API-registered webhooks are not.
 //
 // The generator is pure: a loaded *policy.Config and each mapping's resolved
 // CA bytes in, typed objects out. `webhook-guard render policy` prints them;
 // `webhook-guard serve --policy-mode` keeps them in step with the cluster.
 //
-// What CEL cannot express, compared with the webhook (see also README,
-// "Policy mode"):
+// What CEL cannot express, compared with the webhook (see also
+// docs/policy-shape.md):
 //   - PEM parsing. A changed caBundle must equal the owner's CA bytes exactly
 //     (the param ConfigMap's binaryData): a rotation bundle holding old+new,
 //     a re-encoded PEM, extra whitespace or a different certificate order
@@ -67,7 +67,7 @@ const (
 	ProtectParamsName = "webhook-guard-protect-params"
 	// ParamKey is the binaryData key holding the owner's CA bytes. It is a
 	// CEL identifier, so the policies read it as params.binaryData.caBundle:
-	// DESIGN section 2, the one comparison that type-checks and works.
+	// the one comparison that type-checks and works (docs/design.md).
 	ParamKey = "caBundle"
 	// DataSource, DataFingerprints and DataError are data keys read only by
 	// messages: where the CA came from, its short fingerprints, and why it
@@ -338,7 +338,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 // oldHasSameBundle and oldHasBundle look up entry w in the stored object by
 // name (names are unique within a configuration). caBundle is a base64
 // string at runtime and bytes to the type checker; comparing two caBundles,
-// or a caBundle with binaryData, is consistent under both (DESIGN section 2).
+// or a caBundle with binaryData, is consistent under both (docs/design.md).
 const (
 	oldHasSameBundle = `(request.operation == "UPDATE" && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig.caBundle) && o.clientConfig.caBundle == w.clientConfig.caBundle))`
 	oldHasBundle     = `(request.operation == "UPDATE" && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig.caBundle)))`

@@ -43,7 +43,7 @@ same objects in step with the cluster; apply this output only to try policy
 mode or where the guard does not run.
 
 CEL cannot parse PEM: a changed caBundle must equal the owner's CA bytes
-exactly. See README "Policy mode" for what the webhook enforces that this
+exactly. See docs/concepts.md (the two shapes) for what the webhook enforces that this
 mode cannot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
