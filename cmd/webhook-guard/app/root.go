@@ -79,7 +79,7 @@ objects: the guard is reached through a static webhook manifest
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCommand(), newCheckCommand(), newRenderCommand(), newReviewCommand(), newScanCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newCheckCommand(), newRenderCommand(), newReviewCommand(), newScanCommand(), newDiscoverCommand(), newVersionCommand())
 	return root
 }
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/discovery"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
@@ -37,9 +38,17 @@ type scanOptions struct {
 func newScanCommand() *cobra.Command {
 	o := &scanOptions{}
 	cmd := &cobra.Command{
-		Use:   "scan --config guard.yaml [--expiry-threshold 720h] [-o table|json|yaml]",
-		Short: "Check the live cluster against the owner mappings, without any request",
-		Long: `Compare every webhook configuration in the cluster with the owner mappings:
+		Use:   "scan [--config guard.yaml] [--expiry-threshold 720h] [-o table|json|yaml]",
+		Short: "Check the live cluster's webhooks' health and, with --config, the owner mappings",
+		Long: `Check the health of every webhook in the cluster: a Service with no ready
+endpoints behind failurePolicy Fail, a serving certificate (read from the
+Secret the workload behind the Service mounts) that does not verify against
+the caBundle or expires within --expiry-threshold, failurePolicy Fail on
+rules that catch kube-system, kube-node-lease or the webhook's own namespace,
+timeoutSeconds above 10, sideEffects Unknown or Some, and a caBundle written
+by more than one field manager. Each finding names the field and the fix.
+
+With --config, also compare every webhook configuration with the owner mappings:
 each guarded configuration's caBundle against the owner's CA, the owner's CA
 and the webhook's serving certificate expiry, the field managers of caBundle
 (more than one is a second CA writer), configurations no mapping covers, and
@@ -57,15 +66,15 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 			if err := validOutput(o.output); err != nil {
 				return err
 			}
-			if o.configPath == "" {
-				return invalid("--config is required: the GuardConfig file with the owner mappings")
-			}
 			if o.expiryThreshold <= 0 || o.dialTimeout <= 0 {
 				return invalid("--expiry-threshold and --dial-timeout must be > 0")
 			}
-			cfg, _, err := webhook.LoadConfigFile(o.configPath)
-			if err != nil {
-				return invalid("%v", err)
+			var cfg *policy.Config
+			if o.configPath != "" {
+				var err error
+				if cfg, _, err = webhook.LoadConfigFile(o.configPath); err != nil {
+					return invalid("%v", err)
+				}
 			}
 			c, err := o.kube.client()
 			if err != nil {
@@ -75,7 +84,7 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 		},
 	}
 	o.kube.add(cmd)
-	cmd.Flags().StringVar(&o.configPath, "config", "", "GuardConfig file (required).")
+	cmd.Flags().StringVar(&o.configPath, "config", "", "GuardConfig file; without it only the health checks run.")
 	cmd.Flags().DurationVar(&o.expiryThreshold, "expiry-threshold", 30*24*time.Hour, "Warn when the owner's CA or a serving certificate expires within this duration.")
 	cmd.Flags().DurationVar(&o.dialTimeout, "dial-timeout", 2*time.Second, "Timeout of one TLS dial to a webhook to read its serving certificate.")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output: table, json or yaml.")
@@ -96,7 +105,6 @@ const (
 	CheckCAEmpty          = "ca-empty"
 	CheckCAExpiry         = "ca-expiry"
 	CheckServingCert      = "serving-cert"
-	CheckCAWriters        = "multiple-ca-writers"
 	CheckUnmapped         = "unmapped"
 	CheckMissing          = "missing-configuration"
 	CheckAmbiguousMapping = "ambiguous-owner"
@@ -109,8 +117,10 @@ type ScanFinding struct {
 	Mapping       string `json:"mapping,omitempty"`
 	Configuration string `json:"configuration"`
 	Webhook       string `json:"webhook,omitempty"`
-	Detail        string `json:"detail"`
-	Suggestion    string `json:"suggestion,omitempty"`
+	// Field is the field to change, e.g. webhooks[0].timeoutSeconds.
+	Field      string `json:"field,omitempty"`
+	Detail     string `json:"detail"`
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 // ScanResult is the whole scan, as -o json|yaml prints it.
@@ -138,12 +148,33 @@ func runScan(ctx context.Context, c client.Client, cfg *policy.Config, o *scanOp
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	res := ScanResult{Findings: []ScanFinding{}}
+	caInjector := policy.DefaultCAInjectorServiceAccount
+	if cfg != nil {
+		caInjector = cfg.Spec.CertManager.CAInjectorServiceAccount
+	}
+	configs, cluster, err := gatherEvidence(ctx, c, caInjector)
+	if err != nil {
+		return &exitError{code: ExitInvalid, err: err}
+	}
+	for _, f := range discovery.Health(configs, cluster, discovery.HealthOptions{Now: now, ExpiryThreshold: o.expiryThreshold}) {
+		res.Findings = append(res.Findings, ScanFinding{Level: f.Level, Check: f.Check, Configuration: f.Configuration, Webhook: f.Webhook, Field: f.Field, Detail: f.Detail, Suggestion: f.Fix})
+	}
+	if cfg != nil {
+		if err := scanMappings(ctx, c, cfg, o, now, &res); err != nil {
+			return err
+		}
+	}
+	return finishScan(res, o, out)
+}
+
+// scanMappings compares the configurations with the owner mappings.
+func scanMappings(ctx context.Context, c client.Client, cfg *policy.Config, o *scanOptions, now time.Time, res *ScanResult) error {
 	targets, err := listTargets(ctx, c)
 	if err != nil {
 		return &exitError{code: ExitInvalid, err: fmt.Errorf("list webhook configurations: %w", err)}
 	}
 	s := &scanner{cfg: cfg, opts: o, now: now, resolver: casource.New(c, casource.Options{})}
-	res := ScanResult{Findings: []ScanFinding{}}
 	seen := map[policy.ConfigKind]map[string]bool{policy.KindValidating: {}, policy.KindMutating: {}}
 	for _, t := range targets {
 		seen[t.kind][t.meta.Name] = true
@@ -162,12 +193,19 @@ func runScan(ctx context.Context, c client.Client, cfg *policy.Config, o *scanOp
 			}
 		}
 	}
+	return nil
+}
+
+// finishScan sorts, counts and prints the findings; any warn or fail
+// finding exits 1.
+func finishScan(res ScanResult, o *scanOptions, out io.Writer) error {
+	var err error
 	levelRank := map[string]int{LevelFail: 0, LevelWarn: 1, LevelInfo: 2}
 	slices.SortFunc(res.Findings, func(a, b ScanFinding) int {
 		if d := levelRank[a.Level] - levelRank[b.Level]; d != 0 {
 			return d
 		}
-		return slices.Compare([]string{a.Mapping, a.Configuration, a.Check, a.Webhook, a.Detail}, []string{b.Mapping, b.Configuration, b.Check, b.Webhook, b.Detail})
+		return slices.Compare([]string{a.Mapping, a.Configuration, a.Check, a.Webhook, a.Field, a.Detail}, []string{b.Mapping, b.Configuration, b.Check, b.Webhook, b.Field, b.Detail})
 	})
 	for _, f := range res.Findings {
 		if f.Level != LevelInfo {
@@ -265,11 +303,6 @@ func (s *scanner) scan(ctx context.Context, t scanTarget) []ScanFinding {
 			}
 		}
 		out = append(out, s.servingCert(ctx, finding, w)...)
-	}
-	if managers := caBundleManagers(t.meta.ManagedFields); len(managers) > 1 {
-		out = append(out, finding(LevelWarn, CheckCAWriters, "",
-			fmt.Sprintf("%d field managers own caBundle fields: %s", len(managers), strings.Join(managers, ", ")),
-			"keep one CA writer: every other manager is a second CA writer fighting the owner (the 8-replica incident)"))
 	}
 	return out
 }
@@ -398,9 +431,9 @@ func printScanTable(out io.Writer, res ScanResult) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tCHECK\tMAPPING\tCONFIGURATION\tWEBHOOK\tDETAIL")
+	fmt.Fprintln(tw, "LEVEL\tCHECK\tMAPPING\tCONFIGURATION\tWEBHOOK\tFIELD\tDETAIL")
 	for _, f := range res.Findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Level, f.Check, orDash(f.Mapping), f.Configuration, orDash(f.Webhook), f.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Level, f.Check, orDash(f.Mapping), f.Configuration, orDash(f.Webhook), orDash(f.Field), f.Detail)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
