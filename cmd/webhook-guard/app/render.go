@@ -54,7 +54,7 @@ func newRenderCommand() *cobra.Command {
 		Use:   "render",
 		Short: "Render the manifests that connect kube-apiserver to the guard",
 	}
-	cmd.AddCommand(newRenderStaticCommand(), newRenderPolicyCommand())
+	cmd.AddCommand(newRenderStaticCommand(), newRenderAdmissionConfigCommand(), newRenderPolicyCommand())
 	return cmd
 }
 
@@ -169,7 +169,7 @@ func (o *renderStaticOptions) render() (static, admission []byte, err error) {
 	}
 	dir := o.staticManifestsDir
 	if dir == "" {
-		dir = "/etc/kubernetes/webhook-guard/static"
+		dir = DefaultStaticManifestsDir
 	}
 	admission, err = yaml.Marshal(AdmissionConfiguration(dir))
 	return static, admission, err

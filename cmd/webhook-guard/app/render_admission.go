@@ -1,0 +1,45 @@
+package app
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultStaticManifestsDir is where the install recipes (config/recipes)
+// and the chart's staticManifestSync put the static webhook manifest on a
+// control-plane node: <hostPath>/static with the chart's default hostPath.
+const DefaultStaticManifestsDir = "/etc/kubernetes/webhook-guard/static"
+
+func newRenderAdmissionConfigCommand() *cobra.Command {
+	var staticManifestsDir string
+	cmd := &cobra.Command{
+		Use:   "admission-config [--static-manifests-dir DIR]",
+		Short: "Render the AdmissionConfiguration for --admission-control-config-file alone (no CA needed)",
+		Long: `Renders the AdmissionConfiguration that points kube-apiserver's
+ValidatingAdmissionWebhook plugin at a static manifests directory. It does not
+depend on the guard's CA, so it can be written before the cluster exists, which
+is when kind and kubeadm read it. The directory must exist when kube-apiserver
+starts (it may be empty); the static manifest itself is written there later by
+"render static-manifest" or the chart's staticManifestSync sidecar.
+
+The output is byte-for-byte the admission-configuration.yaml that
+"render static-manifest --output-dir" writes for the same directory.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !filepath.IsAbs(staticManifestsDir) {
+				return invalid("--static-manifests-dir must be absolute (kube-apiserver requires it), got %q", staticManifestsDir)
+			}
+			out, err := yaml.Marshal(AdmissionConfiguration(filepath.Clean(staticManifestsDir)))
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), string(out))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&staticManifestsDir, "static-manifests-dir", DefaultStaticManifestsDir, "staticManifestsDir written into the AdmissionConfiguration, as kube-apiserver sees it.")
+	return cmd
+}

@@ -1,0 +1,2 @@
+// Package recipetest holds the structural tests of the install recipes.
+package recipetest
