@@ -168,7 +168,7 @@ func (r *Recorder) Flush(ctx context.Context) {
 	for _, rk := range keys {
 		deltas := sorted(pending[rk])
 		r.emitEvents(rk, deltas)
-		if err := r.writeReport(ctx, rk, deltas); err != nil {
+		if failed, err := r.writeReports(ctx, rk, deltas); err != nil {
 			if meta.IsNoMatchError(err) || isNotServed(err) {
 				if r.opts.Now().Sub(r.missingAPI) > 10*time.Minute {
 					r.missingAPI = r.opts.Now()
@@ -177,7 +177,7 @@ func (r *Recorder) Flush(ctx context.Context) {
 				continue
 			}
 			r.opts.Log.Error(err, "writing the ClusterReport failed; its records are kept for the next flush", "report", ReportName(rk.kind, rk.name))
-			r.add(rk, deltas...)
+			r.add(rk, failed...)
 		}
 	}
 }
@@ -199,11 +199,26 @@ func sorted(m map[resultKey]*delta) []*delta {
 	return out
 }
 
+// writeReports writes one configuration's deltas to the report(s) they go
+// to (targetsOf) and returns those that were not written.
+func (r *Recorder) writeReports(ctx context.Context, rk reportKey, deltas []*delta) (failed []*delta, err error) {
+	targets, err := r.targetsOf(ctx, rk, deltas)
+	if err != nil {
+		return deltas, err
+	}
+	for t, ds := range targets {
+		if werr := r.writeReport(ctx, t, ds); werr != nil {
+			failed, err = append(failed, ds...), werr
+		}
+	}
+	return failed, err
+}
+
 // writeReport merges deltas into the stored report: Get, add, Update (or
 // Create), retried on a resourceVersion conflict with a fresh read, so that
 // concurrent replicas' increments are all kept.
-func (r *Recorder) writeReport(ctx context.Context, rk reportKey, deltas []*delta) error {
-	name := ReportName(rk.kind, rk.name)
+func (r *Recorder) writeReport(ctx context.Context, t Target, deltas []*delta) error {
+	name := t.Report()
 	attempt := 0
 	return retry.OnError(retry.DefaultRetry, func(err error) bool {
 		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
@@ -218,7 +233,7 @@ func (r *Recorder) writeReport(ctx context.Context, rk reportKey, deltas []*delt
 		if create {
 			rep = reportsv1alpha1.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		}
-		dropped := Merge(&rep, rk.kind, rk.name, deltas, r.opts.MaxResults)
+		dropped := Merge(&rep, t, deltas, r.opts.MaxResults)
 		if create {
 			err = r.opts.Client.Create(ctx, &rep)
 		} else {

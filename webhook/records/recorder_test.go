@@ -11,7 +11,9 @@ import (
 	"github.com/go-logr/logr"
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -32,7 +34,21 @@ func newScheme(t *testing.T) *runtime.Scheme {
 	if err := reportsv1alpha1.Install(s); err != nil {
 		t.Fatal(err)
 	}
+	if err := admv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
 	return s
+}
+
+// cfgUID is the uid of the guarded configuration newFakeClient holds.
+const cfgUID = "0d6f5a1c-0000-4000-8000-000000000001"
+
+// newFakeClient holds the guarded configuration, so that its report is
+// owned by it.
+func newFakeClient(t *testing.T) client.WithWatch {
+	t.Helper()
+	vwc := &admv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: cfgName, UID: cfgUID}}
+	return fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(vwc).Build()
 }
 
 func auditDecision(subject, found string) *policy.Decision {
@@ -69,7 +85,7 @@ func counts(rep *reportsv1alpha1.ClusterReport) map[string]string {
 
 func Test_Recorder(t *testing.T) {
 	t.Run("if one replica records a storm, write one report with the exact counts and one event per reason", func(t *testing.T) {
-		c := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
+		c := newFakeClient(t)
 		ev := events.NewFakeRecorder(10)
 		r := newRecorder(c, func() time.Time { return t0 }, ev)
 		for i := range 60 {
@@ -115,7 +131,7 @@ func Test_Recorder(t *testing.T) {
 	})
 
 	t.Run("if two replicas flush concurrently, keep both replicas' increments", func(t *testing.T) {
-		base := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
+		base := newFakeClient(t)
 		var b *Recorder
 		var updates, conflicts int
 		var mu sync.Mutex
@@ -165,7 +181,7 @@ func Test_Recorder(t *testing.T) {
 	})
 
 	t.Run("if the guard restarts, add to the stored counts", func(t *testing.T) {
-		c := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
+		c := newFakeClient(t)
 		first := newRecorder(c, func() time.Time { return t0 }, nil)
 		first.RecordDecision(t.Context(), auditDecision("u", "1111111111111111"))
 		first.Flush(t.Context())
@@ -178,7 +194,7 @@ func Test_Recorder(t *testing.T) {
 	})
 
 	t.Run("if results exceed the bound, drop the oldest and count them", func(t *testing.T) {
-		c := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
+		c := newFakeClient(t)
 		now := t0
 		r := newRecorder(c, func() time.Time { return now }, nil)
 		for i := range 6 {
@@ -196,7 +212,7 @@ func Test_Recorder(t *testing.T) {
 	})
 
 	t.Run("if the write fails, keep the records for the next flush", func(t *testing.T) {
-		base := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
+		base := newFakeClient(t)
 		fail := true
 		c := interceptor.NewClient(base, interceptor.Funcs{
 			Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -218,7 +234,7 @@ func Test_Recorder(t *testing.T) {
 	})
 
 	t.Run("if the decision is a dry run, record nothing", func(t *testing.T) {
-		c := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
+		c := newFakeClient(t)
 		r := newRecorder(c, func() time.Time { return t0 }, nil)
 		d := auditDecision("u", "1111111111111111")
 		d.DryRun = true

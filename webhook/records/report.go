@@ -1,6 +1,9 @@
 // Package records keeps what the guard decided as OpenReports ClusterReports
-// (openreports.io/v1alpha1), one per guarded webhook configuration, and
-// aggregated Kubernetes Events on the configuration.
+// (openreports.io/v1alpha1), one per guarded webhook configuration (owned by
+// it, so deleted with it), and aggregated Kubernetes Events on the
+// configuration. Decisions about configurations that do not exist (a denied
+// CREATE, a DELETE) go to one report per mapping, so that names that were
+// never created cannot multiply reports.
 //
 // Decisions are aggregated in memory and flushed every interval with at most
 // one successful write per report per replica. A flush adds this replica's
@@ -21,6 +24,7 @@ import (
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -41,13 +45,20 @@ const (
 // Result properties. Every result carries the key properties (mapping,
 // rule, subject, webhook, decision, found), the counters and the times.
 const (
-	PropMapping  = "mapping"
-	PropMode     = "mode"
-	PropDecision = "decision"
-	PropSubject  = "subject"
-	PropWebhook  = "webhook"
-	PropField    = "field"
-	PropCount    = "count"
+	// PropResultID identifies a finding across flushes, whatever its counts
+	// and message: Policy Reporter takes it as the result's ID instead of
+	// hashing the (changing) message.
+	PropResultID = "resultID"
+	// PropConfiguration is Kind/name of the configuration, on results of the
+	// reports of configurations that do not exist (their scope is empty).
+	PropConfiguration = "configuration"
+	PropMapping       = "mapping"
+	PropMode          = "mode"
+	PropDecision      = "decision"
+	PropSubject       = "subject"
+	PropWebhook       = "webhook"
+	PropField         = "field"
+	PropCount         = "count"
 	// PropFirstSeen and PropLastSeen are RFC 3339 times.
 	PropFirstSeen = "firstSeen"
 	PropLastSeen  = "lastSeen"
@@ -84,29 +95,73 @@ func ReportName(kind policy.ConfigKind, name string) string {
 	if kind == policy.KindMutating {
 		short = "mwc"
 	}
-	n := Source + "." + short + "." + name
+	return boundedName(Source+"."+short+"."+name, name)
+}
+
+// AbsentReportName is the ClusterReport of a mapping's configurations that
+// do not exist: webhook-guard.absent.<mapping>, and webhook-guard.absent for
+// those no mapping covers.
+func AbsentReportName(mapping string) string {
+	if mapping == "" || mapping == PolicyUnmanaged {
+		return Source + ".absent"
+	}
+	return boundedName(Source+".absent."+mapping, mapping)
+}
+
+func boundedName(n, hashed string) string {
 	if len(n) <= 253 {
 		return n
 	}
-	sum := sha256.Sum256([]byte(name))
+	sum := sha256.Sum256([]byte(hashed))
 	return n[:253-17] + "-" + hex.EncodeToString(sum[:8])
 }
 
 // Scope is the reference to a guarded configuration.
-func Scope(kind policy.ConfigKind, name string) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind), Name: name}
+func Scope(kind policy.ConfigKind, name string, uid types.UID) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind), Name: name, UID: uid}
+}
+
+// Target is the ClusterReport one configuration's results go to.
+type Target struct {
+	Kind policy.ConfigKind
+	Name string
+	// UID is the configuration's; empty when it does not exist, and then the
+	// results go to Mapping's report of absent configurations.
+	UID     types.UID
+	Mapping string
+}
+
+// Report is the name of the target's ClusterReport.
+func (t Target) Report() string {
+	if t.UID == "" {
+		return AbsentReportName(t.Mapping)
+	}
+	return ReportName(t.Kind, t.Name)
 }
 
 // resultKey identifies one result: one per (mapping, rule, subject,
 // webhook entry, decision, found CA), so that every distinct writer of a
-// foreign CA is its own line.
+// foreign CA is its own line. Config (Kind/name) is set in the reports of
+// absent configurations only, which hold many configurations.
 type resultKey struct {
-	Policy, Rule, Subject, Webhook, Decision, Found string
+	Policy, Rule, Subject, Webhook, Decision, Found, Config string
 }
 
 func keyOf(r *reportsv1alpha1.ReportResult) resultKey {
 	p := r.Properties
-	return resultKey{Policy: r.Policy, Rule: r.Rule, Subject: p[PropSubject], Webhook: p[PropWebhook], Decision: p[PropDecision], Found: p[PropFound]}
+	return resultKey{Policy: r.Policy, Rule: r.Rule, Subject: p[PropSubject], Webhook: p[PropWebhook], Decision: p[PropDecision], Found: p[PropFound], Config: p[PropConfiguration]}
+}
+
+// ResultID is a finding's stable identifier: a hash of what makes it a
+// distinct finding (the configuration and the result key), never of counts,
+// times or the message, so it is the same in every flush.
+func ResultID(kind policy.ConfigKind, name string, k resultKey) string {
+	h := sha256.New()
+	for _, s := range []string{string(kind), name, k.Policy, k.Rule, k.Subject, k.Webhook, k.Decision, k.Found} {
+		h.Write([]byte(s))
+		h.Write([]byte{0}) // no two field splits hash alike
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // delta is what one replica observed for one result since its last flush.
@@ -153,6 +208,30 @@ func resultOf(k resultKey) reportsv1alpha1.Result {
 		return "pass"
 	}
 	return "skip"
+}
+
+// scoredOf follows the OpenReports result meanings: pass and fail are
+// scored, warn is "not met, and not scored" (audit mode's would-denies) and
+// skip was not evaluated.
+func scoredOf(r reportsv1alpha1.Result) bool {
+	return r == "pass" || r == "fail"
+}
+
+// categoryOf groups rules the way a report UI filters them.
+func categoryOf(rule string) string {
+	switch rule {
+	case string(policy.RuleNotOwner):
+		return "Ownership"
+	case string(policy.RuleCAMismatch), string(policy.RuleCAUnavailable), RuleFlapping:
+		return "CA bundle"
+	case string(policy.RuleBreakGlass):
+		return "Break-glass"
+	case string(policy.RuleUnmanaged):
+		return "Unmanaged"
+	case string(policy.RuleAmbiguousOwner):
+		return "Configuration"
+	}
+	return "Other"
 }
 
 func severityOf(decision string) reportsv1alpha1.ResultSeverity {
@@ -202,16 +281,25 @@ func flappingDelta(mapping string, r policy.FlapReport, now time.Time) *delta {
 }
 
 // Merge adds this replica's deltas to a stored report (or a new one) and
-// keeps it within maxResults, dropping the results seen longest ago. It is
-// pure so that the merge is unit tested without an API server.
-func Merge(rep *reportsv1alpha1.ClusterReport, kind policy.ConfigKind, name string, deltas []*delta, maxResults int) (dropped int) {
+// keeps it within maxResults, dropping the results seen longest ago. A
+// configuration's report is owned by it (the garbage collector deletes it
+// with the configuration); a report of absent configurations has no scope
+// and no owner. It is pure so that the merge is unit tested without an API
+// server.
+func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxResults int) (dropped int) {
 	rep.Source = Source
-	rep.Scope = Scope(kind, name)
 	if rep.Labels == nil {
 		rep.Labels = map[string]string{}
 	}
 	rep.Labels[LabelManagedBy] = Source
-	rep.Labels[LabelKind] = strings.ToLower(strings.TrimSuffix(string(kind), "WebhookConfiguration"))
+	if t.UID != "" {
+		rep.Scope = Scope(t.Kind, t.Name, t.UID)
+		rep.Labels[LabelKind] = strings.ToLower(strings.TrimSuffix(string(t.Kind), "WebhookConfiguration"))
+		// Replaced, not added to: a configuration deleted and created again
+		// has a new uid, and the old one would let the collector delete the
+		// report of the new configuration.
+		rep.OwnerReferences = []metav1.OwnerReference{{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(t.Kind), Name: t.Name, UID: t.UID}}
+	}
 	rep.Configuration = &reportsv1alpha1.ReportConfiguration{Limits: reportsv1alpha1.Limits{MaxResults: maxResults}}
 
 	index := map[resultKey]int{}
@@ -219,13 +307,17 @@ func Merge(rep *reportsv1alpha1.ClusterReport, kind policy.ConfigKind, name stri
 		index[keyOf(&rep.Results[i])] = i
 	}
 	for _, d := range deltas {
-		i, ok := index[d.key]
-		if !ok {
-			rep.Results = append(rep.Results, reportsv1alpha1.ReportResult{Source: Source, Policy: d.key.Policy, Rule: d.key.Rule, Properties: map[string]string{}})
-			i = len(rep.Results) - 1
-			index[d.key] = i
+		k := d.key
+		if t.UID == "" {
+			k.Config = string(t.Kind) + "/" + t.Name
 		}
-		apply(&rep.Results[i], d, kind, name)
+		i, ok := index[k]
+		if !ok {
+			rep.Results = append(rep.Results, reportsv1alpha1.ReportResult{Source: Source, Policy: k.Policy, Rule: k.Rule, Properties: map[string]string{}})
+			i = len(rep.Results) - 1
+			index[k] = i
+		}
+		apply(&rep.Results[i], d, k, t)
 	}
 
 	if over := len(rep.Results) - maxResults; over > 0 && maxResults > 0 {
@@ -259,9 +351,10 @@ func Merge(rep *reportsv1alpha1.ClusterReport, kind policy.ConfigKind, name stri
 	return dropped
 }
 
-func apply(r *reportsv1alpha1.ReportResult, d *delta, kind policy.ConfigKind, name string) {
+func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {
 	p := r.Properties
-	k := d.key
+	p[PropResultID] = ResultID(t.Kind, t.Name, d.key)
+	setOrDelete(p, PropConfiguration, k.Config)
 	p[PropMapping] = k.Policy
 	p[PropDecision] = k.Decision
 	setOrDelete(p, PropSubject, k.Subject)
@@ -300,14 +393,16 @@ func apply(r *reportsv1alpha1.ReportResult, d *delta, kind policy.ConfigKind, na
 		p[PropDistinctBundles] = strconv.Itoa(max(prevDistinct, d.distinct))
 	}
 	r.Result = resultOf(k)
+	r.Scored = scoredOf(r.Result)
+	r.Category = categoryOf(k.Rule)
 	r.Severity = severityOf(k.Decision)
 	r.Timestamp = metav1.Timestamp{Seconds: last.Unix()}
-	r.Subjects = []corev1.ObjectReference{*Scope(kind, name)}
+	r.Subjects = []corev1.ObjectReference{*Scope(t.Kind, t.Name, t.UID)}
 }
 
 func lessKey(a, b resultKey) bool {
-	return slices.Compare([]string{a.Policy, a.Rule, a.Subject, a.Webhook, a.Decision, a.Found},
-		[]string{b.Policy, b.Rule, b.Subject, b.Webhook, b.Decision, b.Found}) < 0
+	return slices.Compare([]string{a.Policy, a.Rule, a.Subject, a.Webhook, a.Decision, a.Found, a.Config},
+		[]string{b.Policy, b.Rule, b.Subject, b.Webhook, b.Decision, b.Found, b.Config}) < 0
 }
 
 func setOrDelete(m map[string]string, k, v string) {

@@ -163,6 +163,9 @@ func reviewFindings(reports []reportsv1alpha1.ClusterReport, o *reviewOptions, s
 				Configuration: conf, Webhook: p[records.PropWebhook], ExpectedCA: p[records.PropExpected], FoundCA: p[records.PropFound],
 				Writers: p[records.PropWriters], FirstSeen: p[records.PropFirstSeen], LastSeen: p[records.PropLastSeen],
 			}
+			if c := p[records.PropConfiguration]; c != "" { // a report of absent configurations
+				f.Configuration = c
+			}
 			f.Count, _ = strconv.ParseInt(p[records.PropCount], 10, 64)
 			if o.mapping != "" && f.Mapping != o.mapping || o.decision != "" && f.Decision != o.decision {
 				continue
