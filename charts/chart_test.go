@@ -36,6 +36,7 @@ var valueSets = map[string]string{
 	"default":     "",
 	"static":      "testdata/values-static.yaml",
 	"policy":      "testdata/values-policy.yaml",
+	"options":     "testdata/values-options.yaml",
 	"koordinator": "../config/samples/values-koordinator.yaml",
 	"cainjector":  "../config/samples/values-cainjector.yaml",
 }
@@ -96,6 +97,11 @@ func templateArgs(chart, valuesFile string, extra ...string) []string {
 		args = append(args, "--values", valuesFile)
 	}
 	return append(args, extra...)
+}
+
+// policyShape tells which valueSets install the policy shape.
+func policyShape(valueSet string) bool {
+	return valueSet == "policy" || valueSet == "options"
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -264,7 +270,7 @@ config:
       match: {validating: [koord-validating-webhook-configuration]}
       writers: {serviceAccounts: [koordinator-system/koord-manager]}
       ca: {}`,
-			want: []string{"at '/config/owners/0/ca': 'oneOf' failed, none matched"},
+			want: []string{"at '/config/owners/0/ca': minProperties: got 0, want 1"},
 		},
 		"if a mapping has two CA sources, name its ca": {
 			values: `
@@ -276,7 +282,7 @@ config:
       ca:
         secret: {namespace: koordinator-system, name: koordinator-webhook-certs}
         configMap: {namespace: koordinator-system, name: koordinator-ca}`,
-			want: []string{"at '/config/owners/0/ca': 'oneOf' failed, subschemas 0, 1 matched"},
+			want: []string{"at '/config/owners/0/ca': maxProperties: got 2, want 1"},
 		},
 		"if a writer service account is written as a username, name the entry": {
 			values: `
@@ -392,6 +398,38 @@ config:
 		"if two mappings claim the same configuration, fail naming both": {
 			values: "config:\n  owners:" + validOwner + strings.ReplaceAll(validOwner, "name: koordinator", "name: legacy") + "\n",
 			want:   []string{`the validating webhook configuration "koord-validating-webhook-configuration" is matched by mappings "koordinator" and "legacy"`},
+		},
+		"if the PodDisruptionBudget sets both minAvailable and maxUnavailable, fail naming both": {
+			values: "shape: policy\npolicy:\n  podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}\n",
+			want:   []string{`policy.podDisruptionBudget: minAvailable (1) and maxUnavailable (1) are both set; a PodDisruptionBudget takes one: set the other to ""`},
+		},
+		"if maxUnavailable is not a number or a percentage, name it": {
+			values: "policy:\n  podDisruptionBudget: {maxUnavailable: half}\n",
+			want:   []string{"at '/policy/podDisruptionBudget/maxUnavailable': 'half' does not match pattern"},
+		},
+		"if config.existingConfigMap is set with owners in values, fail: they would be ignored": {
+			values: "config:\n  existingConfigMap: my-guard-config\n  owners:" + validOwner + "\n",
+			want:   []string{`config.existingConfigMap is "my-guard-config" and config.owners is not empty`},
+		},
+		"if approver-policy is enabled with an existing Secret, fail: nothing to approve": {
+			values: "tls:\n  existingSecret: mine\n  approverPolicy: {enabled: true}\n",
+			want:   []string{"tls.approverPolicy.enabled and tls.existingSecret are both set"},
+		},
+		"if approver-policy's cert-manager service account has no namespace, name it": {
+			values: "tls:\n  approverPolicy: {enabled: true, certManagerServiceAccount: cert-manager}\n",
+			want:   []string{"at '/tls/approverPolicy/certManagerServiceAccount'"},
+		},
+		"if an extra argument is not a flag, name it": {
+			values: "extraArgs: [kube-api-qps=5]\n",
+			want:   []string{"at '/extraArgs/0': 'kube-api-qps=5' does not match pattern"},
+		},
+		"if an extra volume mount has no mountPath, name it": {
+			values: "volumeMounts: [{name: scratch}]\n",
+			want:   []string{"at '/volumeMounts/0': missing property 'mountPath'"},
+		},
+		"if the runbook base URL carries an anchor, name it": {
+			values: "monitoring:\n  prometheusRule: {runbookBaseURL: 'https://example.com/runbooks.md#top'}\n",
+			want:   []string{"at '/monitoring/prometheusRule/runbookBaseURL'"},
 		},
 		"if a ServiceMonitor would scrape a loopback-only metrics server, fail": {
 			values: "monitoring:\n  serviceMonitor: {enabled: true}\nmetrics:\n  bindAddress: 127.0.0.1\n",
@@ -578,7 +616,7 @@ func Test_rbacIsLeastPrivilege(t *testing.T) {
 							// deletable, so not by name either). Never patch, never
 							// in the static shape.
 							allowed := []string{"get", "list", "watch"}
-							if name == "policy" && o.Kind == "ClusterRole" {
+							if policyShape(name) && o.Kind == "ClusterRole" {
 								allowed = append(allowed, "create", "update", "delete")
 							}
 							for _, v := range r.Verbs {
@@ -593,12 +631,12 @@ func Test_rbacIsLeastPrivilege(t *testing.T) {
 								}
 							}
 						case "secrets", "configmaps":
-							if name == "policy" && res == "configmaps" && o.Kind == "ClusterRole" && slices.Equal(r.Verbs, []string{"get"}) {
+							if policyShape(name) && res == "configmaps" && o.Kind == "ClusterRole" && slices.Equal(r.Verbs, []string{"get"}) {
 								// kube-apiserver requires get on every ConfigMap
 								// to create a policy with paramKind ConfigMap.
 								continue
 							}
-							if name == "policy" && res == "configmaps" && o.Kind == "Role" && strings.HasSuffix(o.Metadata.Name, "-policy-params") {
+							if policyShape(name) && res == "configmaps" && o.Kind == "Role" && strings.HasSuffix(o.Metadata.Name, "-policy-params") {
 								// Policy mode's param ConfigMaps, in the release
 								// namespace only.
 								if !slices.Equal(r.Verbs, []string{"get", "list", "create", "update", "delete"}) {
@@ -885,8 +923,14 @@ func Test_podInvariants(t *testing.T) {
 					continue
 				}
 				pod := w.Spec.Template.Spec
-				if pod.PriorityClassName != "system-cluster-critical" {
-					t.Errorf("%s priorityClassName = %q", w.Kind, pod.PriorityClassName)
+				// Empty by default: clusters with a quota on
+				// system-cluster-critical refuse it outside kube-system.
+				want := ""
+				if name == "options" {
+					want = "system-cluster-critical"
+				}
+				if pod.PriorityClassName != want {
+					t.Errorf("%s priorityClassName = %q, want %q", w.Kind, pod.PriorityClassName, want)
 				}
 				if pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot || pod.SecurityContext.SeccompProfile.Type != "RuntimeDefault" {
 					t.Errorf("%s pod securityContext is not restricted: %+v", w.Kind, pod.SecurityContext)

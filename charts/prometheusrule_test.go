@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
@@ -25,52 +24,42 @@ var (
 // misspelled name or label would not fail in Prometheus: the alert would
 // just never fire.
 func Test_prometheusRuleNamesRealMetrics(t *testing.T) {
-	labels := registeredLabels(t)
-	out, err := helm(t, templateArgs(chartDir, valueSets["static"], "--show-only", "templates/prometheusrule.yaml")...)
-	if err != nil {
-		t.Fatal(err)
+	if checked := checkAlertMetrics(t, renderedAlerts(t), guardMetric, registeredLabels(t), "the guard"); checked == 0 {
+		t.Fatal("no webhook_guard_* series found in the PrometheusRule")
 	}
-	var rule struct {
-		Spec struct {
-			Groups []struct {
-				Rules []struct {
-					Alert string `json:"alert"`
-					Expr  string `json:"expr"`
-				} `json:"rules"`
-			} `json:"groups"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(out), "---")), &rule); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// checkAlertMetrics checks every series matching pattern in the alerts'
+// expressions against labels (metric name -> label names) of source, and
+// returns how many series it checked.
+func checkAlertMetrics(t *testing.T, alerts []alertRule, pattern *regexp.Regexp, labels map[string][]string, source string) int {
+	t.Helper()
 	checked := 0
-	for _, g := range rule.Spec.Groups {
-		for _, r := range g.Rules {
-			for _, m := range guardMetric.FindAllStringSubmatch(r.Expr, -1) {
-				name := m[1]
-				known, ok := labels[name]
-				if !ok {
-					t.Errorf("alert %s reads %s, which the guard does not register", r.Alert, name)
-					continue
+	for _, r := range alerts {
+		// Label names in by (...) can look like metric names; they are
+		// checked as labels below.
+		for _, m := range pattern.FindAllStringSubmatch(byClause.ReplaceAllString(r.Expr, ""), -1) {
+			name := m[1]
+			known, ok := labels[name]
+			if !ok {
+				t.Errorf("alert %s reads %s, which %s does not export", r.Alert, name, source)
+				continue
+			}
+			checked++
+			used := selectorLabel.FindAllStringSubmatch(m[2], -1)
+			for _, by := range byClause.FindAllStringSubmatch(r.Expr, -1) {
+				for l := range strings.SplitSeq(by[1], ",") {
+					used = append(used, []string{"", strings.TrimSpace(l)})
 				}
-				checked++
-				used := selectorLabel.FindAllStringSubmatch(m[2], -1)
-				for _, by := range byClause.FindAllStringSubmatch(r.Expr, -1) {
-					for l := range strings.SplitSeq(by[1], ",") {
-						used = append(used, []string{"", strings.TrimSpace(l)})
-					}
-				}
-				for _, u := range used {
-					if !slices.Contains(known, u[1]) {
-						t.Errorf("alert %s uses label %q of %s, which has only %v", r.Alert, u[1], name, known)
-					}
+			}
+			for _, u := range used {
+				if !slices.Contains(known, u[1]) {
+					t.Errorf("alert %s uses label %q of %s, which has only %v", r.Alert, u[1], name, known)
 				}
 			}
 		}
 	}
-	if checked == 0 {
-		t.Fatalf("no webhook_guard_* series found in the PrometheusRule:\n%s", out)
-	}
+	return checked
 }
 
 // registeredLabels maps each metric the guard registers to its label names.

@@ -134,6 +134,17 @@ reminds the user to list those Secrets in extraSecretReads.
 {{- if and .Values.tls.existingSecret .Values.tls.issuerRef.name }}
 {{- fail "tls.existingSecret and tls.issuerRef.name are both set: use your own Secret OR have your issuer sign the serving certificate, not both" }}
 {{- end }}
+{{- with .Values.policy.podDisruptionBudget }}
+{{- if and (ne (toString .minAvailable) "") (ne (toString .maxUnavailable) "") }}
+{{- fail (printf "policy.podDisruptionBudget: minAvailable (%v) and maxUnavailable (%v) are both set; a PodDisruptionBudget takes one: set the other to \"\"" .minAvailable .maxUnavailable) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.tls.approverPolicy.enabled .Values.tls.existingSecret }}
+{{- fail "tls.approverPolicy.enabled and tls.existingSecret are both set: with your own Secret the chart requests no certificate, so there is nothing for approver-policy to approve; unset one" }}
+{{- end }}
+{{- if and .Values.config.existingConfigMap .Values.config.owners }}
+{{- fail (printf "config.existingConfigMap is %q and config.owners is not empty: the guard reads only the existing ConfigMap, so these mappings would be ignored; move them into that ConfigMap's guard.yaml or unset config.existingConfigMap" .Values.config.existingConfigMap) }}
+{{- end }}
 {{- if and .Values.staticManifestSync.enabled (ne .Values.shape "static") }}
 {{- fail "staticManifestSync.enabled requires shape: static (only the static shape runs on the control-plane nodes whose disk holds the static manifest)" }}
 {{- end }}
@@ -161,4 +172,17 @@ reminds the user to list those Secrets in extraSecretReads.
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* commonAnnotations as a metadata.annotations block, or nothing. */}}
+{{- define "webhook-guard.annotations" -}}
+{{- with .Values.commonAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+{{- end }}
+{{- end }}
+
+{{/* The ConfigMap holding guard.yaml: the chart's own or config.existingConfigMap. */}}
+{{- define "webhook-guard.configMapName" -}}
+{{- default (printf "%s-config" (include "webhook-guard.fullname" .)) .Values.config.existingConfigMap }}
 {{- end }}

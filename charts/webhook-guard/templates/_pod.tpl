@@ -20,7 +20,9 @@ metadata:
 spec:
   serviceAccountName: {{ include "webhook-guard.serviceAccountName" . }}
   automountServiceAccountToken: true
-  priorityClassName: {{ .Values.priorityClassName }}
+  {{- with .Values.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
   {{- if $static }}
   # Listen on the node's loopback, where kube-apiserver calls the static webhook.
   hostNetwork: true
@@ -56,6 +58,16 @@ spec:
               matchLabels:
                 {{- include "webhook-guard.selectorLabels" . | nindent 16 }}
   {{- end }}
+  {{- with .Values.topologySpreadConstraints }}
+  topologySpreadConstraints:
+    {{- range . }}
+    {{- $c := deepCopy . }}
+    {{- if not (hasKey $c "labelSelector") }}
+    {{- $_ := set $c "labelSelector" (dict "matchLabels" (include "webhook-guard.selectorLabels" $ | fromYaml)) }}
+    {{- end }}
+    - {{ toYaml $c | nindent 6 | trim }}
+    {{- end }}
+  {{- end }}
   containers:
     - name: webhook-guard
       image: {{ include "webhook-guard.image" . }}
@@ -88,6 +100,9 @@ spec:
         # reach this static guard; only its service account may make them.
         - --policy-guard-service-account={{ .Values.policyGuardServiceAccount }}
         {{- end }}
+        {{- with .Values.extraArgs }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       env:
         - name: POD_IP
           valueFrom:
@@ -103,6 +118,9 @@ spec:
             resourceFieldRef:
               containerName: webhook-guard
               resource: limits.memory
+        {{- end }}
+        {{- with .Values.extraEnv }}
+        {{- toYaml . | nindent 8 }}
         {{- end }}
       ports:
         - name: webhook
@@ -150,6 +168,9 @@ spec:
         - name: tls
           mountPath: /etc/webhook-guard/tls
           readOnly: true
+        {{- with .Values.volumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
     {{- if .Values.staticManifestSync.enabled }}
     # Keeps <hostPath>/static/webhook-guard.static.k8s.io.yaml current with the
     # guard's CA; see staticManifestSync in values.yaml for what this risks.
@@ -187,7 +208,7 @@ spec:
   volumes:
     - name: config
       configMap:
-        name: {{ include "webhook-guard.fullname" . }}-config
+        name: {{ include "webhook-guard.configMapName" . }}
     - name: tls
       secret:
         secretName: {{ include "webhook-guard.tlsSecretName" . }}
@@ -205,5 +226,8 @@ spec:
         # Must exist (created by the operator with the right owner): a directory
         # kubelet created would be root-owned and unwritable for the sidecar.
         type: Directory
+    {{- end }}
+    {{- with .Values.volumes }}
+    {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end }}
