@@ -41,6 +41,10 @@ var chartReleases = []chartRelease{
 	{name: "wg-policy-ca", namespace: "wg-policy-ca", set: []string{"shape=policy"}},
 	{name: "wg-koordinator", namespace: "wg-koordinator", values: []string{"config/samples/values-koordinator.yaml"}},
 	{name: "wg-cainjector", namespace: "wg-cainjector", values: []string{"config/samples/values-cainjector.yaml"}},
+	// Every option added for parity with approver-policy and trust-manager:
+	// OpenReports CRDs, CertificateRequestPolicies, spread constraints, extra
+	// args/env/volumes/objects, PDB minAvailable, reader roles.
+	{name: "wg-options", namespace: "wg-options", values: []string{"charts/testdata/values-options.yaml"}},
 }
 
 // chartTemplate renders a release with bin/helm.
@@ -99,7 +103,7 @@ func startChartControlPlane(t *testing.T, admissionConfig string) (*envtest.Envi
 		ControlPlaneStopTimeout:  30 * time.Second,
 		ErrorIfCRDPathMissing:    true,
 		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths: append(framework.CertManagerCRDPaths(t), framework.PrometheusOperatorCRDPaths(t)...),
+			Paths: slices.Concat(framework.CertManagerCRDPaths(t), framework.PrometheusOperatorCRDPaths(t), framework.ApproverPolicyCRDPaths(t)),
 		},
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(binDir, "etcd")}
@@ -182,6 +186,7 @@ func Test_chart(t *testing.T) {
 			"wg-static": {"Certificate", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 			"wg-policy": {"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 		}
+		wantKinds["wg-options"] = []string{"Certificate", "CertificateRequestPolicy", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Issuer", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Role", "RoleBinding", "Service", "ServiceAccount"}
 		wantKinds["wg-policy-ca"] = append(slices.DeleteFunc(slices.Clone(wantKinds["wg-policy"]), func(k string) bool { return k == "ServiceMonitor" }), "Certificate", "Issuer")
 		for release, want := range wantKinds {
 			var got []string

@@ -493,9 +493,20 @@ const PrometheusOperatorVersion = "v0.85.0"
 // through the Go module proxy (checksum-verified by the Go command).
 func PrometheusOperatorCRDPaths(t testing.TB) []string {
 	t.Helper()
-	mod := "github.com/prometheus-operator/prometheus-operator@" + PrometheusOperatorVersion
+	dir := filepath.Join(DownloadModule(t, "github.com/prometheus-operator/prometheus-operator@"+PrometheusOperatorVersion), "example", "prometheus-operator-crd")
+	return []string{
+		filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
+		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
+	}
+}
+
+// DownloadModule downloads module@version through the Go module proxy
+// (checksum-verified by the Go command), outside this module so nothing is
+// added to go.mod, and returns its directory in the module cache.
+func DownloadModule(t testing.TB, mod string) string {
+	t.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", mod)
-	cmd.Dir = t.TempDir() // outside this module: nothing is added to go.mod
+	cmd.Dir = t.TempDir()
 	out, err := cmd.Output()
 	var dl struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &dl); err != nil || jerr != nil || dl.Error != "" {
@@ -505,11 +516,7 @@ func PrometheusOperatorCRDPaths(t testing.TB) []string {
 		}
 		t.Fatalf("download %s (go mod download): %v %s", mod, err, dl.Error)
 	}
-	dir := filepath.Join(dl.Dir, "example", "prometheus-operator-crd")
-	return []string{
-		filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
-		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
-	}
+	return dl.Dir
 }
 
 // auditPolicy records webhook configuration writes at Metadata level (which
