@@ -141,9 +141,10 @@ demo: tools build ## Start etcd, kube-apiserver and the guard on loopback and wa
 	hack/demo.sh
 
 .PHONY: update-golden
-update-golden: ## Rewrite golden files after an intended output change.
+update-golden: ## Rewrite golden files and the chart README's values reference after an intended change.
 	go test ./cmd/webhook-guard/app/ -update
 	go test ./charts/ -update
+	go run ./hack/valuesdoc
 
 .PHONY: clean
 clean: ## Remove bin/ (the control plane is rebuilt on the next `make tools`).
