@@ -11,13 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// FuzzAdmissionReview posts any bytes as an AdmissionReview body through
-// controller-runtime's admission.Webhook (panics not recovered, so a panic
-// fails the target) into the real handler and decision. Whatever the input:
-// the answer is an AdmissionReview with a response, and a response that
+// FuzzAdmissionReview posts any bytes as an AdmissionReview body to the
+// webhook server `serve` runs (NewServer's mux, controller-runtime's
+// instrumentation, the guard's Handler) with the real decision. Whatever the
+// input: the answer is an AdmissionReview with a response; a panic, which
+// the handler recovers into a 500, fails the target; and a response that
 // allows was decided (HTTP-level and decoding errors never allow): its
 // status code is 200 and no input error was counted. Seed corpus:
 // testdata/fuzz/FuzzAdmissionReview (every sample review, and broken ones).
@@ -34,19 +34,24 @@ func FuzzAdmissionReview(f *testing.F) {
 		f.Add(data)
 	}
 	h, _ := testHandler(f)
-	wh := (&admission.Webhook{Handler: h}).WithRecoverPanic(false)
+	srv := NewServer(ServerOptions{})
+	srv.Register(Path, h)
+	mux := srv.WebhookMux()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		invalidBefore := testutil.ToFloat64(h.Metrics.InvalidRequests)
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		wh.ServeHTTP(rec, req)
+		mux.ServeHTTP(rec, req)
 
 		var out admissionv1.AdmissionReview
 		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
 			t.Fatalf("the answer is not an AdmissionReview with a response (%v): %s", err, rec.Body.String())
 		}
 		resp := out.Response
+		if resp.Result != nil && resp.Result.Code == http.StatusInternalServerError {
+			t.Fatalf("the handler panicked: %s", resp.Result.Message)
+		}
 		if !resp.Allowed {
 			if resp.Result == nil || resp.Result.Code < 400 || resp.Result.Message == "" {
 				t.Fatalf("a denial without a 4xx/5xx status and a message: %+v", resp.Result)
@@ -59,10 +64,13 @@ func FuzzAdmissionReview(f *testing.F) {
 		if testutil.ToFloat64(h.Metrics.InvalidRequests) != invalidBefore {
 			t.Fatalf("allowed a request the handler counted as invalid")
 		}
-		// Allowed means it decoded: the same request decodes here too.
-		var in admissionv1.AdmissionReview
-		if err := json.Unmarshal(body, &in); err == nil && in.Request != nil {
-			if _, err := DecodeInput(in.Request); err != nil {
+		// Allowed means it decoded into a request the guard decides.
+		review, err := decodeReview(body)
+		if err != nil {
+			t.Fatalf("allowed a review that does not decode: %v", err)
+		}
+		if !review.Request.isAdmissionPolicyObject() {
+			if _, err := review.Request.input(); err != nil {
 				t.Fatalf("allowed a request that does not decode: %v", err)
 			}
 		}

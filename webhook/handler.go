@@ -3,14 +3,14 @@ package webhook
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -24,53 +24,82 @@ type CAResolver interface {
 	Resolve(ctx context.Context, req casource.Request, live bool) casource.Result
 }
 
-// Handler decides admission requests for webhook configurations. Wire it
-// into a controller-runtime admission.Webhook.
-type Handler struct {
-	Config   ConfigSource
-	CA       CAResolver
-	Metrics  *Metrics
+// HandlerOptions are what a Handler is built from. NewHandler fills in the
+// defaults, so no Handler runs with a nil recorder, metrics or clock.
+type HandlerOptions struct {
+	// Config is the configuration in force; required.
+	Config ConfigSource
+	// CA resolves owners' CAs; required.
+	CA CAResolver
+	// Metrics default to collectors on a private registry (nothing exports
+	// them; `check` and tests that do not read them).
+	Metrics *Metrics
+	// Recorder defaults to recording nothing.
 	Recorder Recorder
-	// Now is the clock for flapping detection; time.Now when nil.
+	// Now is the clock for flapping detection; time.Now by default.
 	Now func() time.Time
 	// PolicyWriter is the guard's own username; only it (and break-glass)
 	// may change policy mode's generated objects (policyobjects.go).
 	PolicyWriter string
 	// Fingerprints memoizes caBundle parsing (a ~1 KB certificate costs
-	// ~12 µs to parse; a hit, a map lookup); nil parses every time.
+	// ~12 µs to parse; a hit, a map lookup); a cache of
+	// policy.DefaultFingerprintCacheSize by default.
 	Fingerprints *policy.FingerprintCache
+	// Log is the base logger; per-request fields are added to it.
+	// controller-runtime's "admission" logger by default.
+	Log logr.Logger
+}
+
+// handlerOptions names the embedded options with a lower-case name: outside
+// this package a Handler cannot be written as a literal, only built by
+// NewHandler, while its fields still read as h.Config, h.CA, h.Metrics.
+type handlerOptions = HandlerOptions
+
+// Handler decides admission requests for webhook configurations and serves
+// them over HTTP (review.go): the one request path, used by `serve`,
+// `check` and the tests alike.
+type Handler struct {
+	handlerOptions
 
 	flapMu  sync.Mutex
 	flap    *policy.FlapDetector
 	flapFor policy.FlappingSettings
 }
 
-var _ admission.Handler = &Handler{}
-
-// Handle implements admission.Handler, for controller-runtime's generic
-// admission.Webhook; the server uses ReviewHandler, which decodes once.
-func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	log := logf.FromContext(ctx)
-	if isPolicyObject(&req.AdmissionRequest) {
-		return h.handlePolicyObject(ctx, &req.AdmissionRequest)
+// NewHandler builds a Handler from o, with the defaults above.
+func NewHandler(o HandlerOptions) (*Handler, error) {
+	if o.Config == nil {
+		return nil, errors.New("webhook handler: HandlerOptions.Config is required")
 	}
-	in, err := DecodeInput(&req.AdmissionRequest)
-	if err != nil {
-		h.Metrics.InvalidRequests.Inc()
-		log.Info("rejecting a malformed admission review", "reason", err.Error())
-		return admission.Errored(http.StatusBadRequest, err)
+	if o.CA == nil {
+		return nil, errors.New("webhook handler: HandlerOptions.CA is required")
 	}
-	return h.decideAndRespond(ctx, in)
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	if o.Recorder == nil {
+		o.Recorder = Recorders(nil)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Fingerprints == nil {
+		o.Fingerprints = policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logf.Log.WithName("admission")
+	}
+	return &Handler{handlerOptions: o}, nil
 }
 
 // decideAndRespond decides a decoded input, observes the decision and
 // builds the response.
-func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) admission.Response {
+func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) (policy.Decision, admissionv1.AdmissionResponse) {
 	start := time.Now()
 	d := h.Decide(ctx, in)
 	h.Metrics.DecisionDuration.WithLabelValues(string(d.Outcome)).Observe(time.Since(start).Seconds())
 	h.observe(ctx, &d)
-	return Response(&d)
+	return d, Response(&d)
 }
 
 // Decide resolves the owner's CA when the request writes a caBundle, and
@@ -156,24 +185,19 @@ func (h *Handler) flapDetector() *policy.FlapDetector {
 	return h.flap
 }
 
-func (h *Handler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
+func (h *Handler) now() time.Time { return h.Now() }
 
 // Response turns a decision into the admission response: enforce denials
 // are 403s with the full message; audit and break-glass are allowed with
 // warnings kubectl prints; every non-trivial decision carries audit
 // annotations for kube-apiserver's audit log.
-func Response(d *policy.Decision) admission.Response {
-	r := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+func Response(d *policy.Decision) admissionv1.AdmissionResponse {
+	r := admissionv1.AdmissionResponse{
 		Allowed:          d.Allowed(),
 		Warnings:         d.Warnings(),
 		AuditAnnotations: d.AuditAnnotations(),
 		Result:           &metav1.Status{Code: d.Code()},
-	}}
+	}
 	if !d.Allowed() {
 		r.Result.Status = metav1.StatusFailure
 		r.Result.Reason = metav1.StatusReasonForbidden

@@ -15,7 +15,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -93,10 +92,6 @@ func caResult(tb testing.TB, source string, cached bool, pems ...[]byte) casourc
 	return casource.Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Cached: cached, Source: source}
 }
 
-func admissionRequest(req *admissionv1.AdmissionRequest) admission.Request {
-	return admission.Request{AdmissionRequest: *req}
-}
-
 // denied is the response to an enforced denial.
 func denied(message string, annotations map[string]string) admissionv1.AdmissionResponse {
 	return admissionv1.AdmissionResponse{
@@ -122,7 +117,7 @@ func caMismatch(webhook, source, expected, found string) string {
 		webhook, source, expected, found)
 }
 
-func Test_Handler_Handle(t *testing.T) {
+func Test_Handler_Review(t *testing.T) {
 	f := testFixtures(t)
 	cfg := mustLoad(t, guardConfigDoc(f))
 
@@ -388,12 +383,11 @@ func Test_Handler_Handle(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := NewMetrics(prometheus.NewRegistry())
 			rec := &fakeRecorder{}
-			h := &Handler{Config: StaticConfig{Config: cfg}, CA: test.resolver, Metrics: m, Recorder: rec}
+			h := newHandler(t, HandlerOptions{Config: StaticConfig{Config: cfg}, CA: test.resolver, Metrics: m, Recorder: rec})
 
-			resp := h.Handle(t.Context(), admissionRequest(test.req(t)))
+			resp := answer(t, h, test.req(t))
 
-			assert.Equal(t, test.expResp, resp.AdmissionResponse)
-			assert.Empty(t, resp.Patches)
+			assert.Equal(t, test.expResp, resp)
 			assert.Equal(t, test.expCalls, test.resolver.calls, "resolver calls")
 			assert.Equal(t, test.expLive, test.resolver.liveCalls, "live resolver calls")
 			assert.Equal(t, test.expRecords, rec.recorded(), "recorded decisions")
@@ -435,15 +429,15 @@ func splitSeries(t *testing.T, s string) []string {
 	return parts
 }
 
-func Test_Handler_Handle_resolverRequest(t *testing.T) {
+func Test_Handler_Review_resolverRequest(t *testing.T) {
 	f := testFixtures(t)
 	cfg := mustLoad(t, guardConfigDoc(f))
 	res := &fakeResolver{Cached: caResult(t, koordSource, false, f.Owner.PEM)}
-	h := &Handler{Config: StaticConfig{Config: cfg}, CA: res, Metrics: NewMetrics(prometheus.NewRegistry()), Recorder: &fakeRecorder{}}
+	h := newHandler(t, HandlerOptions{Config: StaticConfig{Config: cfg}, CA: res})
 	old := object{Name: "koord", Annotations: map[string]string{casource.AnnotationInjectCAFrom: "koordinator-system/webhook"}}
 	obj := object{Name: "koord", Annotations: map[string]string{casource.AnnotationInjectCAFrom: "intruder-system/mine"}, Bundles: [][]byte{f.Owner.PEM}}
 
-	resp := h.Handle(t.Context(), admissionRequest(request(t, admissionv1.Update, policy.KindMutating, koordManager, &obj, &old)))
+	resp := answer(t, h, request(t, admissionv1.Update, policy.KindMutating, koordManager, &obj, &old))
 
 	require.True(t, resp.Allowed)
 	assert.Equal(t, []casource.Request{{
@@ -453,7 +447,7 @@ func Test_Handler_Handle_resolverRequest(t *testing.T) {
 	}}, res.requests, "the resolver is asked for the owner's CA with the stored object's annotations")
 }
 
-func Test_Handler_Handle_flapping(t *testing.T) {
+func Test_Handler_Review_flapping(t *testing.T) {
 	f := testFixtures(t)
 	cfg := mustLoad(t, guardConfigDoc(f))
 	store := NewConfigStore(cfg)
@@ -461,7 +455,7 @@ func Test_Handler_Handle_flapping(t *testing.T) {
 	rec := &fakeRecorder{}
 	res := &fakeResolver{Cached: caResult(t, auditedSource, false, f.Owner.PEM, f.OwnerNew.PEM)}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	h := &Handler{Config: store, CA: res, Metrics: m, Recorder: rec, Now: func() time.Time { return now }}
+	h := newHandler(t, HandlerOptions{Config: store, CA: res, Metrics: m, Recorder: rec, Now: func() time.Time { return now }})
 
 	// Five distinct bundles within the 10m window, by the owner, in audit
 	// mode: the fourth exceeds maxDistinctBundles (3) and is reported; the
@@ -477,7 +471,7 @@ func Test_Handler_Handle_flapping(t *testing.T) {
 	prev := object{Name: "audited", Bundles: [][]byte{nil}}
 	for i, b := range bundles {
 		obj := object{Name: "audited", Bundles: [][]byte{b}}
-		resp := h.Handle(t.Context(), admissionRequest(request(t, admissionv1.Update, policy.KindValidating, auditedOwner, &obj, &prev)))
+		resp := answer(t, h, request(t, admissionv1.Update, policy.KindValidating, auditedOwner, &obj, &prev))
 		require.True(t, resp.Allowed, "write %d", i)
 		warnings = append(warnings, resp.Warnings)
 		prev = obj
@@ -504,7 +498,7 @@ func Test_Handler_Handle_flapping(t *testing.T) {
 	store.Set(mustLoad(t, guardConfigDoc(f)+"flapping: {maxDistinctBundles: 2, window: 5m}\n"))
 	for _, b := range [][]byte{f.Owner.PEM, f.OwnerNew.PEM, bundle(f.Owner.PEM, f.OwnerNew.PEM)} {
 		obj := object{Name: "audited", Bundles: [][]byte{b}}
-		resp := h.Handle(t.Context(), admissionRequest(request(t, admissionv1.Update, policy.KindValidating, auditedOwner, &obj, &prev)))
+		resp := answer(t, h, request(t, admissionv1.Update, policy.KindValidating, auditedOwner, &obj, &prev))
 		require.True(t, resp.Allowed)
 		prev = obj
 		now = now.Add(time.Minute)
@@ -531,18 +525,18 @@ func shortSorted(cas ...*testCA) string {
 	return strings.Join(set.Short(), ",")
 }
 
-func Test_Handler_Handle_dryRunNotFlapping(t *testing.T) {
+func Test_Handler_Review_dryRunNotFlapping(t *testing.T) {
 	f := testFixtures(t)
 	cfg := mustLoad(t, guardConfigDoc(f))
 	m := NewMetrics(prometheus.NewRegistry())
 	rec := &fakeRecorder{}
-	h := &Handler{Config: StaticConfig{Config: cfg}, CA: &fakeResolver{Cached: caResult(t, auditedSource, false, f.Owner.PEM)}, Metrics: m, Recorder: rec}
+	h := newHandler(t, HandlerOptions{Config: StaticConfig{Config: cfg}, CA: &fakeResolver{Cached: caResult(t, auditedSource, false, f.Owner.PEM)}, Metrics: m, Recorder: rec})
 	prev := object{Name: "audited", Bundles: [][]byte{nil}}
 	for i := range 6 {
 		obj := object{Name: "audited", Bundles: [][]byte{newTestCA(t, fmt.Sprintf("flap-%d", i)).PEM}}
 		req := request(t, admissionv1.Update, policy.KindValidating, auditedOwner, &obj, &prev)
 		req.DryRun = ptr.To(true)
-		resp := h.Handle(t.Context(), admissionRequest(req))
+		resp := answer(t, h, req)
 		require.True(t, resp.Allowed)
 		prev = obj
 	}
@@ -577,7 +571,7 @@ func Test_Response(t *testing.T) {
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, test.exp, Response(&test.d).AdmissionResponse)
+			assert.Equal(t, test.exp, Response(&test.d))
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -188,7 +189,7 @@ func (o object) encode(tb testing.TB, kind policy.ConfigKind) []byte {
 
 func (o object) webhookName(i int) string { return fmt.Sprintf("%s-%d.example.com", o.Name, i) }
 
-// webhooks is what DecodeInput makes of o's webhooks entries.
+// webhooks is what the decoder makes of o's webhooks entries.
 func (o object) webhooks() []policy.Webhook {
 	out := make([]policy.Webhook, len(o.Bundles))
 	for i, b := range o.Bundles {
@@ -221,4 +222,31 @@ func request(tb testing.TB, op admissionv1.Operation, kind policy.ConfigKind, us
 		req.OldObject = runtime.RawExtension{Raw: old.encode(tb, kind)}
 	}
 	return req
+}
+
+// newHandler is NewHandler failing the test on error.
+func newHandler(tb testing.TB, o HandlerOptions) *Handler {
+	tb.Helper()
+	h, err := NewHandler(o)
+	require.NoError(tb, err)
+	return h
+}
+
+// answer sends req through the guard's one request path, encoded as the
+// AdmissionReview kube-apiserver sends and decoded by the guard's decoder,
+// and returns the response after checking it carries the request's uid
+// (then cleared, so expectations need not repeat it).
+func answer(tb testing.TB, h *Handler, req *admissionv1.AdmissionRequest) admissionv1.AdmissionResponse {
+	tb.Helper()
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	})
+	require.NoError(tb, err)
+	v := h.Review(tb.Context(), body)
+	require.NotNil(tb, v.Response)
+	assert.Equal(tb, req.UID, v.Response.UID, "the response carries the request's uid")
+	resp := *v.Response
+	resp.UID = ""
+	return resp
 }

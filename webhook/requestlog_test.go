@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Test_ReviewHandler_logLines: the request's fields reach the log lines a
+// Test_Handler_logLines: the request's fields reach the log lines a
 // review writes although they are joined to the logger only when a line is
 // written; an allowed review writes nothing at the default level and one
 // line at debug.
-func Test_ReviewHandler_logLines(t *testing.T) {
+func Test_Handler_logLines(t *testing.T) {
 	review := func(name string) []byte {
 		data, err := os.ReadFile(filepath.Join(samples, "reviews", name))
 		require.NoError(t, err)
@@ -41,7 +41,7 @@ func Test_ReviewHandler_logLines(t *testing.T) {
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
 			var lines []string
-			h := &ReviewHandler{Handler: sampleHandler(t, "guard-koordinator.yaml")}
+			h := sampleHandler(t, "guard-koordinator.yaml")
 			h.Log = funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: test.verbosity})
 			post(t, h, "application/json", review(test.review))
 			if test.want == nil {

@@ -8,12 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,66 +35,31 @@ const (
 	reviewKind    = "AdmissionReview"
 )
 
-// admissionReview is an AdmissionReview as the guard reads it: the request
-// and the two objects in one pass, skipping every field the decision does
-// not read.
-//
-// It is decoded with github.com/go-json-experiment/json, the module that
-// mirrors encoding/json/v2 (an experiment in Go 1.25/1.26, the standard
-// library's in Go 1.27). With its defaults it is at least as strict as
-// kube-apiserver's own decoder (sigs.k8s.io/json): member names match
-// case-sensitively ("Request", "UID" or "CABundle" are not read), and the
-// whole input is validated, skipped members included. It is stricter in two
-// ways kube-apiserver's reviews never meet: a duplicate member name and
-// invalid UTF-8 are errors (answered 400, never allowed). It decodes a
-// review in about a third of the time of encoding/json or sigs.k8s.io/json
-// (`make bench`).
-type admissionReview struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Request    *reviewRequest `json:"request"`
+// Verdict is the answer to one AdmissionReview body.
+type Verdict struct {
+	// APIVersion is the AdmissionReview version to answer in: the review's
+	// own, admission.k8s.io/v1 or v1beta1.
+	APIVersion string
+	// Response is the admission response, its uid the request's.
+	Response *admissionv1.AdmissionResponse
+	// Decision is what was decided; nil when the review was rejected before
+	// a decision (malformed, too large, or a recovered panic: Response says
+	// why, with a 4xx or 5xx code).
+	Decision *policy.Decision
 }
 
-// ReviewHandler serves AdmissionReviews for the guard over HTTP: it decodes
-// the review and both objects in a single pass straight into the minimal
-// types the decision reads, calls Handler, and encodes the response. It
-// replaces controller-runtime's generic admission.Webhook, which decodes the
-// review with the universal deserializer and leaves the objects as raw
-// bytes to be decoded a second time. What the generic path did is kept:
-// register it with the webhook server's Register so controller-runtime's
-// webhook metrics (latency, requests, in flight) wrap it; a body over
-// MaxReviewBytes is a 413; an empty body, a Content-Type other than
-// application/json and an undecodable or malformed review are answered with
-// code 400 and allowed: false; a panic is recovered, counted in
-// controller_runtime_webhook_panics_total and answered with a 500.
-type ReviewHandler struct {
-	Handler *Handler
-	// Log is the base logger; per-request fields are added to it.
-	// controller-runtime's "admission" logger when zero.
-	Log logr.Logger
-
-	logOnce sync.Once
-}
-
-var _ http.Handler = &ReviewHandler{}
+var _ http.Handler = &Handler{}
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// defaultLog gives a zero Log controller-runtime's "admission" logger.
-func (rh *ReviewHandler) defaultLog() {
-	if rh.Log.GetSink() == nil {
-		rh.Log = logf.Log.WithName("admission")
-	}
-}
-
-// ServeHTTP implements http.Handler.
-func (rh *ReviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rh.logOnce.Do(rh.defaultLog)
+// ServeHTTP serves AdmissionReviews: it reads the body and answers with
+// Review. Register it with the webhook server's Register so that
+// controller-runtime's webhook metrics (latency, requests, in flight) wrap
+// it. A body over MaxReviewBytes is a 413; an empty body, a Content-Type
+// other than application/json and an undecodable or malformed review are
+// answered with code 400 and allowed: false.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	apiVersion := reviewV1
-	if r.Body == nil || r.Body == http.NoBody {
-		rh.writeError(w, apiVersion, "", http.StatusBadRequest, errors.New("request body is empty"))
-		return
-	}
 	defer func() { _ = r.Body.Close() }()
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer func() {
@@ -110,126 +71,108 @@ func (rh *ReviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buf.Reset()
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, MaxReviewBytes+1))
 	if err != nil {
-		rh.writeError(w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("unable to read the request body: %w", err))
+		h.writeError(w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("unable to read the request body: %w", err))
 		return
 	}
-	if n == 0 {
-		rh.writeError(w, apiVersion, "", http.StatusBadRequest, errors.New("request body is empty: the body holds no admission request"))
-		return
-	}
-	if n > MaxReviewBytes {
-		rh.writeError(w, apiVersion, "", http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes))
+	if code, err := checkBodySize(n); err != nil {
+		h.writeError(w, apiVersion, "", code, err)
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		rh.writeError(w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct))
+		h.writeError(w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct))
 		return
 	}
-	resp, apiVersion := rh.review(r.Context(), buf.Bytes())
-	rh.write(w, apiVersion, resp)
+	v := h.review(r.Context(), buf.Bytes())
+	h.write(w, v.APIVersion, v.Response)
 }
 
-// Review decides one AdmissionReview body and returns the response and the
-// AdmissionReview apiVersion to answer with. It is ServeHTTP without the
-// HTTP: what a benchmark of the decision path without a socket measures.
-func (rh *ReviewHandler) Review(ctx context.Context, body []byte) (resp *admissionv1.AdmissionResponse, apiVersion string) {
-	rh.logOnce.Do(rh.defaultLog)
-	return rh.review(ctx, body)
-}
-
-func (rh *ReviewHandler) review(ctx context.Context, body []byte) (resp *admissionv1.AdmissionResponse, apiVersion string) {
-	apiVersion = reviewV1
-	var review admissionReview
-	if err := jsonv2.Unmarshal(body, &review); err != nil {
-		return rh.errored(ctx, "", http.StatusBadRequest, decodeError(&review, err)), apiVersion
+// checkBodySize rejects an empty or oversized body, over HTTP or from a file.
+func checkBodySize(n int64) (int32, error) {
+	switch {
+	case n == 0:
+		return http.StatusBadRequest, errors.New("request body is empty: the body holds no admission request")
+	case n > MaxReviewBytes:
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes)
 	}
+	return 0, nil
+}
+
+// Review decides one AdmissionReview body (JSON): ServeHTTP without the
+// HTTP. `check` answers its review file with it, and a benchmark of the
+// decision path without a socket measures it.
+func (h *Handler) Review(ctx context.Context, body []byte) Verdict {
+	if code, err := checkBodySize(int64(len(body))); err != nil {
+		return Verdict{APIVersion: reviewV1, Response: h.errored(ctx, "", code, err)}
+	}
+	return h.review(ctx, body)
+}
+
+func (h *Handler) review(ctx context.Context, body []byte) Verdict {
+	review, err := decodeReview(body)
+	if err != nil {
+		return Verdict{APIVersion: reviewV1, Response: h.errored(ctx, "", http.StatusBadRequest, err)}
+	}
+	v := Verdict{APIVersion: reviewV1}
 	if review.APIVersion == reviewV1beta1 && review.Kind == reviewKind {
-		apiVersion = reviewV1beta1
+		v.APIVersion = reviewV1beta1
 	}
-	// Like the generic path, the review's own apiVersion and kind are not
-	// checked: a request that is not about a guarded kind is refused below.
-	if review.Request == nil {
-		review.Request = &reviewRequest{}
-	}
-	return rh.handle(ctx, review.Request), apiVersion
-}
-
-// decodeError words a decode failure as the generic path did: a syntax
-// error is a "json parse error", a type error inside an object says which
-// object did not decode.
-func decodeError(review *admissionReview, err error) error {
-	var syn *jsontext.SyntacticError
-	if errors.As(err, &syn) {
-		return fmt.Errorf("json parse error: %w", err)
-	}
-	var sem *jsonv2.SemanticError
-	if errors.As(err, &sem) && review.Request != nil {
-		for _, field := range []struct{ ptr, name string }{{"/request/object", fieldObject}, {"/request/oldObject", fieldOldObject}} {
-			if p := string(sem.JSONPointer); p == field.ptr || strings.HasPrefix(p, field.ptr+"/") {
-				return inputErrorf("%s does not decode as a %s: %v", field.name, review.Request.Kind.Kind, err)
-			}
-		}
-	}
-	return fmt.Errorf("cannot decode the AdmissionReview: %w", err)
+	// The review's own apiVersion and kind are not otherwise checked, as
+	// controller-runtime's admission webhook did not: a request that is not
+	// about a guarded kind is refused in handle.
+	v.Response, v.Decision = h.handle(ctx, review.Request)
+	return v
 }
 
 // handle decides a decoded request, recovering a panic into a 500 exactly
 // as controller-runtime's admission.Webhook does.
-func (rh *ReviewHandler) handle(ctx context.Context, req *reviewRequest) (resp *admissionv1.AdmissionResponse) {
+func (h *Handler) handle(ctx context.Context, req *reviewRequest) (resp *admissionv1.AdmissionResponse, d *policy.Decision) {
 	defer func() {
 		if p := recover(); p != nil {
 			admissionmetrics.WebhookPanics.WithLabelValues().Inc()
 			for _, fn := range utilruntime.PanicHandlers {
 				fn(ctx, p)
 			}
-			resp = &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
+			resp, d = &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
 				Code:    http.StatusInternalServerError,
 				Message: fmt.Sprintf("panic: %v [recovered]", p),
-			}}
+			}}, nil
 		}
 	}()
-	ctx = withRequestFields(logf.IntoContext(ctx, rh.Log), "kind", req.Kind.Kind, "name", req.Name,
+	ctx = withRequestFields(logf.IntoContext(ctx, h.Log), "kind", req.Kind.Kind, "name", req.Name,
 		"operation", req.Operation, "user", req.UserInfo.Username, "requestID", req.UID)
-	if isPolicyKind(req.Kind) {
-		// Policy mode's generated objects (policyobjects.go).
-		user := policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}
-		r := rh.Handler.policyObjectDecision(ctx, string(req.Operation), req.Kind.Kind, req.Name, user, managedByGuard(req.Object) || managedByGuard(req.OldObject))
-		r.UID = req.UID
-		return &r.AdmissionResponse
+	// One allocation for the two answers the caller keeps.
+	var v struct {
+		d policy.Decision
+		r admissionv1.AdmissionResponse
 	}
-	in, err := req.input(func(field string, kind policy.ConfigKind) (*webhookConfiguration, error) {
-		obj := req.Object
-		if field == fieldOldObject {
-			obj = req.OldObject
+	if req.isAdmissionPolicyObject() {
+		v.d, v.r = h.decideAdmissionPolicyObject(ctx, req.admissionPolicyObjectInput(h.PolicyWriter))
+	} else {
+		in, err := req.input()
+		if err != nil {
+			return h.errored(ctx, req.UID, http.StatusBadRequest, err), nil
 		}
-		if obj == nil {
-			return nil, inputErrorf("%s is missing", field)
-		}
-		return checkObject(field, obj, kind)
-	})
-	if err != nil {
-		return rh.errored(ctx, req.UID, http.StatusBadRequest, err)
+		v.d, v.r = h.decideAndRespond(ctx, in)
 	}
-	r := rh.Handler.decideAndRespond(ctx, in)
-	r.UID = req.UID
-	return &r.AdmissionResponse
+	v.r.UID = req.UID
+	return &v.r, &v.d
 }
 
 // errored counts and logs a malformed review and answers it.
-func (rh *ReviewHandler) errored(ctx context.Context, uid types.UID, code int32, err error) *admissionv1.AdmissionResponse {
+func (h *Handler) errored(ctx context.Context, uid types.UID, code int32, err error) *admissionv1.AdmissionResponse {
 	if code == http.StatusBadRequest {
-		rh.Handler.Metrics.InvalidRequests.Inc()
+		h.Metrics.InvalidRequests.Inc()
 	}
 	log := requestLog(ctx)
 	if log.GetSink() == nil {
-		log = rh.Log
+		log = h.Log
 	}
 	log.Info("rejecting a malformed admission review", "reason", err.Error())
 	return &admissionv1.AdmissionResponse{UID: uid, Result: &metav1.Status{Code: code, Message: err.Error()}}
 }
 
-func (rh *ReviewHandler) writeError(w http.ResponseWriter, apiVersion string, uid types.UID, code int32, err error) {
-	rh.write(w, apiVersion, rh.errored(context.Background(), uid, code, err))
+func (h *Handler) writeError(w http.ResponseWriter, apiVersion string, uid types.UID, code int32, err error) {
+	h.write(w, apiVersion, h.errored(context.Background(), uid, code, err))
 }
 
 // reviewResponse is the AdmissionReview the guard answers with.
@@ -241,11 +184,11 @@ type reviewResponse struct {
 
 // write encodes the response; the HTTP status is 200 whatever the admission
 // code, as kube-apiserver expects.
-func (rh *ReviewHandler) write(w http.ResponseWriter, apiVersion string, resp *admissionv1.AdmissionResponse) {
+func (h *Handler) write(w http.ResponseWriter, apiVersion string, resp *admissionv1.AdmissionResponse) {
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(reviewResponse{APIVersion: apiVersion, Kind: reviewKind, Response: resp}); err != nil {
 		// The response is a plain struct that always encodes: the write
 		// failed (the client went away); there is nobody left to answer.
-		rh.Log.Error(err, "unable to write the admission response", "requestID", resp.UID)
+		h.Log.Error(err, "unable to write the admission response", "requestID", resp.UID)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -22,9 +21,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -58,13 +55,11 @@ func sampleHandler(t *testing.T, configFile string) *Handler {
 		objs = append(objs, obj.(client.Object))
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	return &Handler{
-		Config:       StaticConfig{Config: cfg},
-		CA:           casource.New(reader, casource.Options{}),
-		Metrics:      NewMetrics(prometheus.NewRegistry()),
-		Recorder:     LogRecorder{},
-		Fingerprints: policy.NewFingerprintCache(0),
-	}
+	return newHandler(t, HandlerOptions{
+		Config:   StaticConfig{Config: cfg},
+		CA:       casource.New(reader, casource.Options{}),
+		Recorder: LogRecorder{},
+	})
 }
 
 func post(t *testing.T, h http.Handler, contentType string, body []byte) (int, map[string]any) {
@@ -80,31 +75,9 @@ func post(t *testing.T, h http.Handler, contentType string, body []byte) (int, m
 	return rec.Code, out
 }
 
-// Test_ReviewHandler_sameAsGenericPath: every sample review gets exactly
-// the answer controller-runtime's generic admission.Webhook gave.
-func Test_ReviewHandler_sameAsGenericPath(t *testing.T) {
-	reviews, err := filepath.Glob(filepath.Join(samples, "reviews", "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, reviews)
-	for _, configFile := range []string{"guard-koordinator.yaml", "guard-koordinator-audit.yaml", "guard-cainjector.yaml", "guard-broken-source.yaml"} {
-		for _, path := range reviews {
-			t.Run(configFile+"/"+filepath.Base(path), func(t *testing.T) {
-				body, err := os.ReadFile(path)
-				require.NoError(t, err)
-				genericCode, generic := post(t, &admission.Webhook{Handler: sampleHandler(t, configFile)}, "application/json", body)
-				fastCode, fast := post(t, &ReviewHandler{Handler: sampleHandler(t, configFile)}, "application/json", body)
-				assert.Equal(t, genericCode, fastCode)
-				assert.Equal(t, generic, fast)
-				assert.Equal(t, "admission.k8s.io/v1", fast["apiVersion"])
-				assert.Equal(t, "AdmissionReview", fast["kind"])
-			})
-		}
-	}
-}
-
-// Test_ReviewHandler_malformed: what controller-runtime answered with a 400
+// Test_Handler_ServeHTTP_malformed: what controller-runtime answered with a 400
 // (or 413) still is, and is never allowed.
-func Test_ReviewHandler_malformed(t *testing.T) {
+func Test_Handler_ServeHTTP_malformed(t *testing.T) {
 	owner, err := os.ReadFile(filepath.Join(samples, "reviews", "owner.json"))
 	require.NoError(t, err)
 	tests := map[string]struct {
@@ -137,13 +110,13 @@ func Test_ReviewHandler_malformed(t *testing.T) {
 		"if a member name is duplicated, answer 400 (stricter than kube-apiserver, which never sends one)": {
 			contentType: "application/json", body: bytes.Replace(owner, []byte(`"uid"`), []byte(`"uid": "x", "uid"`), 1), code: 400, message: "duplicate",
 		},
-		"if request.uid is missing, answer 400 with DecodeInput's reason": {
+		"if request.uid is missing, answer 400 saying so": {
 			contentType: "application/json", body: bytes.Replace(owner, []byte(`"uid"`), []byte(`"x-uid"`), 1), code: 400, message: "request.uid is missing",
 		},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := &ReviewHandler{Handler: sampleHandler(t, "guard-koordinator.yaml")}
+			h := sampleHandler(t, "guard-koordinator.yaml")
 			code, out := post(t, h, test.contentType, test.body)
 			assert.Equal(t, http.StatusOK, code, "the HTTP status; the admission code is in the response")
 			resp := out["response"].(map[string]any)
@@ -155,16 +128,16 @@ func Test_ReviewHandler_malformed(t *testing.T) {
 	}
 }
 
-// Test_ReviewHandler_caseSensitive: field names are matched exactly, as
+// Test_Handler_ServeHTTP_caseSensitive: field names are matched exactly, as
 // kube-apiserver's own decoder (sigs.k8s.io/json) matches them. encoding/json
 // would read "Request", "UID" or "CABundle" as request, uid and caBundle; a
 // guard that did could be steered by fields Kubernetes ignores.
-func Test_ReviewHandler_caseSensitive(t *testing.T) {
+func Test_Handler_ServeHTTP_caseSensitive(t *testing.T) {
 	foreign, err := os.ReadFile(filepath.Join(samples, "reviews", "foreign-ca.json"))
 	require.NoError(t, err)
 	var decoded admissionv1.AdmissionReview
 	require.NoError(t, json.Unmarshal(foreign, &decoded))
-	h := &ReviewHandler{Handler: sampleHandler(t, "guard-koordinator.yaml")}
+	h := sampleHandler(t, "guard-koordinator.yaml")
 
 	code, out := post(t, h, "application/json", foreign)
 	require.Equal(t, http.StatusOK, code)
@@ -200,21 +173,18 @@ func Test_ReviewHandler_caseSensitive(t *testing.T) {
 		_, out := post(t, h, "application/json", body)
 		msg, _ := out["response"].(map[string]any)["status"].(map[string]any)["message"].(string)
 		assert.NotContains(t, msg, "not in the owner's CA set", "the miscased caBundle was read")
-		_, generic := post(t, &admission.Webhook{Handler: sampleHandler(t, "guard-koordinator.yaml")}, "application/json", body)
-		assert.Equal(t, generic, out, "controller-runtime's decoder (case-sensitive too) and the guard's read the same review")
-		in, err := DecodeInput(decoded.Request)
-		require.NoError(t, err)
-		assert.NotEmpty(t, in.Webhooks[0].CABundle, "the sample must carry a caBundle for this test to mean anything")
+		assert.NotEmpty(t, decoded.Request.Object.Raw, "the sample must carry an object for this test to mean anything")
+		assert.Contains(t, string(decoded.Request.Object.Raw), `"caBundle":`, "the sample must carry a caBundle for this test to mean anything")
 	})
 }
 
-// Test_ReviewHandler_panic: a panic in the decision is a 500, not a crash.
-func Test_ReviewHandler_panic(t *testing.T) {
+// Test_Handler_ServeHTTP_panic: a panic in the decision is a 500, not a crash.
+func Test_Handler_ServeHTTP_panic(t *testing.T) {
 	owner, err := os.ReadFile(filepath.Join(samples, "reviews", "foreign-ca.json"))
 	require.NoError(t, err)
 	h := sampleHandler(t, "guard-koordinator.yaml")
 	h.CA = panickingResolver{}
-	_, out := post(t, &ReviewHandler{Handler: h}, "application/json", owner)
+	_, out := post(t, h, "application/json", owner)
 	resp := out["response"].(map[string]any)
 	assert.Equal(t, false, resp["allowed"])
 	assert.NotEmpty(t, resp["uid"])

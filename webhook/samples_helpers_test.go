@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,12 +42,11 @@ func testHandler(t testing.TB) (*Handler, []byte) {
 		t.Fatal(err)
 	}
 	reader := fake.NewClientBuilder().WithScheme(s).WithObjects(secret).Build()
-	return &Handler{
+	return newHandler(t, HandlerOptions{
 		Config:   StaticConfig{Config: cfg},
 		CA:       casource.New(reader, casource.Options{}),
-		Metrics:  NewMetrics(prometheus.NewRegistry()),
 		Recorder: LogRecorder{Log: logr.Discard()},
-	}, ca
+	}), ca
 }
 
 // sampleReview reads config/samples/reviews/<name>.

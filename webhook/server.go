@@ -115,15 +115,18 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 	recorder := Recorders{LogRecorder{Log: log.WithName("records")}, reports}
-	handler := &Handler{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder,
-		Fingerprints: policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)}
+	var policyWriter string
 	if o.PolicyGuardServiceAccount != "" {
-		handler.PolicyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
+		policyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
 	}
-	// One decode of the review and its objects (ReviewHandler) instead of
-	// controller-runtime's generic admission.Webhook; Register wraps it in
-	// controller-runtime's webhook metrics all the same.
-	mgr.GetWebhookServer().Register(Path, &ReviewHandler{Handler: handler})
+	handler, err := NewHandler(HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder, PolicyWriter: policyWriter})
+	if err != nil {
+		return err
+	}
+	// One decode of the review and its objects instead of controller-runtime's
+	// generic admission.Webhook; Register wraps it in controller-runtime's
+	// webhook metrics all the same.
+	mgr.GetWebhookServer().Register(Path, handler)
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

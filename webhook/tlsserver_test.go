@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 )
 
 // runningServer is the real webhook server (NewServer, the production TLS
-// policy, limits and drain) serving the real handler on 127.0.0.1 over TLS.
+// policy, limits and drain) serving a handler on 127.0.0.1 over TLS, as
+// Run registers the guard's Handler.
 type runningServer struct {
 	URL    string
 	Client *http.Client
@@ -25,20 +24,14 @@ type runningServer struct {
 	Stop func() error
 }
 
-func startServer(t testing.TB, h admission.Handler) *runningServer {
+func startServer(t testing.TB, h http.Handler) *runningServer {
 	t.Helper()
 	dir := t.TempDir()
 	pool := writeServingCert(t, dir)
 	port := freePort(t)
 	o := &Options{TLSMinVersion: "VersionTLS12"}
 	srv := NewServer(ServerOptions{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: []func(*tls.Config){o.TLSConfig}})
-	// As Run registers it: the guard's Handler behind ReviewHandler; any
-	// other handler (a test's stub) behind controller-runtime's webhook.
-	var hook http.Handler = &admission.Webhook{Handler: h}
-	if gh, ok := h.(*Handler); ok {
-		hook = &ReviewHandler{Handler: gh}
-	}
-	srv.Register(Path, hook)
+	srv.Register(Path, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()

@@ -59,7 +59,7 @@ func fixtureFor(tb testing.TB, n int) *Fixture {
 }
 
 // minimalReview is what the floor decodes: exactly the fields the guard
-// reads (the same shape as webhook.ReviewHandler's types), objects included.
+// reads (the same shape as webhook.Handler's decoder types), objects included.
 type minimalReview struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -156,23 +156,22 @@ func BenchmarkFloor(b *testing.B) {
 
 // guardServer is the webhook server of `serve` without its listener: the
 // same controller-runtime server, the same Register (so the same metrics
-// middleware), the guard's ReviewHandler at /validate and, for comparison,
-// the same Handler behind controller-runtime's generic admission.Webhook at
-// /generic.
-func guardServer(b *testing.B, f *Fixture) (http.Handler, *webhook.ReviewHandler) {
+// middleware), the guard's Handler at /validate and, for comparison, its
+// decision behind controller-runtime's generic admission.Webhook at
+// /generic (GenericHandler).
+func guardServer(b *testing.B, f *Fixture) (http.Handler, *webhook.Handler) {
 	b.Helper()
 	h, err := Guard(f, GuardConfigYAML)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rh := &webhook.ReviewHandler{Handler: h}
-	if err := Warm(b.Context(), rh, f); err != nil {
+	if err := Warm(b.Context(), h, f); err != nil {
 		b.Fatal(err)
 	}
 	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{})
-	srv.Register(webhook.Path, rh)
-	srv.Register("/generic", &admission.Webhook{Handler: h})
-	return srv.WebhookMux(), rh
+	srv.Register(webhook.Path, h)
+	srv.Register("/generic", &admission.Webhook{Handler: GenericHandler{Guard: h}})
+	return srv.WebhookMux(), h
 }
 
 func serve(b *testing.B, mux http.Handler, path string, body []byte) {
@@ -187,7 +186,7 @@ func serve(b *testing.B, mux http.Handler, path string, body []byte) {
 
 // BenchmarkGuard is the guard's full path exactly as the server runs it:
 // the webhook server's mux (controller-runtime's metrics middleware),
-// ReviewHandler's single decode, the CA from casource's warm cache,
+// the Handler's single decode, the CA from casource's warm cache,
 // fingerprints from the warm FingerprintCache, the decision, its metrics
 // and log calls, and the encoded response.
 func BenchmarkGuard(b *testing.B) {
@@ -207,7 +206,7 @@ func BenchmarkGuard(b *testing.B) {
 			b.SetBytes(int64(len(f.Review)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if resp, _ := rh.Review(ctx, f.Review); !resp.Allowed {
+				if v := rh.Review(ctx, f.Review); !v.Response.Allowed {
 					b.Fatal("denied")
 				}
 			}
@@ -215,9 +214,9 @@ func BenchmarkGuard(b *testing.B) {
 	}
 }
 
-// BenchmarkGeneric is the same Handler behind controller-runtime's generic
+// BenchmarkGeneric is the same decision behind controller-runtime's generic
 // admission.Webhook, as the guard was served before: the universal
-// deserializer decodes the review, then DecodeInput decodes both objects.
+// deserializer decodes the review, then GenericInput decodes both objects.
 func BenchmarkGeneric(b *testing.B) {
 	for _, n := range entryCounts {
 		f := fixtureFor(b, n)

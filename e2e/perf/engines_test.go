@@ -5,8 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
 // Test_engines: the guard, CEL and Rego decide the generated reviews alike,
@@ -22,7 +20,6 @@ func Test_engines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := &webhook.ReviewHandler{Handler: h}
 	cel, err := NewCEL(f)
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +29,7 @@ func Test_engines(t *testing.T) {
 		t.Fatal(err)
 	}
 	engines := map[string]func(ctx context.Context, body []byte) bool{
-		"guard": func(ctx context.Context, body []byte) bool { r, _ := guard.Review(ctx, body); return r.Allowed },
+		"guard": func(ctx context.Context, body []byte) bool { return h.Review(ctx, body).Response.Allowed },
 		"cel":   func(ctx context.Context, body []byte) bool { return allowed(t, body, cel.Review) },
 		"rego":  func(ctx context.Context, body []byte) bool { return allowed(t, body, rego.Review) },
 	}

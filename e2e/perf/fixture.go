@@ -207,14 +207,14 @@ func Guard(f *Fixture, configYAML string, secrets ...*corev1.Secret) (*webhook.H
 		objs[i] = s
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	return &webhook.Handler{
+	return webhook.NewHandler(webhook.HandlerOptions{
 		Config: webhook.StaticConfig{Config: cfg},
 		// A TTL far beyond the run: every benchmark iteration is a warm hit.
 		CA:           casource.New(reader, casource.Options{TTL: time.Hour}),
 		Metrics:      webhook.NewMetrics(prometheus.NewRegistry()),
 		Recorder:     webhook.LogRecorder{},
 		Fingerprints: policy.NewFingerprintCache(0),
-	}, nil
+	})
 }
 
 // OwnerSecret is the owner's CA Secret holding the rotation overlap.
@@ -227,10 +227,9 @@ func OwnerSecret(namespace, name string, f *Fixture) *corev1.Secret {
 
 // Warm sends the review once so the CA and fingerprint caches are filled,
 // and checks the guard allows it (the benchmarks time the allow path).
-func Warm(ctx context.Context, h *webhook.ReviewHandler, f *Fixture) error {
-	resp, _ := h.Review(ctx, f.Review)
-	if !resp.Allowed {
-		return fmt.Errorf("the guard did not allow the generated review: %+v", resp.Result)
+func Warm(ctx context.Context, h *webhook.Handler, f *Fixture) error {
+	if v := h.Review(ctx, f.Review); !v.Response.Allowed {
+		return fmt.Errorf("the guard did not allow the generated review: %+v", v.Response.Result)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func decodedInput(b *testing.B, f *Fixture) policy.Input {
 	if err := json.Unmarshal(f.Review, &review); err != nil {
 		b.Fatal(err)
 	}
-	in, err := webhook.DecodeInput(review.Request)
+	in, err := GenericInput(review.Request)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,19 +1,18 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -26,6 +25,8 @@ type checkOptions struct {
 	reviewPath  string
 	objectsPath string
 	output      string
+	// guardServiceAccount is serve's --policy-guard-service-account.
+	guardServiceAccount string
 }
 
 func newCheckCommand() *cobra.Command {
@@ -34,10 +35,14 @@ func newCheckCommand() *cobra.Command {
 		Use:   "check --config guard.yaml --review review.json [--objects objects.yaml] [-o text|json]",
 		Short: "Evaluate one AdmissionReview offline against a GuardConfig",
 		Long: `Evaluate one AdmissionReview (JSON or YAML) against a GuardConfig, without a
-cluster, the way 'serve' would decide it. CA sources resolve against the
-Secrets, ConfigMaps and cert-manager objects in --objects.
+cluster, through the same decoder and decision as 'serve'. CA sources
+resolve against the Secrets, ConfigMaps and cert-manager objects in
+--objects; one that cannot be read (missing, or holding garbage) is decided
+as the server decides it: caBundle changes are denied (ca-unavailable).
 
-Exit codes: 0 allowed (audit warnings included), 1 denied, 2 invalid input.`,
+Exit codes: 0 allowed (audit warnings included), 1 denied, 2 invalid input
+(a malformed review, config or objects file; -o json still prints the
+server's 400 answer).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCheck(cmd.Context(), o, cmd.OutOrStdout())
@@ -47,6 +52,7 @@ Exit codes: 0 allowed (audit warnings included), 1 denied, 2 invalid input.`,
 	cmd.Flags().StringVar(&o.reviewPath, "review", "", "AdmissionReview file, JSON or YAML (required).")
 	cmd.Flags().StringVar(&o.objectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, Certificates, Issuers and ClusterIssuers that CA sources resolve against.")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "Output: text (a summary) or json (the AdmissionReview with its response).")
+	cmd.Flags().StringVar(&o.guardServiceAccount, "policy-guard-service-account", "", "As serve's flag: the guard's own service account (namespace/name), the one writer besides break-glass of policy mode's generated objects.")
 	return cmd
 }
 
@@ -64,7 +70,7 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
-	review, err := readReview(o.reviewPath)
+	body, err := readReview(o.reviewPath)
 	if err != nil {
 		return invalid("review %s: %v", o.reviewPath, err)
 	}
@@ -77,78 +83,75 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 		return invalid("%v", err)
 	}
 
-	in, err := webhook.DecodeInput(review.Request)
+	// The server's own handler and decoder. A CA source in --objects that
+	// holds garbage is cluster state, decided (ca-unavailable) as the
+	// server decides it; garbage in the GuardConfig failed to load above.
+	var policyWriter string
+	if sa := o.guardServiceAccount; sa != "" {
+		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
+			return invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)
+		}
+		policyWriter = policy.ServiceAccountUsername(sa)
+	}
+	h, err := webhook.NewHandler(webhook.HandlerOptions{
+		Config:       webhook.StaticConfig{Config: cfg},
+		CA:           casource.New(objects, casource.Options{}),
+		PolicyWriter: policyWriter,
+		Log:          logr.Discard(),
+	})
 	if err != nil {
-		return invalid("review %s: %v", o.reviewPath, err)
+		return err
 	}
-	resolver := &strictResolver{Resolver: casource.New(objects, casource.Options{})}
-	h := &webhook.Handler{Config: webhook.StaticConfig{Config: cfg}, CA: resolver, Metrics: webhook.NewMetrics(prometheus.NewRegistry())}
-	d := h.Decide(ctx, in)
-	if resolver.invalid != nil {
-		return invalid("objects %s: %v", o.objectsPath, resolver.invalid)
-	}
-	resp := webhook.Response(&d)
-	resp.UID = review.Request.UID
-	review.Response = &resp.AdmissionResponse
-	review.Request = nil
+	v := h.Review(ctx, body)
 
 	if o.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(review); err != nil {
+		if err := enc.Encode(reviewAnswer{APIVersion: v.APIVersion, Kind: "AdmissionReview", Response: v.Response}); err != nil {
 			return err
 		}
-	} else {
-		printSummary(out, &d)
+	} else if v.Decision != nil {
+		printSummary(out, v.Decision)
 	}
-	if !d.Allowed() {
+	switch {
+	case v.Decision == nil:
+		// Rejected before a decision: the review is malformed.
+		return invalid("review %s: %s", o.reviewPath, v.Response.Result.Message)
+	case !v.Decision.Allowed():
 		return &exitError{code: ExitDenied}
 	}
 	return nil
 }
 
-// strictResolver turns CA data that exists but is malformed (garbage PEM in
-// a Secret of --objects) into invalid input for check, where it is a mistake
-// in the user's test files rather than a cluster state to decide on.
-type strictResolver struct {
-	*casource.Resolver
-	invalid error
+// reviewAnswer is the AdmissionReview check prints, as the server answers.
+type reviewAnswer struct {
+	APIVersion string                         `json:"apiVersion"`
+	Kind       string                         `json:"kind"`
+	Response   *admissionv1.AdmissionResponse `json:"response"`
 }
 
-func (s *strictResolver) Resolve(ctx context.Context, req casource.Request, live bool) casource.Result {
-	res := s.Resolver.Resolve(ctx, req, live)
-	var se *casource.SourceError
-	if errors.As(res.Err, &se) && se.InvalidData {
-		s.invalid = res.Err
-	}
-	return res
-}
-
-func readReview(path string) (*admissionv1.AdmissionReview, error) {
+// readReview reads a review file as the JSON body the server would be sent.
+// JSON (and an empty file) is passed on byte for byte, so that the decoder
+// sees exactly what the server would: duplicate members and invalid UTF-8
+// are its to reject. YAML is converted to JSON first, rejecting duplicate
+// keys; what is neither a JSON nor a YAML object is passed on for the
+// decoder to reject as the server would.
+func readReview(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	jsonData, err := yaml.YAMLToJSON(data)
+	if len(bytes.TrimSpace(data)) == 0 || utilyaml.IsJSONBuffer(data) {
+		return data, nil
+	}
+	jsonData, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, fmt.Errorf("neither JSON nor YAML: %w", err)
+		return nil, fmt.Errorf("not JSON, and not valid YAML: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := admissionv1.AddToScheme(scheme); err != nil {
-		return nil, err
+	if !utilyaml.IsJSONBuffer(jsonData) {
+		return data, nil
 	}
-	obj, gvk, err := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer().Decode(jsonData, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("not an admission.k8s.io/v1 AdmissionReview: %w", err)
-	}
-	review, ok := obj.(*admissionv1.AdmissionReview)
-	if !ok {
-		return nil, fmt.Errorf("is a %s, not an admission.k8s.io/v1 AdmissionReview", gvk.Kind)
-	}
-	if review.Request == nil {
-		return nil, errors.New("request is missing")
-	}
-	return review, nil
+	return jsonData, nil
 }
 
 func printSummary(out io.Writer, d *policy.Decision) {
@@ -163,7 +166,11 @@ func printSummary(out io.Writer, d *policy.Decision) {
 	}
 	fmt.Fprintln(out)
 	mapping := d.Mapping
-	if mapping == "" {
+	switch {
+	case mapping != "":
+	case d.Kind == policy.KindAdmissionPolicy || d.Kind == policy.KindAdmissionPolicyBinding:
+		mapping = "(none: an object policy mode generates)"
+	default:
 		mapping = "(none: unmanaged)"
 	}
 	fmt.Fprintf(out, "mapping:  %s\n", mapping)

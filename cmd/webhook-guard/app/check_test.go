@@ -24,19 +24,20 @@ func Test_check(t *testing.T) {
 		output         string
 		exitCode       int
 	}{
-		"if the owner writes its own CA, allow":                             {config: "guard-koordinator.yaml", review: "owner.json", exitCode: ExitAllowed},
-		"if another service account writes, deny (enforce)":                 {config: "guard-koordinator.yaml", review: "intruder.json", exitCode: ExitDenied},
-		"if another service account writes in audit, allow + warn":          {config: "guard-koordinator-audit.yaml", review: "intruder.json", exitCode: ExitAllowed},
-		"if the owner writes a foreign CA, deny":                            {config: "guard-koordinator.yaml", review: "foreign-ca.json", exitCode: ExitDenied},
-		"if the owner writes old+new CA during rotation, allow":             {config: "guard-koordinator.yaml", review: "rotation-overlap.json", exitCode: ExitAllowed},
-		"if the owner writes garbage PEM, deny":                             {config: "guard-koordinator.yaml", review: "garbage-pem.json", exitCode: ExitDenied},
-		"if a non-owner deletes, deny":                                      {config: "guard-koordinator.yaml", review: "delete-intruder.json", exitCode: ExitDenied},
-		"if system:masters writes, allow as break-glass":                    {config: "guard-koordinator.yaml", review: "breakglass.json", exitCode: ExitAllowed},
-		"if a non-owner dry-runs in audit, allow and record nothing":        {config: "guard-koordinator-audit.yaml", review: "intruder-dry-run.json", exitCode: ExitAllowed},
-		"if cainjector writes the Certificate's CA, allow":                  {config: "guard-cainjector.yaml", review: "cainjector.json", exitCode: ExitAllowed},
-		"if the application writes its own CA over cainjector's, deny":      {config: "guard-cainjector.yaml", review: "cainjector-app-writes-own-ca.json", exitCode: ExitDenied},
-		"if asked for json, print the AdmissionReview response":             {config: "guard-koordinator.yaml", review: "intruder.json", output: "json", exitCode: ExitDenied},
-		"if asked for json in audit, include warnings and auditAnnotations": {config: "guard-koordinator-audit.yaml", review: "foreign-ca.json", output: "json", exitCode: ExitAllowed},
+		"if the owner writes its own CA, allow":                                                             {config: "guard-koordinator.yaml", review: "owner.json", exitCode: ExitAllowed},
+		"if another service account writes, deny (enforce)":                                                 {config: "guard-koordinator.yaml", review: "intruder.json", exitCode: ExitDenied},
+		"if another service account writes in audit, allow + warn":                                          {config: "guard-koordinator-audit.yaml", review: "intruder.json", exitCode: ExitAllowed},
+		"if the owner writes a foreign CA, deny":                                                            {config: "guard-koordinator.yaml", review: "foreign-ca.json", exitCode: ExitDenied},
+		"if the owner writes old+new CA during rotation, allow":                                             {config: "guard-koordinator.yaml", review: "rotation-overlap.json", exitCode: ExitAllowed},
+		"if the owner writes garbage PEM, deny":                                                             {config: "guard-koordinator.yaml", review: "garbage-pem.json", exitCode: ExitDenied},
+		"if a non-owner deletes, deny":                                                                      {config: "guard-koordinator.yaml", review: "delete-intruder.json", exitCode: ExitDenied},
+		"if system:masters writes, allow as break-glass":                                                    {config: "guard-koordinator.yaml", review: "breakglass.json", exitCode: ExitAllowed},
+		"if a non-owner dry-runs in audit, allow and record nothing":                                        {config: "guard-koordinator-audit.yaml", review: "intruder-dry-run.json", exitCode: ExitAllowed},
+		"if cainjector writes the Certificate's CA, allow":                                                  {config: "guard-cainjector.yaml", review: "cainjector.json", exitCode: ExitAllowed},
+		"if the application writes its own CA over cainjector's, deny":                                      {config: "guard-cainjector.yaml", review: "cainjector-app-writes-own-ca.json", exitCode: ExitDenied},
+		"if asked for json, print the AdmissionReview response":                                             {config: "guard-koordinator.yaml", review: "intruder.json", output: "json", exitCode: ExitDenied},
+		"if asked for json in audit, include warnings and auditAnnotations":                                 {config: "guard-koordinator-audit.yaml", review: "foreign-ca.json", output: "json", exitCode: ExitAllowed},
+		"if the owner's CA Secret holds garbage, deny caBundle changes as the server does (ca-unavailable)": {config: "guard-broken-source.yaml", review: "broken-source.json", exitCode: ExitDenied},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -63,7 +64,7 @@ func Test_check_invalidInput(t *testing.T) {
 	}{
 		"if the review is malformed JSON, name the file": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/malformed.json"},
-			stderr: "error: review testdata/invalid/malformed.json: neither JSON nor YAML: yaml: line 1: did not find expected node content\n",
+			stderr: "error: review testdata/invalid/malformed.json: json parse error: jsontext: unexpected EOF within \"/request\" after offset 89\n",
 		},
 		"if the review is about another kind, say which kinds are guarded": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/other-kind.json"},
@@ -81,9 +82,9 @@ func Test_check_invalidInput(t *testing.T) {
 			args:   []string{"--config", "testdata/invalid/two-ca-sources.yaml", "--review", samples + "reviews/owner.json"},
 			stderr: "error: config testdata/invalid/two-ca-sources.yaml: owners[0].ca: Invalid value: \"configMap, secret\": exactly one CA source may be set; the owner's CA must come from a single place\n",
 		},
-		"if a CA source holds garbage PEM, name the Secret": {
-			args:   []string{"--config", samples + "guard-broken-source.yaml", "--objects", samples + "objects.yaml", "--review", samples + "reviews/broken-source.json"},
-			stderr: "error: objects " + samples + "objects.yaml: cannot read the owner's CA from Secret broken/broken-ca (key ca.crt): the data is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found\n",
+		"if a YAML review repeats a key, reject it as the server rejects a repeated JSON member": {
+			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/duplicate-key.yaml"},
+			stderr: "error: review testdata/invalid/duplicate-key.yaml: not JSON, and not valid YAML: yaml: unmarshal errors:\n  line 10: key \"name\" already set in map\n",
 		},
 		"if the config file does not exist, name it": {
 			args:   []string{"--config", "testdata/nope.yaml", "--review", samples + "reviews/owner.json"},
@@ -101,6 +102,26 @@ func Test_check_invalidInput(t *testing.T) {
 			assert.Equal(t, ExitInvalid, code)
 			assert.Equal(t, test.stderr, stderr.String())
 			assert.Empty(t, stdout.String())
+		})
+	}
+}
+
+// Test_check_yaml: a review in YAML is converted to JSON and answered
+// exactly as the same review in JSON.
+func Test_check_yaml(t *testing.T) {
+	for _, output := range []string{"text", "json"} {
+		t.Run("if the output is "+output+", YAML and JSON give the same answer and exit code", func(t *testing.T) {
+			run := func(review string) (int, string) {
+				var stdout, stderr bytes.Buffer
+				code := Main([]string{"check", "--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml", "--review", review, "-o", output}, &stdout, &stderr)
+				assert.Empty(t, stderr.String())
+				return code, stdout.String()
+			}
+			yamlCode, yamlOut := run("testdata/reviews/intruder.yaml")
+			jsonCode, jsonOut := run(samples + "reviews/intruder.json")
+			assert.Equal(t, ExitDenied, jsonCode)
+			assert.Equal(t, jsonCode, yamlCode)
+			assert.Equal(t, jsonOut, yamlOut)
 		})
 	}
 }

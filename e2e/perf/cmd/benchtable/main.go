@@ -105,8 +105,8 @@ var paths = []struct{ label, bench string }{
 	{"floor: go-json-experiment/json = encoding/json/v2 (strict)", "BenchmarkFloor/decoder=json-v2/entries=%d"},
 	{"floor: json-iterator, CaseSensitive (strict)", "BenchmarkFloor/decoder=jsoniter-casesensitive/entries=%d"},
 	{"guard: full path as served (mux, metrics, decode, CA cache, decide, encode)", "BenchmarkGuard/path=server/entries=%d"},
-	{"guard: ReviewHandler.Review (decode + decide, no HTTP)", "BenchmarkGuard/path=review/entries=%d"},
-	{"controller-runtime generic admission.Webhook, same Handler", "BenchmarkGeneric/entries=%d"},
+	{"guard: Handler.Review (decode + decide, no HTTP)", "BenchmarkGuard/path=review/entries=%d"},
+	{"controller-runtime generic admission.Webhook, same decision", "BenchmarkGeneric/entries=%d"},
 	{"CEL: k8s.io/apiserver VAP validator, compiled once", "BenchmarkCEL/entries=%d"},
 	{"Rego: OPA v1.22 prepared query", "BenchmarkRego/entries=%d"},
 }

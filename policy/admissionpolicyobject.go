@@ -1,0 +1,79 @@
+package policy
+
+import "fmt"
+
+// The kinds of policy mode's generated objects: ValidatingAdmissionPolicies
+// and their bindings (admissionregistration.k8s.io/v1). Besides webhook
+// configurations they are the only kinds the guard decides: the static
+// webhook receives their writes because they are exempt from admission
+// policies but not from static webhooks.
+const (
+	KindAdmissionPolicy        ConfigKind = "ValidatingAdmissionPolicy"
+	KindAdmissionPolicyBinding ConfigKind = "ValidatingAdmissionPolicyBinding"
+)
+
+// RuleAdmissionPolicyObject: someone other than the guard and break-glass
+// wrote one of the admission policies or bindings policy mode generates.
+const RuleAdmissionPolicyObject Rule = "policy-object"
+
+// AdmissionPolicyObjectInput is a write of a ValidatingAdmissionPolicy or
+// binding, as far as the decision reads it.
+type AdmissionPolicyObjectInput struct {
+	Operation Operation
+	Kind      ConfigKind
+	Name      string
+	User      User
+	DryRun    bool
+	// Generated: the object before or after the write carries the guard's
+	// managed-by label. Objects the guard did not generate are not its to
+	// defend and are allowed.
+	Generated bool
+	// Writer is the guard's own username, the one subject besides
+	// break-glass that may change generated objects; "" when not configured
+	// (then only break-glass may).
+	Writer string
+}
+
+// DecideAdmissionPolicyObject decides a write of a generated admission
+// policy or binding: the guard and break-glass may, anyone else is denied.
+// The static webhook's matchConditions already skip the guard and
+// break-glass; deciding again here means a manifest rendered without them
+// can never lock the guard out of its own objects. It is always enforced:
+// there is no owner mapping, so no mode to audit in.
+func (c *Config) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) Decision {
+	d := Decision{
+		Operation: in.Operation,
+		Kind:      in.Kind,
+		Name:      in.Name,
+		Subject:   in.User.Username,
+		DryRun:    in.DryRun,
+		Mode:      ModeEnforce,
+		Rule:      RuleAdmissionPolicyObject,
+	}
+	switch {
+	case !in.Generated:
+		d.Mode, d.Outcome, d.Rule = "", OutcomeAllow, RuleNone
+		return d
+	case in.Writer != "" && in.User.Username == in.Writer:
+		d.Outcome = OutcomeAllow
+		return d
+	case c.IsBreakGlass(in.User):
+		d.Outcome = OutcomeBreakGlass
+		return d
+	}
+	writer := in.Writer
+	if writer == "" {
+		writer = "the guard's service account"
+	}
+	d.Outcome = OutcomeDeny
+	d.Violations = []Violation{{
+		Rule:   RuleAdmissionPolicyObject,
+		Detail: fmt.Sprintf("only %s may change the objects policy mode generates (label %s)", writer, generatedLabel),
+		Hint:   "change the owner mappings in the GuardConfig instead, the guard regenerates them",
+	}}
+	return d
+}
+
+// generatedLabel is how policy mode marks what it generates (kept in step
+// with policy/vap's LabelManagedBy and ManagedBy; vap imports this package).
+const generatedLabel = "app.kubernetes.io/managed-by=webhook-guard"
