@@ -6,34 +6,45 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
-// kubeFlags are the cluster flags of the commands that read a live
-// cluster, as kubectl spells them (KUBECONFIG is honoured).
+// kubeFlags are kubectl's own cluster flags (cli-runtime's ConfigFlags:
+// --kubeconfig, --context, -n, --as, --as-group, --server, --token,
+// --request-timeout, ...), so the commands that read a live cluster take
+// exactly what kubectl takes, KUBECONFIG included.
 type kubeFlags struct {
-	kubeconfig string
-	context    string
+	flags *genericclioptions.ConfigFlags
 }
 
 func (k *kubeFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&k.kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
-	cmd.Flags().StringVar(&k.context, "context", "", "Kubeconfig context (default: the current context).")
+	k.flags = genericclioptions.NewConfigFlags(true)
+	k.flags.AddFlags(cmd.Flags())
 }
 
 func (k *kubeFlags) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.context}).ClientConfig()
+	cfg, err := k.flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	return cfg, nil
+}
+
+// namespace is -n, else the kubeconfig context's namespace, else def.
+func (k *kubeFlags) namespace(def string) (string, error) {
+	ns, explicit, err := k.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	if !explicit && ns == "default" {
+		return def, nil
+	}
+	return ns, nil
 }
 
 func (k *kubeFlags) client() (client.Client, error) {

@@ -6,11 +6,13 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 	"time"
 
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -22,13 +24,13 @@ type reviewOptions struct {
 	mapping  string
 	since    string
 	decision string
-	output   string
+	out      outputFlags
 }
 
 func newReviewCommand() *cobra.Command {
 	o := &reviewOptions{}
 	cmd := &cobra.Command{
-		Use:   "review [--mapping NAME] [--since TIME|DURATION] [--decision DECISION] [-o table|json|yaml]",
+		Use:   "review [--mapping NAME] [--since TIME|DURATION] [--decision DECISION] [-o table|wide|json|yaml|name|jsonpath=...]",
 		Short: "Show what the guard denied or would deny, with the config change that fixes it",
 		Long: `Read the OpenReports ClusterReports the guard keeps (source webhook-guard, one
 per guarded configuration) and show, per mapping and subject, the rule, the
@@ -57,12 +59,12 @@ the reports could not be read.`,
 	cmd.Flags().StringVar(&o.mapping, "mapping", "", "Only this owner mapping.")
 	cmd.Flags().StringVar(&o.since, "since", "", "Only findings last seen at or after this time (RFC 3339) or within this duration (e.g. 1h).")
 	cmd.Flags().StringVar(&o.decision, "decision", "", "Only this decision: deny, audit, break-glass or flapping.")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output: table, json or yaml.")
+	o.out.add(cmd)
 	return cmd
 }
 
 func (o *reviewOptions) validate() error {
-	if err := validOutput(o.output); err != nil {
+	if err := o.out.validate(); err != nil {
 		return err
 	}
 	switch o.decision {
@@ -107,6 +109,8 @@ type ReviewFinding struct {
 	// WouldDeny is true for what enforce mode denies (or denied).
 	WouldDeny  bool   `json:"wouldDeny"`
 	Suggestion string `json:"suggestion"`
+	// report is the ClusterReport holding the finding (-o name).
+	report string
 }
 
 // ReviewResult is the whole review, as -o json|yaml prints it.
@@ -131,11 +135,7 @@ func runReview(ctx context.Context, c client.Reader, o *reviewOptions, now time.
 		return &exitError{code: ExitInvalid, err: fmt.Errorf("list openreports.io ClusterReports (are the OpenReports CRDs installed and the guard running?): %w", err)}
 	}
 	res := reviewFindings(list.Items, o, since)
-	if o.output != "table" {
-		if err := printStructured(out, o.output, res); err != nil {
-			return err
-		}
-	} else if err := printReviewTable(out, res); err != nil {
+	if err := printReview(out, &o.out, res, now); err != nil {
 		return err
 	}
 	if res.WouldDeny > 0 {
@@ -161,7 +161,7 @@ func reviewFindings(reports []reportsv1alpha1.ClusterReport, o *reviewOptions, s
 			f := ReviewFinding{
 				Mapping: r.Policy, Subject: p[records.PropSubject], Rule: r.Rule, Decision: p[records.PropDecision], Mode: p[records.PropMode],
 				Configuration: conf, Webhook: p[records.PropWebhook], ExpectedCA: p[records.PropExpected], FoundCA: p[records.PropFound],
-				Writers: p[records.PropWriters], FirstSeen: p[records.PropFirstSeen], LastSeen: p[records.PropLastSeen],
+				Writers: p[records.PropWriters], FirstSeen: p[records.PropFirstSeen], LastSeen: p[records.PropLastSeen], report: rep.Name,
 			}
 			if c := p[records.PropConfiguration]; c != "" { // a report of absent configurations
 				f.Configuration = c
@@ -232,23 +232,69 @@ func orDash(s string) string {
 	return s
 }
 
-func printReviewTable(out io.Writer, res ReviewResult) error {
-	if len(res.Findings) == 0 {
-		_, err := fmt.Fprintln(out, "No findings: nothing was or would be denied.")
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MAPPING\tSUBJECT\tRULE\tDECISION\tCONFIGURATION\tWEBHOOK\tFOUND CA\tCOUNT\tFIRST SEEN\tLAST SEEN")
+// reviewTable is the findings table: it fits 120 columns for the common
+// names (ages instead of times, service accounts as sa:ns:name); -o wide
+// adds the configuration (kind abbreviated), the webhook entry and first
+// seen.
+func reviewTable(res ReviewResult, now time.Time) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("MAPPING", false), column("SUBJECT", false), column("RULE", false), column("DECISION", false),
+		column("FOUND CA", false), column("COUNT", false), column("LAST SEEN", false),
+		column("CONFIGURATION", true), column("WEBHOOK", true), column("FIRST SEEN", true),
+	}}
 	for _, f := range res.Findings {
 		subject := f.Subject
 		if subject == "" {
 			subject = f.Writers
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", f.Mapping, orDash(subject), f.Rule, f.Decision, f.Configuration,
-			orDash(f.Webhook), orDash(f.FoundCA), f.Count, f.FirstSeen, f.LastSeen)
+		if ns, name, ok := policy.ServiceAccountOf(subject); ok {
+			subject = "sa:" + ns + ":" + name
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+			f.Mapping, orDash(subject), f.Rule, f.Decision, orDash(f.FoundCA), f.Count, age(f.LastSeen, now),
+			shortConfiguration(f.Configuration), orDash(f.Webhook), f.FirstSeen,
+		}})
 	}
-	if err := tw.Flush(); err != nil {
+	return t
+}
+
+// shortConfiguration abbreviates the kind as kubectl's short names do.
+func shortConfiguration(c string) string {
+	c = strings.Replace(c, string(policy.KindValidating)+"/", "vwc/", 1)
+	return strings.Replace(c, string(policy.KindMutating)+"/", "mwc/", 1)
+}
+
+// age is an RFC 3339 time as kubectl prints ages (5m, 3h2m, 4d).
+func age(ts string, now time.Time) string {
+	t, err := time.Parse(time.RFC3339, ts)
+	if err != nil {
+		return orDash(ts)
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+func printReview(out io.Writer, o *outputFlags, res ReviewResult, now time.Time) error {
+	if !o.isTable() {
+		names := make([]string, 0, len(res.Findings))
+		for _, f := range res.Findings {
+			if n := "clusterreport.openreports.io/" + f.report; !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		return o.print(out, res, nil, names)
+	}
+	if len(res.Findings) == 0 {
+		if o.noHeaders {
+			return nil
+		}
+		_, err := fmt.Fprintln(out, "No findings: nothing was or would be denied.")
 		return err
+	}
+	if err := o.print(out, res, reviewTable(res, now), nil); err != nil {
+		return err
+	}
+	if o.noHeaders {
+		return nil
 	}
 	fmt.Fprintln(out, "\nSuggestions:")
 	var seen []string

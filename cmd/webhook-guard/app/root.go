@@ -57,12 +57,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return ExitInvalid
 }
 
-// NewCommand builds the root command. Invoked as kubectl-webhook_guard it
-// works as a kubectl plugin (`kubectl webhook-guard check ...`).
+// NewCommand builds the root command, named after how it was invoked.
 func NewCommand(stdout, stderr io.Writer) *cobra.Command {
-	name := "webhook-guard"
+	return newCommandAs(filepath.Base(osArgs{}.Args0()), stdout, stderr)
+}
+
+// pluginName is the executable kubectl runs for `kubectl webhook-guard`
+// (kubectl maps the dash in a plugin's name to an underscore in its file).
+const pluginName = "kubectl-webhook_guard"
+
+// newCommandAs builds the root command for the program name prog. As
+// kubectl-webhook_guard, help shows `kubectl webhook-guard ...` (cobra's
+// display name) while completion registers for kubectl-webhook_guard, the
+// executable kubectl's plugin completion calls, never for kubectl itself.
+func newCommandAs(prog string, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:   name,
+		Use:   "webhook-guard",
 		Short: "Enforce single ownership of Kubernetes webhook configurations",
 		Long: `webhook-guard rejects (enforce) or records (audit) writes to Mutating- and
 ValidatingWebhookConfigurations by anyone but their declared owner, and
@@ -74,8 +84,9 @@ objects: the guard is reached through a static webhook manifest
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	if strings.HasPrefix(filepath.Base(osArgs{}.Args0()), "kubectl-") {
-		root.Use = "kubectl webhook-guard"
+	if strings.TrimSuffix(prog, ".exe") == pluginName {
+		root.Use = pluginName
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl webhook-guard"}
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
