@@ -69,7 +69,7 @@ func (c *Config) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) Dec
 	d.Violations = []Violation{{
 		Rule:   RuleAdmissionPolicyObject,
 		Detail: fmt.Sprintf("only %s may change the objects policy mode generates (label %s)", writer, generatedLabel),
-		Hint:   "change the owner mappings in the GuardConfig instead, the guard regenerates them",
+		Hint:   RuleAdmissionPolicyObject.Info().Hint,
 	}}
 	return d
 }

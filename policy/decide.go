@@ -35,7 +35,7 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 			Rule:   RuleAmbiguousOwner,
 			Field:  "metadata.labels",
 			Detail: fmt.Sprintf("the label selectors of mappings %s all match this configuration; single ownership cannot be decided", strings.Join(quoteAll(m.Conflicting), ", ")),
-			Hint:   "narrow the labelSelector of all but one of these mappings",
+			Hint:   RuleAmbiguousOwner.Info().Hint,
 		})
 		d.finish(d.Mode, breakGlass)
 		return d
@@ -49,7 +49,7 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 			d.Violations = []Violation{{
 				Rule:   RuleUnmanaged,
 				Detail: "no owner mapping covers this configuration",
-				Hint:   "add it to the match of the mapping of the controller that owns it",
+				Hint:   RuleUnmanaged.Info().Hint,
 			}}
 		}
 		return d
@@ -118,7 +118,7 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 				Field:   ch.Field(),
 				Webhook: ch.Webhook,
 				Detail:  "cannot verify the new caBundle: " + caErr.Error() + "; caBundle changes fail closed until the source can be read",
-				Hint:    "fix the CA source named above; updates that leave caBundle alone are not affected",
+				Hint:    RuleCAUnavailable.Info().Hint,
 			})
 			continue
 		}

@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Rule names a broken rule; values are metric label values.
+// Rule names a broken rule; values are metric label values. Each has its
+// entry in the rule table (rules.go).
 type Rule string
 
 const (
@@ -29,9 +30,6 @@ const (
 	// RuleBreakGlass: a break-glass subject wrote a guarded configuration.
 	RuleBreakGlass Rule = "break-glass"
 )
-
-// rulePriority orders rules for the one label a decision is counted under.
-var rulePriority = map[Rule]int{RuleNotOwner: 0, RuleAmbiguousOwner: 1, RuleCAUnavailable: 2, RuleCAMismatch: 3}
 
 // Outcome is what happens to the request; values are metric label values.
 type Outcome string
@@ -266,7 +264,7 @@ func (d *Decision) finish(mode Mode, breakGlass bool) {
 	})
 	d.Rule = RuleNone
 	for _, v := range d.Violations {
-		if d.Rule == RuleNone || rulePriority[v.Rule] < rulePriority[d.Rule] {
+		if d.Rule == RuleNone || ruleTable[v.Rule].Priority < ruleTable[d.Rule].Priority {
 			d.Rule = v.Rule
 		}
 	}

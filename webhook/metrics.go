@@ -10,7 +10,8 @@ import (
 type Metrics struct {
 	// Decisions counts every decided request.
 	//   mapping: the owner mapping's name, "" when unmanaged.
-	//   rule: none | not-owner | ca-mismatch | ca-unavailable | ambiguous-owner | unmanaged | break-glass
+	//   rule: a policy.Rule, each listed in policy's rule table (policy/rules.go):
+	//         none | not-owner | ca-mismatch | ca-unavailable | ambiguous-owner | unmanaged | break-glass
 	//         | policy-object (writes of policy mode's generated objects, mapping "")
 	//   decision: allow | deny | audit | break-glass
 	Decisions *prometheus.CounterVec
