@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
@@ -246,7 +249,7 @@ func TestDiscoverProposesOwners(t *testing.T) {
 			Writers: policy.Subjects{ServiceAccounts: []string{"shared-system/shared-controller"}},
 			CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "shared-system", Name: "shared-webhook-tls", Key: "ca.crt"}}},
 	}
-	if fmt.Sprint(cfg.Spec.Owners) != fmt.Sprint(want) {
+	if mustYAML(t, cfg.Spec.Owners) != mustYAML(t, want) {
 		t.Errorf("proposed owners:\n%s\nwant:\n%s", mustYAML(t, cfg.Spec.Owners), mustYAML(t, want))
 	}
 	for _, s := range []string{
@@ -295,8 +298,10 @@ func TestDiscoverProposesOwners(t *testing.T) {
 		{env.ServiceAccount(t, "koordinator-system", "koord-manager"), framework.Mutating, "koord-mutating-webhook-configuration", d.koordCA.PEM},
 		{env.ServiceAccount(t, "shared-system", "shared-controller"), framework.Validating, "shared-webhooks", d.sharedCA.PEM},
 	}
+	// Each write changes the stored bytes (a trailing newline: the same
+	// certificate), so it is a real update.
 	for _, w := range writes {
-		if _, err := w.who.SetCABundle(ctx, w.kind, w.name, w.bundle); err != nil {
+		if _, err := w.who.SetCABundle(ctx, w.kind, w.name, append(slices.Clone(w.bundle), '\n')); err != nil {
 			t.Errorf("%s writing its own CA into %s was rejected: %v", w.who.User.Name, w.name, err)
 		}
 		if ws := w.who.Warnings.Take(); len(ws) > 0 {
@@ -331,4 +336,138 @@ func mustYAML(t *testing.T, v any) string {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// TestScanReportsWebhookHealth seeds one configuration per health problem
+// and a healthy one, and checks scan names each problem's field and fix and
+// says nothing about the healthy one.
+func TestScanReportsWebhookHealth(t *testing.T) {
+	t.Parallel()
+	env := framework.Start(t, framework.Options{Config: &policy.GuardConfig{
+		BreakGlass: policy.Subjects{Groups: []string{"system:masters"}}, Unmanaged: policy.UnmanagedAllow, Owners: []policy.Owner{},
+	}})
+	kube := env.AdminKube
+	const ns = "health-system"
+	healthCA := framework.NewCA(t, "health-ca")
+	ctrl := seededWorkload{namespace: ns, name: "health-ctrl", secret: "health-ctrl-tls", ready: 1,
+		data: framework.SecretData(healthCA, healthCA.Issue(t, "health-ctrl-webhook", "health-ctrl-webhook."+ns+".svc"))}
+	seedWorkload(t, kube, ctrl)
+	empty := seededWorkload{namespace: ns, name: "empty-ctrl", secret: "empty-ctrl-tls", ready: 0,
+		data: framework.SecretData(healthCA, healthCA.Issue(t, "empty-ctrl-webhook", "empty-ctrl-webhook."+ns+".svc"))}
+	seedWorkload(t, kube, empty)
+	soon, err := testpki.NewCA("expiring-ca", testpki.WithValidity(time.Now().Add(-time.Hour), time.Now().Add(30*time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	soonLeaf, err := soon.Issue("expiring-ctrl-webhook", "expiring-ctrl-webhook."+ns+".svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiring := seededWorkload{namespace: ns, name: "expiring-ctrl", secret: "expiring-ctrl-tls", ready: 1, data: testpki.SecretData(soon, soonLeaf)}
+	seedWorkload(t, kube, expiring)
+
+	ok := func(name string) admv1.ValidatingWebhook {
+		return healthyWebhook(name, serviceClient(ctrl, healthCA.PEM), ns)
+	}
+	createValidating(t, kube, "health-ok", "health-ctrl", nil, ok("ok.health.example.com"))
+	createValidating(t, kube, "health-no-endpoints", "empty-ctrl", nil, healthyWebhook("ep.health.example.com", serviceClient(empty, healthCA.PEM), ns))
+	createValidating(t, kube, "health-cert-mismatch", "health-ctrl", nil, healthyWebhook("cert.health.example.com", serviceClient(ctrl, framework.NewCA(t, "unrelated-ca").PEM), ns))
+	createValidating(t, kube, "health-cert-expiring", "expiring-ctrl", nil, healthyWebhook("exp.health.example.com", serviceClient(expiring, soon.PEM), ns))
+	scope := ok("scope.health.example.com")
+	scope.NamespaceSelector = nil
+	createValidating(t, kube, "health-fail-scope", "health-ctrl", nil, scope)
+	slow := ok("slow.health.example.com")
+	slow.TimeoutSeconds = ptr.To[int32](30)
+	createValidating(t, kube, "health-timeout", "health-ctrl", nil, slow)
+	createValidating(t, kube, "health-two-writers", "health-ctrl", nil, ok("two.health.example.com"))
+	applyCABundle(t, kube, "health-two-writers", "two.health.example.com", "second-writer", healthCA.PEM)
+
+	kubeconfig := env.Kubeconfig(t, envtest.User{Name: "e2e-scanner", Groups: []string{"system:masters"}})
+	// The framework's CAs live a day; the expiring one half an hour.
+	out, code := cli(t, "scan", "-o", "json", "--expiry-threshold", "1h", "--kubeconfig", kubeconfig)
+	if code != 1 {
+		t.Fatalf("scan exited %d; want 1 (problems found):\n%s", code, out)
+	}
+	var res struct {
+		Findings []struct {
+			Level, Check, Configuration, Field, Detail, Suggestion string
+		} `json:"findings"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("scan -o json: %v\n%s", err, out)
+	}
+	want := []struct{ level, check, config, field, fix string }{
+		{"fail", "no-ready-endpoints", "health-no-endpoints", "webhooks[0].clientConfig.service", "run the webhook's pods behind Service health-system/empty-ctrl-webhook, or set failurePolicy: Ignore"},
+		{"fail", "serving-cert", "health-cert-mismatch", "webhooks[0].clientConfig.caBundle", "make the caBundle hold the CA that signs the serving certificate"},
+		{"warn", "serving-cert", "health-cert-expiring", "webhooks[0].clientConfig.caBundle", "renew the serving certificate in Secret health-system/expiring-ctrl-tls"},
+		{"warn", "fail-catches-system-namespaces", "health-fail-scope", "webhooks[0].namespaceSelector", "values: [kube-system, kube-node-lease, health-system]"},
+		{"warn", "timeout", "health-timeout", "webhooks[0].timeoutSeconds", "set webhooks[0].timeoutSeconds to 10 or less"},
+		{"warn", "multiple-ca-writers", "health-two-writers", "webhooks[].clientConfig.caBundle", "keep one CA writer"},
+	}
+	for _, w := range want {
+		found := false
+		for _, f := range res.Findings {
+			found = found || (f.Level == w.level && f.Check == w.check && f.Configuration == "ValidatingWebhookConfiguration/"+w.config &&
+				f.Field == w.field && strings.Contains(f.Suggestion, w.fix))
+		}
+		if !found {
+			t.Errorf("scan did not report %s %s on %s %s with fix %q:\n%s", w.level, w.check, w.config, w.field, w.fix, out)
+		}
+	}
+	for _, f := range res.Findings {
+		if f.Configuration == "ValidatingWebhookConfiguration/health-ok" {
+			t.Errorf("scan reported the healthy configuration: %+v", f)
+		}
+	}
+	if len(res.Findings) != len(want) {
+		t.Errorf("scan reported %d findings; want exactly the %d seeded:\n%s", len(res.Findings), len(want), out)
+	}
+}
+
+// TestDiscoverAndScanScale times discover and scan (the CLI processes, as
+// a user runs them) over 200 configurations served by 20 controllers, and
+// checks that every configuration is mapped and healthy.
+func TestDiscoverAndScanScale(t *testing.T) {
+	t.Parallel()
+	env := framework.Start(t, framework.Options{Config: &policy.GuardConfig{
+		BreakGlass: policy.Subjects{Groups: []string{"system:masters"}}, Unmanaged: policy.UnmanagedAllow, Owners: []policy.Owner{},
+	}})
+	const controllers, perController = 20, 10
+	for i := range controllers {
+		ca := framework.NewCA(t, fmt.Sprintf("ctrl-%d-ca", i))
+		w := seededWorkload{namespace: fmt.Sprintf("team-%02d", i), name: fmt.Sprintf("ctrl-%02d", i), secret: "webhook-tls", ready: 1}
+		w.data = framework.SecretData(ca, ca.Issue(t, w.service(), w.service()+"."+w.namespace+".svc"))
+		seedWorkload(t, env.AdminKube, w)
+		for j := range perController {
+			createValidating(t, env.AdminKube, fmt.Sprintf("%s-%d", w.name, j), w.name, nil,
+				healthyWebhook("v.scale.example.com", serviceClient(w, ca.PEM), w.namespace))
+		}
+	}
+	kubeconfig := env.Kubeconfig(t, envtest.User{Name: "e2e-scale", Groups: []string{"system:masters"}})
+
+	start := time.Now()
+	proposal, code := cli(t, "discover", "--format", "config", "--kubeconfig", kubeconfig)
+	discoverTook := time.Since(start)
+	start = time.Now()
+	scanOut, scanCode := cli(t, "scan", "--expiry-threshold", "1h", "--kubeconfig", kubeconfig)
+	scanTook := time.Since(start)
+	t.Logf("%d configurations: discover %s, scan %s (each a whole CLI process)", controllers*perController, discoverTook.Round(time.Millisecond), scanTook.Round(time.Millisecond))
+
+	if code != 0 {
+		t.Fatalf("discover exited %d", code)
+	}
+	cfg, err := policy.Load([]byte(proposal))
+	if err != nil {
+		t.Fatalf("the proposal does not load: %v", err)
+	}
+	mapped := 0
+	for _, o := range cfg.Spec.Owners {
+		mapped += len(o.Match.Validating)
+	}
+	if len(cfg.Spec.Owners) != controllers || mapped != controllers*perController {
+		t.Errorf("discover proposed %d mappings covering %d configurations; want %d covering %d", len(cfg.Spec.Owners), mapped, controllers, controllers*perController)
+	}
+	if scanCode != 0 || !strings.Contains(scanOut, "No findings.") {
+		t.Errorf("scan of healthy configurations exited %d:\n%s", scanCode, lastLines(scanOut, 10))
+	}
 }

@@ -64,6 +64,12 @@ func renderProposal(p discovery.Proposal, format, caInjector string) ([]byte, er
 	}
 	for i, item := range ownersNode.Content {
 		reorder(item, "name", "match", "writers", "ca")
+		if _, match := mapEntry(item, "match"); match != nil {
+			reorder(match, "validating", "mutating")
+		}
+		if _, ca := mapEntry(item, "ca"); ca != nil && len(ca.Content) == 2 && ca.Content[1].Kind == yamlv3.MappingNode {
+			reorder(ca.Content[1], "kind", "namespace", "name", "key")
+		}
 		item.HeadComment = comment(append([]string{"Evidence:"}, indent(p.Mappings[i].Evidence)...))
 	}
 	if len(p.Mappings) == 0 {

@@ -75,9 +75,9 @@ func Test_runDiscover(t *testing.T) {
         - app/ctrl
     ca:
       secret:
-        key: ca.crt
-        name: webhook-certs
         namespace: app
+        name: webhook-certs
+        key: ca.crt
 `
 	fp := sha256.Sum256(ca.Cert.Raw)
 	discover := func(t *testing.T, format string) string {
