@@ -6,11 +6,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,25 +76,15 @@ func resultCounts(t *testing.T, c client.Client, name string) (map[string]int64,
 	return out, total
 }
 
-// cli runs the webhook-guard binary and returns its stdout and exit code.
+// cli runs the webhook-guard binary and returns its stdout and exit code;
+// exit 2 (invalid input) fails the test.
 func cli(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(framework.GuardBinary(t), args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), 0
-	case errors.As(err, &ee):
-		if ee.ExitCode() == 2 {
-			t.Fatalf("webhook-guard %s: exit 2: %s", strings.Join(args, " "), stderr.String())
-		}
-		return stdout.String(), ee.ExitCode()
+	stdout, stderr, code := runCLI(t, args...)
+	if code == 2 {
+		t.Fatalf("webhook-guard %s: exit 2: %s", strings.Join(args, " "), stderr)
 	}
-	t.Fatalf("webhook-guard %s: %v", strings.Join(args, " "), err)
-	return "", 0
+	return stdout, code
 }
 
 func writeGuardConfig(t *testing.T, dir string, cfg *policy.GuardConfig) string {

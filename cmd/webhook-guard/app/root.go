@@ -90,7 +90,7 @@ objects: the guard is reached through a static webhook manifest
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCommand(), newCheckCommand(), newRenderCommand(), newReviewCommand(), newScanCommand(), newDiscoverCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newCheckCommand(), newRenderCommand(), newReviewCommand(), newScanCommand(), newDiscoverCommand(), newTestCommand(), newVersionCommand())
 	return root
 }
 

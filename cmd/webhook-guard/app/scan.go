@@ -23,13 +23,12 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/discovery"
-	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
 type scanOptions struct {
 	kube            kubeFlags
-	configPath      string
+	source          configSource
 	expiryThreshold time.Duration
 	dialTimeout     time.Duration
 	output          string
@@ -69,12 +68,9 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 			if o.expiryThreshold <= 0 || o.dialTimeout <= 0 {
 				return invalid("--expiry-threshold and --dial-timeout must be > 0")
 			}
-			var cfg *policy.Config
-			if o.configPath != "" {
-				var err error
-				if cfg, _, err = webhook.LoadConfigFile(o.configPath); err != nil {
-					return invalid("%v", err)
-				}
+			cfg, err := o.source.load(cmd.Context(), &o.kube)
+			if err != nil {
+				return err
 			}
 			c, err := o.kube.client()
 			if err != nil {
@@ -84,7 +80,7 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 		},
 	}
 	o.kube.add(cmd)
-	cmd.Flags().StringVar(&o.configPath, "config", "", "GuardConfig file; without it only the health checks run.")
+	o.source.add(cmd, "; without a GuardConfig only the health checks run")
 	cmd.Flags().DurationVar(&o.expiryThreshold, "expiry-threshold", 30*24*time.Hour, "Warn when the owner's CA or a serving certificate expires within this duration.")
 	cmd.Flags().DurationVar(&o.dialTimeout, "dial-timeout", 2*time.Second, "Timeout of one TLS dial to a webhook to read its serving certificate.")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output: table, json or yaml.")

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const valuesFile = `replicaCount: 2
+config:
+  existingConfigMap: ""
+  defaultMode: audit
+  owners:
+    - name: app
+      match: {validating: [app-webhooks]}
+      writers: {serviceAccounts: [app-system/app-controller]}
+      ca: {secret: {namespace: app-system, name: app-ca, key: ca.crt}}
+`
+
+func Test_configSource(t *testing.T) {
+	dir := t.TempDir()
+	values := filepath.Join(dir, "values.yaml")
+	require.NoError(t, os.WriteFile(values, []byte(valuesFile), 0o600))
+
+	tests := map[string]struct {
+		src     configSource
+		mapping string
+		expErr  string
+	}{
+		"if a Helm values file is given as --values, take its config key": {src: configSource{values: values}, mapping: "app"},
+		"if a Helm values file is given as --config, say to use --values": {
+			src:    configSource{path: values},
+			expErr: `hint: this is a Helm values file (top-level config:), pass it as --values`,
+		},
+		"if two sources are given, refuse":   {src: configSource{path: values, fromCluster: true}, expErr: "--config, --values and --from-cluster are exclusive"},
+		"if no source is given, return none": {src: configSource{}},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := test.src.load(t.Context(), &kubeFlags{})
+			if test.expErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), test.expErr)
+				return
+			}
+			require.NoError(t, err)
+			if test.mapping == "" {
+				assert.Nil(t, cfg)
+				return
+			}
+			require.NotNil(t, cfg)
+			assert.Equal(t, test.mapping, cfg.Spec.Owners[0].Name)
+		})
+	}
+}
