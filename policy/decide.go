@@ -17,6 +17,9 @@ func (c *Config) Decide(in *Input) Decision {
 // know whose CA to resolve), so the admission path matches once, not once
 // per decision. m must come from c.Match for the same input.
 func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
+	if in.Observed {
+		return c.decideObserved(m, in)
+	}
 	d := Decision{
 		Operation: in.Operation,
 		Kind:      in.Kind,

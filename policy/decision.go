@@ -106,6 +106,11 @@ type Decision struct {
 	// Record says whether the decision must be recorded: every would-deny,
 	// deny, break-glass and audited unmanaged write, never a dry run.
 	Record bool `json:"record"`
+	// Observed marks a verdict on a change the observer saw after the fact
+	// rather than a request the guard answered (Input.Observed).
+	Observed bool `json:"observed,omitempty"`
+	// FieldManagers own the changed caBundles, for an observed change.
+	FieldManagers []FieldManager `json:"fieldManagers,omitempty"`
 }
 
 // Allowed reports whether the request goes through.
@@ -126,10 +131,14 @@ func (d *Decision) Message() string {
 	}
 	var b strings.Builder
 	verb := "denied"
-	switch d.Outcome {
-	case OutcomeAudit:
+	switch {
+	case d.Observed && d.Outcome == OutcomeAudit:
+		verb = "observed (audit mode would deny)"
+	case d.Observed:
+		verb = "observed (enforce mode denies)"
+	case d.Outcome == OutcomeAudit:
 		verb = "would deny (audit mode)"
-	case OutcomeBreakGlass:
+	case d.Outcome == OutcomeBreakGlass:
 		verb = "allowed break-glass"
 	}
 	fmt.Fprintf(&b, "webhook-guard %s %s of %s %q by %q", verb, d.Operation, d.Kind, d.Name, d.Subject)

@@ -18,6 +18,9 @@ type FlapReport struct {
 	Window          time.Duration
 	// Writers are the subjects that wrote within the window, sorted.
 	Writers []string
+	// Observed is set by the observer: the writes were seen in a watch,
+	// not answered as requests.
+	Observed bool
 }
 
 type flapWrite struct {
@@ -93,6 +96,35 @@ func (f *FlapDetector) Observe(d *Decision, now time.Time) (FlapReport, bool) {
 	}
 	slices.Sort(r.Writers)
 	return r, true
+}
+
+// CurrentFlapDetector keeps one FlapDetector for the flapping settings in
+// force, replacing it when a reload changed them. The zero value is ready;
+// it is safe for concurrent use.
+type CurrentFlapDetector struct {
+	mu       sync.Mutex
+	d        *FlapDetector
+	settings FlappingSettings
+}
+
+// For returns the detector for settings.
+func (c *CurrentFlapDetector) For(settings FlappingSettings) *FlapDetector {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.d == nil || c.settings != settings {
+		c.d = NewFlapDetector(settings.MaxDistinctBundles, settings.Window.Duration)
+		c.settings = settings
+	}
+	return c.d
+}
+
+// Forget drops what is tracked for a configuration (it was deleted), so
+// that memory follows the configurations that exist.
+func (f *FlapDetector) Forget(kind ConfigKind, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.writes, flapKey{kind, name})
+	delete(f.reported, flapKey{kind, name})
 }
 
 // distinctHashes counts the distinct bundle hashes in ws, stopping at limit.

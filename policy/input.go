@@ -42,6 +42,10 @@ type Input struct {
 	// Fingerprints memoizes caBundle parsing across requests; nil parses
 	// every bundle. It changes how fast a decision is, never what it is.
 	Fingerprints *FingerprintCache
+	// Observed marks a change seen after the fact by the observer (a watch
+	// event), not an admission request: who made it is unknown, so only
+	// what the object itself shows is decided (decideObserved).
+	Observed bool
 }
 
 // CAResult is the outcome of resolving an owner's CA source.

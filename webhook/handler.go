@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -61,9 +60,7 @@ type handlerOptions = HandlerOptions
 type Handler struct {
 	handlerOptions
 
-	flapMu  sync.Mutex
-	flap    *policy.FlapDetector
-	flapFor policy.FlappingSettings
+	flap policy.CurrentFlapDetector
 }
 
 // NewHandler builds a Handler from o, with the defaults above.
@@ -175,14 +172,7 @@ func (h *Handler) observe(ctx context.Context, d *policy.Decision) {
 // flapDetector returns the detector for the settings in force, replacing
 // it when a reload changed them.
 func (h *Handler) flapDetector() *policy.FlapDetector {
-	settings := h.Config.Current().Spec.Flapping
-	h.flapMu.Lock()
-	defer h.flapMu.Unlock()
-	if h.flap == nil || h.flapFor != settings {
-		h.flap = policy.NewFlapDetector(settings.MaxDistinctBundles, settings.Window.Duration)
-		h.flapFor = settings
-	}
-	return h.flap
+	return h.flap.For(h.Config.Current().Spec.Flapping)
 }
 
 func (h *Handler) now() time.Time { return h.Now() }

@@ -97,6 +97,10 @@ type Options struct {
 	// RecordsMaxResults bounds the results of one ClusterReport (oldest
 	// dropped first).
 	RecordsMaxResults int
+	// Observe runs the observer (webhook/observe) on the leader: a watch of
+	// webhook configurations that records what changes the guard was not
+	// asked about (policy shape, guard down, break-glass) would break.
+	Observe bool
 }
 
 // Complete validates the options and fills what can be derived, returning

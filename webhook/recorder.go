@@ -25,15 +25,23 @@ type LogRecorder struct {
 
 // RecordDecision implements Recorder.
 func (l LogRecorder) RecordDecision(_ context.Context, d *policy.Decision) {
-	l.Log.Info("decision recorded", "mapping", d.Mapping, "mode", d.Mode, "rule", d.Rule, "outcome", d.Outcome,
+	kv := []any{"mapping", d.Mapping, "mode", d.Mode, "rule", d.Rule, "outcome", d.Outcome,
 		"operation", d.Operation, "kind", d.Kind, "name", d.Name, "subject", d.Subject, "dryRun", d.DryRun,
-		"violations", d.Violations)
+		"violations", d.Violations}
+	if d.Observed {
+		kv = append(kv, "observed", true, "fieldManagers", d.FieldManagers)
+	}
+	l.Log.Info("decision recorded", kv...)
 }
 
 // RecordFlapping implements Recorder.
 func (l LogRecorder) RecordFlapping(_ context.Context, mapping string, r policy.FlapReport) {
-	l.Log.Info("caBundle flapping detected", "mapping", mapping, "kind", r.Kind, "name", r.Name,
-		"distinctBundles", r.DistinctBundles, "window", r.Window.String(), "writers", r.Writers)
+	kv := []any{"mapping", mapping, "kind", r.Kind, "name", r.Name,
+		"distinctBundles", r.DistinctBundles, "window", r.Window.String(), "writers", r.Writers}
+	if r.Observed {
+		kv = append(kv, "observed", true)
+	}
+	l.Log.Info("caBundle flapping detected", kv...)
 }
 
 // Recorders fans every record out to each recorder in order (the log line

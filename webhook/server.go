@@ -127,6 +127,11 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	// generic admission.Webhook; Register wraps it in controller-runtime's
 	// webhook metrics all the same.
 	mgr.GetWebhookServer().Register(Path, handler)
+	if o.Observe {
+		if err := addObserver(mgr, store, handler, recorder, log.WithName("observer")); err != nil {
+			return err
+		}
+	}
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

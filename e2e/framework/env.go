@@ -549,6 +549,16 @@ type AuditEvent struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
+// AuditLogPath is the file kube-apiserver writes its audit log to
+// (Options.AuditLog), for commands that read it (review --audit-log).
+func (e *Env) AuditLogPath(t testing.TB) string {
+	t.Helper()
+	if e.auditLogPath == "" {
+		t.Fatal("AuditLogPath needs Options.AuditLog")
+	}
+	return e.auditLogPath
+}
+
 // AuditEvents reads kube-apiserver's audit log (Options.AuditLog).
 func (e *Env) AuditEvents(t testing.TB) []AuditEvent {
 	t.Helper()

@@ -299,13 +299,17 @@ func (r *Recorder) emitEvents(rk reportKey, deltas []*delta) {
 		total     int64
 		lines     []string
 	}
-	byReason := map[string]*agg{}
+	// One Event per reason and origin: what the observer saw after the
+	// fact is never folded into what admission decided.
+	type reasonOrigin struct{ reason, origin string }
+	byReason := map[reasonOrigin]*agg{}
 	for _, d := range deltas {
 		reason, et := reasonOf(d)
-		a := byReason[reason]
+		ro := reasonOrigin{reason, d.key.Origin}
+		a := byReason[ro]
 		if a == nil {
 			a = &agg{eventType: et}
-			byReason[reason] = a
+			byReason[ro] = a
 		}
 		a.total += d.count
 		line := fmt.Sprintf("%s by %s x%d", d.key.Rule, orNone(d.key.Subject, strings.Join(d.writers, ",")), d.count)
@@ -314,24 +318,30 @@ func (r *Recorder) emitEvents(rk reportKey, deltas []*delta) {
 		}
 		a.lines = append(a.lines, line)
 	}
-	reasons := make([]string, 0, len(byReason))
+	reasons := make([]reasonOrigin, 0, len(byReason))
 	for k := range byReason {
 		reasons = append(reasons, k)
 	}
-	sort.Strings(reasons)
+	sort.Slice(reasons, func(i, j int) bool {
+		return reasons[i].reason < reasons[j].reason || reasons[i].reason == reasons[j].reason && reasons[i].origin < reasons[j].origin
+	})
 	obj := regarding(rk)
-	for _, reason := range reasons {
-		a := byReason[reason]
+	for _, ro := range reasons {
+		reason, a := ro.reason, byReason[ro]
+		action, seen := "Admission", ""
+		if ro.origin == OriginObserved {
+			action, seen = "Observed", " observed"
+		}
 		lines := a.lines
 		if len(lines) > maxEventLines {
 			lines = append(lines[:maxEventLines:maxEventLines], fmt.Sprintf("and %d more", len(a.lines)-maxEventLines))
 		}
-		note := fmt.Sprintf("webhook-guard: %d in the last %s: %s; see ClusterReport %s", a.total, r.opts.FlushInterval,
+		note := fmt.Sprintf("webhook-guard: %d%s in the last %s: %s; see ClusterReport %s", a.total, seen, r.opts.FlushInterval,
 			strings.Join(lines, "; "), ReportName(rk.kind, rk.name))
 		if len(note) > maxMessageLen {
 			note = truncate(note)
 		}
-		r.opts.Events.Eventf(obj, nil, a.eventType, reason, "Admission", "%s", note)
+		r.opts.Events.Eventf(obj, nil, a.eventType, reason, action, "%s", note)
 		r.opts.Metrics.EventsEmitted.WithLabelValues(reason).Inc()
 	}
 }

@@ -70,7 +70,18 @@ const (
 	PropWriters         = "writers"
 	PropDistinctBundles = "distinctBundles"
 	PropWindow          = "window"
+	// PropOrigin is OriginObserved on results of changes the observer saw
+	// in its watch; absent on results of requests the guard answered.
+	PropOrigin = "origin"
+	// PropFieldManagers lists the field managers that owned the changed
+	// caBundles, with operation and time (observed results only).
+	PropFieldManagers = "fieldManagers"
 )
+
+// OriginObserved marks results the observer recorded: changes seen after
+// the fact, not requests decided. The same change can be recorded both
+// ways in the static shape (once as decided, once as observed).
+const OriginObserved = "observed"
 
 // RuleFlapping names flapping results (policy.Rule has no such rule: it is
 // a finding about many requests, not a verdict on one).
@@ -144,12 +155,12 @@ func (t Target) Report() string {
 // foreign CA is its own line. Config (Kind/name) is set in the reports of
 // absent configurations only, which hold many configurations.
 type resultKey struct {
-	Policy, Rule, Subject, Webhook, Decision, Found, Config string
+	Policy, Rule, Subject, Webhook, Decision, Found, Config, Origin string
 }
 
 func keyOf(r *reportsv1alpha1.ReportResult) resultKey {
 	p := r.Properties
-	return resultKey{Policy: r.Policy, Rule: r.Rule, Subject: p[PropSubject], Webhook: p[PropWebhook], Decision: p[PropDecision], Found: p[PropFound], Config: p[PropConfiguration]}
+	return resultKey{Policy: r.Policy, Rule: r.Rule, Subject: p[PropSubject], Webhook: p[PropWebhook], Decision: p[PropDecision], Found: p[PropFound], Config: p[PropConfiguration], Origin: p[PropOrigin]}
 }
 
 // ResultID is a finding's stable identifier: a hash of what makes it a
@@ -157,7 +168,12 @@ func keyOf(r *reportsv1alpha1.ReportResult) resultKey {
 // times or the message, so it is the same in every flush.
 func ResultID(kind policy.ConfigKind, name string, k resultKey) string {
 	h := sha256.New()
-	for _, s := range []string{string(kind), name, k.Policy, k.Rule, k.Subject, k.Webhook, k.Decision, k.Found} {
+	parts := []string{string(kind), name, k.Policy, k.Rule, k.Subject, k.Webhook, k.Decision, k.Found}
+	if k.Origin != "" {
+		// Observed findings are distinct from decided ones; decided IDs stay as they were.
+		parts = append(parts, k.Origin)
+	}
+	for _, s := range parts {
 		h.Write([]byte(s))
 		h.Write([]byte{0}) // no two field splits hash alike
 	}
@@ -177,6 +193,7 @@ type delta struct {
 	writers     []string
 	distinct    int
 	window      string
+	managers    string
 }
 
 func (d *delta) add(o *delta) {
@@ -185,7 +202,7 @@ func (d *delta) add(o *delta) {
 		d.first = o.first
 	}
 	if o.last.After(d.last) {
-		d.last, d.mode, d.field, d.expected, d.message, d.hint, d.window = o.last, o.mode, o.field, o.expected, o.message, o.hint, o.window
+		d.last, d.mode, d.field, d.expected, d.message, d.hint, d.window, d.managers = o.last, o.mode, o.field, o.expected, o.message, o.hint, o.window, o.managers
 	}
 	d.writers = union(d.writers, o.writers)
 	d.distinct = max(d.distinct, o.distinct)
@@ -250,10 +267,14 @@ func deltasOf(d *policy.Decision, now time.Time) []*delta {
 	if pol == "" {
 		pol = PolicyUnmanaged
 	}
+	origin, managers := "", ""
+	if d.Observed {
+		origin, managers = OriginObserved, fieldManagers(d.FieldManagers)
+	}
 	base := func(rule, webhook string, found []string) *delta {
 		return &delta{
-			key:   resultKey{Policy: pol, Rule: rule, Subject: d.Subject, Webhook: webhook, Decision: string(d.Outcome), Found: strings.Join(found, ",")},
-			count: 1, first: now, last: now, mode: string(d.Mode), message: truncate(d.Message()),
+			key:   resultKey{Policy: pol, Rule: rule, Subject: d.Subject, Webhook: webhook, Decision: string(d.Outcome), Found: strings.Join(found, ","), Origin: origin},
+			count: 1, first: now, last: now, mode: string(d.Mode), message: truncate(d.Message()), managers: managers,
 		}
 	}
 	if d.Outcome == policy.OutcomeBreakGlass || len(d.Violations) == 0 {
@@ -271,8 +292,12 @@ func deltasOf(d *policy.Decision, now time.Time) []*delta {
 
 // flappingDelta is a flapping report as a delta.
 func flappingDelta(mapping string, r policy.FlapReport, now time.Time) *delta {
+	origin := ""
+	if r.Observed {
+		origin = OriginObserved
+	}
 	return &delta{
-		key:   resultKey{Policy: mapping, Rule: RuleFlapping, Decision: DecisionFlapping},
+		key:   resultKey{Policy: mapping, Rule: RuleFlapping, Decision: DecisionFlapping, Origin: origin},
 		count: 1, first: now, last: now,
 		writers: slices.Clone(r.Writers), distinct: r.DistinctBundles, window: r.Window.String(),
 		message: truncate(strconv.Itoa(r.DistinctBundles) + " distinct caBundle values were written to " + string(r.Kind) + " " + r.Name +
@@ -360,6 +385,7 @@ func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {
 	setOrDelete(p, PropSubject, k.Subject)
 	setOrDelete(p, PropWebhook, k.Webhook)
 	setOrDelete(p, PropFound, k.Found)
+	setOrDelete(p, PropOrigin, k.Origin)
 
 	prev, _ := strconv.ParseInt(p[PropCount], 10, 64)
 	p[PropCount] = strconv.FormatInt(prev+d.count, 10)
@@ -379,6 +405,7 @@ func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {
 		setOrDelete(p, PropExpected, d.expected)
 		setOrDelete(p, PropHint, d.hint)
 		setOrDelete(p, PropWindow, d.window)
+		setOrDelete(p, PropFieldManagers, d.managers)
 		r.Description = d.message
 	}
 	if len(d.writers) > 0 {
@@ -401,8 +428,18 @@ func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {
 }
 
 func lessKey(a, b resultKey) bool {
-	return slices.Compare([]string{a.Policy, a.Rule, a.Subject, a.Webhook, a.Decision, a.Found, a.Config},
-		[]string{b.Policy, b.Rule, b.Subject, b.Webhook, b.Decision, b.Found, b.Config}) < 0
+	return slices.Compare([]string{a.Policy, a.Rule, a.Subject, a.Webhook, a.Decision, a.Found, a.Config, a.Origin},
+		[]string{b.Policy, b.Rule, b.Subject, b.Webhook, b.Decision, b.Found, b.Config, b.Origin}) < 0
+}
+
+// fieldManagers is the field managers of an observed change, as a property
+// ("name (Operation time), ...").
+func fieldManagers(ms []policy.FieldManager) string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.String()
+	}
+	return strings.Join(out, ", ")
 }
 
 func setOrDelete(m map[string]string, k, v string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,9 @@ type reviewOptions struct {
 	since    string
 	decision string
 	out      outputFlags
+	// auditLog is a kube-apiserver audit log (JSON lines), "-" for stdin.
+	auditLog string
+	stdin    io.Reader
 }
 
 func newReviewCommand() *cobra.Command {
@@ -40,6 +44,14 @@ the mapping, or the second CA writer to stop.
 --since keeps findings last seen at or after a time (RFC 3339) or within a
 duration (1h, 30m): run it with the moment you switched to enforce.
 
+--audit-log FILE|- also reads kube-apiserver audit events (audit.k8s.io/v1,
+JSON lines, as managed clusters export them) and folds in the decisions
+about webhook configurations with the real user names: the static webhook's
+audit annotations and the policy shape's validation_failure annotations (and
+denials) of webhook-guard's policies. Malformed lines are counted and listed
+by line number, never fatal. Findings the guard's observer recorded (marked
+observed) name field managers; the audit log names users.
+
 Exit codes: 0 nothing was or would be denied, 1 something was or would be
 denied (a pipeline can gate the switch to enforce on it), 2 invalid input or
 the reports could not be read.`,
@@ -52,6 +64,7 @@ the reports could not be read.`,
 			if err != nil {
 				return invalid("%v", err)
 			}
+			o.stdin = cmd.InOrStdin()
 			return runReview(cmd.Context(), c, o, time.Now(), cmd.OutOrStdout())
 		},
 	}
@@ -60,6 +73,7 @@ the reports could not be read.`,
 	cmd.Flags().StringVar(&o.since, "since", "", "Only findings last seen at or after this time (RFC 3339) or within this duration (e.g. 1h).")
 	cmd.Flags().StringVar(&o.decision, "decision", "", "Only this decision: deny, audit, break-glass or flapping.")
 	o.out.add(cmd)
+	cmd.Flags().StringVar(&o.auditLog, "audit-log", "", "Also read kube-apiserver audit events (JSON lines) from this file, or - for stdin, for the users behind the decisions.")
 	return cmd
 }
 
@@ -111,6 +125,12 @@ type ReviewFinding struct {
 	Suggestion string `json:"suggestion"`
 	// report is the ClusterReport holding the finding (-o name).
 	report string
+	// Origin is empty for requests the guard decided, "observed" for
+	// changes its observer saw in a watch, "audit-log" for decisions read
+	// from kube-apiserver's audit log.
+	Origin string `json:"origin,omitempty"`
+	// FieldManagers own the changed caBundles (observed findings).
+	FieldManagers string `json:"fieldManagers,omitempty"`
 }
 
 // ReviewResult is the whole review, as -o json|yaml prints it.
@@ -120,6 +140,8 @@ type ReviewResult struct {
 	WouldDeny int `json:"wouldDeny"`
 	// DroppedResults counts results the reports dropped to stay bounded.
 	DroppedResults int `json:"droppedResults,omitempty"`
+	// AuditLog says what --audit-log read.
+	AuditLog *AuditLogSummary `json:"auditLog,omitempty"`
 }
 
 func runReview(ctx context.Context, c client.Reader, o *reviewOptions, now time.Time, out io.Writer) error {
@@ -135,6 +157,11 @@ func runReview(ctx context.Context, c client.Reader, o *reviewOptions, now time.
 		return &exitError{code: ExitInvalid, err: fmt.Errorf("list openreports.io ClusterReports (are the OpenReports CRDs installed and the guard running?): %w", err)}
 	}
 	res := reviewFindings(list.Items, o, since)
+	if o.auditLog != "" {
+		if err := foldAuditLog(&res, o, since); err != nil {
+			return err
+		}
+	}
 	if err := printReview(out, &o.out, res, now); err != nil {
 		return err
 	}
@@ -162,35 +189,69 @@ func reviewFindings(reports []reportsv1alpha1.ClusterReport, o *reviewOptions, s
 				Mapping: r.Policy, Subject: p[records.PropSubject], Rule: r.Rule, Decision: p[records.PropDecision], Mode: p[records.PropMode],
 				Configuration: conf, Webhook: p[records.PropWebhook], ExpectedCA: p[records.PropExpected], FoundCA: p[records.PropFound],
 				Writers: p[records.PropWriters], FirstSeen: p[records.PropFirstSeen], LastSeen: p[records.PropLastSeen], report: rep.Name,
+				Origin: p[records.PropOrigin], FieldManagers: p[records.PropFieldManagers],
 			}
 			if c := p[records.PropConfiguration]; c != "" { // a report of absent configurations
 				f.Configuration = c
 			}
 			f.Count, _ = strconv.ParseInt(p[records.PropCount], 10, 64)
-			if o.mapping != "" && f.Mapping != o.mapping || o.decision != "" && f.Decision != o.decision {
-				continue
-			}
-			if !since.IsZero() {
-				if last, err := time.Parse(time.RFC3339, f.LastSeen); err == nil && last.Before(since) {
-					continue
-				}
-			}
 			// The recorder's result says it: fail is an enforce denial,
 			// warn an audit would-deny or flapping (records.resultOf).
-			f.WouldDeny = r.Result == "fail" || r.Result == "warn"
-			f.Suggestion = suggest(f)
-			if f.WouldDeny {
-				res.WouldDeny++
-			}
-			res.Findings = append(res.Findings, f)
+			res.add(f, r.Result == "fail" || r.Result == "warn", o, since)
 		}
 	}
-	slices.SortFunc(res.Findings, func(a, b ReviewFinding) int {
-		return slices.Compare(
-			[]string{a.Mapping, a.Subject, a.Rule, a.Configuration, a.Webhook, a.Decision, a.FoundCA},
-			[]string{b.Mapping, b.Subject, b.Rule, b.Configuration, b.Webhook, b.Decision, b.FoundCA})
-	})
+	sortFindings(res.Findings)
 	return res
+}
+
+// add keeps a finding that passes the filters, with its suggestion.
+func (res *ReviewResult) add(f ReviewFinding, wouldDeny bool, o *reviewOptions, since time.Time) {
+	if o.mapping != "" && f.Mapping != o.mapping || o.decision != "" && f.Decision != o.decision {
+		return
+	}
+	if !since.IsZero() {
+		if last, err := time.Parse(time.RFC3339, f.LastSeen); err == nil && last.Before(since) {
+			return
+		}
+	}
+	f.WouldDeny = wouldDeny
+	f.Suggestion = suggest(f)
+	if f.WouldDeny {
+		res.WouldDeny++
+	}
+	res.Findings = append(res.Findings, f)
+}
+
+func sortFindings(fs []ReviewFinding) {
+	slices.SortFunc(fs, func(a, b ReviewFinding) int {
+		return slices.Compare(
+			[]string{a.Mapping, a.Subject, a.Rule, a.Configuration, a.Webhook, a.Decision, a.FoundCA, a.Origin},
+			[]string{b.Mapping, b.Subject, b.Rule, b.Configuration, b.Webhook, b.Decision, b.FoundCA, b.Origin})
+	})
+}
+
+// foldAuditLog adds the decisions of an audit log to the review, filtered
+// like the reports' findings.
+func foldAuditLog(res *ReviewResult, o *reviewOptions, since time.Time) error {
+	r := o.stdin
+	if o.auditLog != "-" {
+		f, err := os.Open(o.auditLog)
+		if err != nil {
+			return invalid("--audit-log: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	found, sum, err := readAuditLog(r)
+	if err != nil {
+		return &exitError{code: ExitInvalid, err: fmt.Errorf("--audit-log %s: %w", o.auditLog, err)}
+	}
+	res.AuditLog = &sum
+	for _, f := range found {
+		res.add(f, f.Decision == string(policy.OutcomeDeny) || f.Decision == string(policy.OutcomeAudit), o, since)
+	}
+	sortFindings(res.Findings)
+	return nil
 }
 
 // suggest turns a finding into the config change (or the fix in the
@@ -204,6 +265,10 @@ func suggest(f ReviewFinding) string {
 		}
 		return fmt.Sprintf("add %q to %s.users (if %s owns %s), or stop it writing the configuration", f.Subject, writers, f.Subject, f.Configuration)
 	case string(policy.RuleCAMismatch):
+		if f.Origin == records.OriginObserved {
+			return fmt.Sprintf("a caBundle not matching the owner's CA (%s) was observed on %s, written by %s (found CA %s; managedFields: %s): make that client use the owner's CA (owners[%s].ca) or stop it writing caBundle; review --audit-log names the user",
+				orDash(f.ExpectedCA), f.Configuration, strings.TrimPrefix(f.Subject, policy.ObservedSubjectPrefix), orDash(f.FoundCA), orDash(f.FieldManagers), f.Mapping)
+		}
 		found := f.FoundCA
 		if found == "" {
 			found = "none: empty or invalid PEM"
@@ -250,8 +315,12 @@ func reviewTable(res ReviewResult, now time.Time) *metav1.Table {
 		if ns, name, ok := policy.ServiceAccountOf(subject); ok {
 			subject = "sa:" + ns + ":" + name
 		}
+		decision := f.Decision
+		if f.Origin != "" {
+			decision += " (" + f.Origin + ")"
+		}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
-			f.Mapping, orDash(subject), f.Rule, f.Decision, orDash(f.FoundCA), f.Count, age(f.LastSeen, now),
+			f.Mapping, orDash(subject), f.Rule, decision, orDash(f.FoundCA), f.Count, age(f.LastSeen, now),
 			shortConfiguration(f.Configuration), orDash(f.Webhook), f.FirstSeen,
 		}})
 	}
@@ -282,6 +351,12 @@ func printReview(out io.Writer, o *outputFlags, res ReviewResult, now time.Time)
 			}
 		}
 		return o.print(out, res, nil, names)
+	}
+	if res.AuditLog != nil && !o.noHeaders {
+		fmt.Fprintf(out, "Audit log: %d event(s) read, %d with a webhook-guard decision.\n", res.AuditLog.Events, res.AuditLog.Decisions)
+		if res.AuditLog.Malformed > 0 {
+			fmt.Fprintf(out, "Audit log: %s.\n", res.AuditLog.malformedNote())
+		}
 	}
 	if len(res.Findings) == 0 {
 		if o.noHeaders {

@@ -92,6 +92,8 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	rec.DurationVar(&o.RecordsFlushInterval, "records-flush-interval", records.DefaultFlushInterval,
 		"How often aggregated records are written to the OpenReports ClusterReports and Events: at most one write per report and one Event per (configuration, reason) per interval per replica.")
 	rec.IntVar(&o.RecordsMaxResults, "records-max-results", records.DefaultMaxResults, "Most results kept in one ClusterReport; the oldest are dropped first and counted.")
+	rec.BoolVar(&o.Observe, "observe", true,
+		"Watch webhook configurations (leader only) and record every caBundle change that breaks a mapping, marked observed: what the policy shape, a stopped guard or break-glass never sends to the guard.")
 
 	sections := []*pflag.FlagSet{app, wh, kube, pm, obs, rec}
 	for _, fs := range sections {

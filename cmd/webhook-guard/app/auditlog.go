@@ -1,0 +1,240 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+)
+
+// OriginAuditLog marks findings read from kube-apiserver's audit log: they
+// name the real user, which the guard's own records of observed changes
+// cannot (managedFields names field managers).
+const OriginAuditLog = "audit-log"
+
+// vapFailureKey is the audit annotation kube-apiserver writes for a
+// ValidatingAdmissionPolicy binding with validationActions Audit.
+const vapFailureKey = "validation.policy.admission.k8s.io/validation_failure"
+
+// maxListedMalformed bounds the line numbers a summary lists.
+const maxListedMalformed = 20
+
+// AuditLogSummary says what `review --audit-log` read.
+type AuditLogSummary struct {
+	// Events is how many audit events were read.
+	Events int `json:"events"`
+	// Decisions is how many of them carry a webhook-guard decision.
+	Decisions int `json:"decisions"`
+	// Malformed counts lines that are not audit.k8s.io/v1 Events; their
+	// line numbers are in MalformedLines (the first 20).
+	Malformed      int   `json:"malformed"`
+	MalformedLines []int `json:"malformedLines,omitempty"`
+}
+
+// vapFailure is one entry of the validation_failure annotation.
+type vapFailure struct {
+	Message           string   `json:"message"`
+	Policy            string   `json:"policy"`
+	Binding           string   `json:"binding"`
+	ValidationActions []string `json:"validationActions"`
+}
+
+// decisionRe finds a ValidatingAdmissionPolicy denial in a response message.
+var decisionRe = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)' with binding '[^']*' denied request: (.*)`)
+
+// foundRe finds the foreign CA fingerprints in a violation's text.
+var foundRe = regexp.MustCompile(`found ([0-9a-f,]+|none)\]`)
+
+// readAuditLog reads audit events (JSON lines) and returns a finding per
+// webhook-guard decision about a webhook configuration, aggregated by
+// mapping, user, rule, configuration and decision. A line that does not
+// decode as an audit.k8s.io/v1 Event is counted with its line number and
+// skipped; only a read error of r itself is returned.
+func readAuditLog(r io.Reader) ([]ReviewFinding, AuditLogSummary, error) {
+	var sum AuditLogSummary
+	agg := map[string]*ReviewFinding{}
+	var order []string
+	br := bufio.NewReaderSize(r, 64<<10)
+	for line := 1; ; line++ {
+		raw, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(raw)) > 0 {
+			var ev auditv1.Event
+			if jerr := json.Unmarshal(raw, &ev); jerr != nil || ev.Kind != "Event" || ev.APIVersion != auditv1.SchemeGroupVersion.String() {
+				sum.Malformed++
+				if len(sum.MalformedLines) < maxListedMalformed {
+					sum.MalformedLines = append(sum.MalformedLines, line)
+				}
+			} else {
+				sum.Events++
+				found := auditFindings(&ev)
+				if len(found) > 0 {
+					sum.Decisions++
+				}
+				for _, f := range found {
+					key := strings.Join([]string{f.Mapping, f.Subject, f.Rule, f.Configuration, f.Decision, f.Webhook, f.FoundCA}, "\x00")
+					if prev, ok := agg[key]; ok {
+						prev.Count++
+						prev.FirstSeen = minTime(prev.FirstSeen, f.FirstSeen)
+						prev.LastSeen = maxTime(prev.LastSeen, f.LastSeen)
+						continue
+					}
+					f.Count = 1
+					agg[key] = &f
+					order = append(order, key)
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, sum, fmt.Errorf("read the audit log at line %d: %w", line, err)
+		}
+	}
+	out := make([]ReviewFinding, 0, len(order))
+	for _, k := range order {
+		out = append(out, *agg[k])
+	}
+	return out, sum, nil
+}
+
+// auditFindings are the webhook-guard decisions one event records: the
+// static shape's audit annotations (prefixed with the guard's webhook
+// names), the policy shape's validation_failure annotation (Audit) and a
+// policy's denial in the response status (Deny). Only the final stage of a
+// write of a webhook configuration counts, so a request is counted once.
+func auditFindings(ev *auditv1.Event) []ReviewFinding {
+	if ev.ObjectRef == nil || (ev.Stage != auditv1.StageResponseComplete && ev.Stage != auditv1.StagePanic) {
+		return nil
+	}
+	var kind policy.ConfigKind
+	switch ev.ObjectRef.Resource {
+	case "validatingwebhookconfigurations":
+		kind = policy.KindValidating
+	case "mutatingwebhookconfigurations":
+		kind = policy.KindMutating
+	default:
+		return nil
+	}
+	user := ev.User.Username
+	if ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username != "" {
+		user = ev.ImpersonatedUser.Username
+	}
+	at := ev.StageTimestamp.UTC().Format(time.RFC3339)
+	base := ReviewFinding{Subject: user, Configuration: string(kind) + "/" + ev.ObjectRef.Name, FirstSeen: at, LastSeen: at, Origin: OriginAuditLog}
+
+	var out []ReviewFinding
+	for _, webhook := range []string{StaticWebhookName, StaticBreakGlassWebhookName} {
+		decision := ev.Annotations[webhook+"/decision"]
+		if decision == "" {
+			continue
+		}
+		f := base
+		f.Mapping, f.Decision, f.Rule = orUnmanaged(ev.Annotations[webhook+"/mapping"]), decision, ev.Annotations[webhook+"/rule"]
+		if decision == string(policy.OutcomeBreakGlass) || ev.Annotations[webhook+"/violations"] == "" {
+			out = append(out, f)
+			continue
+		}
+		// One finding per listed violation ("rule: field: detail | ...").
+		for _, v := range strings.Split(ev.Annotations[webhook+"/violations"], " | ") {
+			rule, _, ok := strings.Cut(v, ": ")
+			if !ok {
+				continue // "and N more"
+			}
+			vf := f
+			vf.Rule = rule
+			if m := foundRe.FindStringSubmatch(v); m != nil && m[1] != "none" {
+				vf.FoundCA = m[1]
+			}
+			out = append(out, vf)
+		}
+	}
+	if raw := ev.Annotations[vapFailureKey]; raw != "" {
+		var failures []vapFailure
+		if err := json.Unmarshal([]byte(raw), &failures); err == nil {
+			for _, vf := range failures {
+				if mapping, ok := mappingOfPolicy(vf.Policy); ok {
+					decision := string(policy.OutcomeAudit)
+					if slices.Contains(vf.ValidationActions, "Deny") {
+						decision = string(policy.OutcomeDeny)
+					}
+					out = append(out, vapFinding(base, mapping, decision, vf.Message))
+				}
+			}
+		}
+	}
+	if ev.ResponseStatus != nil && ev.ResponseStatus.Code == 403 {
+		if m := decisionRe.FindStringSubmatch(ev.ResponseStatus.Message); m != nil {
+			if mapping, ok := mappingOfPolicy(m[1]); ok {
+				out = append(out, vapFinding(base, mapping, string(policy.OutcomeDeny), m[2]))
+			}
+		}
+	}
+	return out
+}
+
+// mappingOfPolicy is the mapping a generated policy decides for.
+func mappingOfPolicy(name string) (string, bool) {
+	mapping, ok := strings.CutPrefix(name, vap.NamePrefix)
+	return mapping, ok && mapping != ""
+}
+
+// vapFinding is a policy-shape finding; its rule is the one the generated
+// message names.
+func vapFinding(base ReviewFinding, mapping, decision, message string) ReviewFinding {
+	f := base
+	f.Mapping, f.Decision, f.Rule = mapping, decision, "policy"
+	for _, r := range []policy.Rule{policy.RuleNotOwner, policy.RuleCAMismatch} {
+		if strings.Contains(message, string(r)+":") {
+			f.Rule = string(r)
+			break
+		}
+	}
+	return f
+}
+
+func orUnmanaged(mapping string) string {
+	if mapping == "" {
+		return "(unmanaged)"
+	}
+	return mapping
+}
+
+func minTime(a, b string) string {
+	if b < a {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b string) string {
+	if b > a {
+		return b
+	}
+	return a
+}
+
+// malformedNote says which lines were skipped.
+func (s AuditLogSummary) malformedNote() string {
+	lines := make([]string, len(s.MalformedLines))
+	for i, l := range s.MalformedLines {
+		lines[i] = strconv.Itoa(l)
+	}
+	more := ""
+	if s.Malformed > len(s.MalformedLines) {
+		more = fmt.Sprintf(" and %d more", s.Malformed-len(s.MalformedLines))
+	}
+	return fmt.Sprintf("%d malformed line(s) skipped (not audit.k8s.io/v1 Events): line %s%s", s.Malformed, strings.Join(lines, ", "), more)
+}

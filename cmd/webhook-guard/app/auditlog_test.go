@@ -1,0 +1,35 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Test_readAuditLog reads an audit log holding each kind of decision the
+// guard leaves there, stages and resources that do not count, and lines that
+// are not audit events.
+func Test_readAuditLog(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "review", "audit.log"))
+	require.NoError(t, err)
+	defer f.Close()
+	found, sum, err := readAuditLog(f)
+	require.NoError(t, err)
+	assert.Equal(t, AuditLogSummary{Events: 7, Decisions: 5, Malformed: 2, MalformedLines: []int{3, 9}}, sum,
+		"a line that is not JSON and a JSON object that is not an Event are counted with their line numbers; the rest is read")
+	vwc, mwc := "ValidatingWebhookConfiguration/", "MutatingWebhookConfiguration/"
+	assert.Equal(t, []ReviewFinding{
+		{Mapping: "app", Subject: "system:serviceaccount:app-system:replica-1", Rule: "ca-mismatch", Decision: "audit", Configuration: vwc + "app-webhooks",
+			Count: 2, FirstSeen: "2026-11-30T04:00:00Z", LastSeen: "2026-11-30T04:05:00Z", Origin: OriginAuditLog},
+		{Mapping: "enforced", Subject: "system:serviceaccount:other-system:intruder", Rule: "not-owner", Decision: "deny", Configuration: vwc + "enforced-webhooks",
+			Count: 1, FirstSeen: "2026-11-30T04:01:00Z", LastSeen: "2026-11-30T04:01:00Z", Origin: OriginAuditLog},
+		{Mapping: "app", Subject: "system:serviceaccount:app-system:app-controller", Rule: "ca-mismatch", Decision: "audit", Configuration: mwc + "app-webhooks",
+			FoundCA: "aaaabbbbccccdddd", Count: 1, FirstSeen: "2026-11-30T04:02:00Z", LastSeen: "2026-11-30T04:02:00Z", Origin: OriginAuditLog},
+		{Mapping: "app", Subject: "kubernetes-admin", Rule: "break-glass", Decision: "break-glass", Configuration: vwc + "app-webhooks",
+			Count: 1, FirstSeen: "2026-11-30T04:03:00Z", LastSeen: "2026-11-30T04:03:00Z", Origin: OriginAuditLog},
+	}, found)
+	assert.Equal(t, "2 malformed line(s) skipped (not audit.k8s.io/v1 Events): line 3, 9", sum.malformedNote())
+}

@@ -1,0 +1,20 @@
+// Package observe watches Validating- and MutatingWebhookConfigurations and
+// judges every change of a guarded configuration, old object against new,
+// with the decision code admission uses: caBundles against the owner's CA,
+// flapping from the stream of changes, and who changed it as far as the
+// object tells (the field managers that own the changed caBundles in
+// managedFields).
+//
+// It exists because kube-apiserver does not always ask the guard: in the
+// policy shape it never does (a ValidatingAdmissionPolicy decides inside
+// kube-apiserver and keeps no state across requests), and in the static
+// shape writes made while the guard was down, or through the break-glass
+// entry, never reach it. The watch sees them all.
+//
+// The observer runs on the leader only, so each change is recorded once
+// however many replicas run. A watch costs nothing while nothing changes:
+// no polling, no writes, and work proportional to the changes. The informer
+// keeps only what the decision reads (names, labels, annotations, caBundles,
+// the managedFields entries that own a caBundle); the objects at startup are
+// the baseline, not changes.
+package observe

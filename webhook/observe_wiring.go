@@ -1,0 +1,28 @@
+package webhook
+
+import (
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/webhook-guard/webhook-guard/webhook/observe"
+)
+
+// addObserver runs the observer on the leader: it decides observed changes
+// with the admission handler's Decide (the same CA resolver and policy
+// code) and records them through the same recorders, marked observed.
+func addObserver(mgr ctrl.Manager, store ConfigSource, handler *Handler, recorder Recorder, log logr.Logger) error {
+	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&observe.Observer{
+		Kube:     kube,
+		Config:   store,
+		Decider:  handler,
+		Recorder: recorder,
+		Metrics:  observe.NewMetrics(ctrlmetrics.Registry),
+		Log:      log,
+	})
+}
