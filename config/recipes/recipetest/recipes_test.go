@@ -2,10 +2,13 @@ package recipetest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,8 +20,6 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
-
-	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
 )
 
 // These tests are structural: kind, Docker and machines for kubeadm or
@@ -43,20 +44,34 @@ type volume struct {
 	readOnly                            bool
 }
 
-// rendered is what `render admission-config` prints, and the
-// staticManifestsDir in it, read with kube-apiserver's own types.
+// rendered is what `webhook-guard render admission-config` prints, and the
+// staticManifestsDir in it, read with kube-apiserver's own types. The
+// command runs from the repository's own module (go run), so this module
+// does not depend on the product's and its dependencies.
 func rendered(t *testing.T) (out []byte, staticManifestsDir string) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	require.Equal(t, 0, app.Main([]string{"render", "admission-config"}, &stdout, &stderr), stderr.String())
+	out, err := renderAdmissionConfig()
+	require.NoError(t, err)
 	var cfg apiserverv1.AdmissionConfiguration
-	require.NoError(t, yaml.UnmarshalStrict(stdout.Bytes(), &cfg))
+	require.NoError(t, yaml.UnmarshalStrict(out, &cfg))
 	require.Len(t, cfg.Plugins, 1)
 	require.Equal(t, "ValidatingAdmissionWebhook", cfg.Plugins[0].Name)
 	var wh webhookadmissionv1.WebhookAdmission
 	require.NoError(t, yaml.UnmarshalStrict(cfg.Plugins[0].Configuration.Raw, &wh))
-	return stdout.Bytes(), wh.StaticManifestsDir
+	return out, wh.StaticManifestsDir
 }
+
+// renderAdmissionConfig runs the command once for all tests.
+var renderAdmissionConfig = sync.OnceValues(func() ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("go", "run", "./cmd/webhook-guard", "render", "admission-config")
+	cmd.Dir = filepath.Join("..", "..", "..")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("webhook-guard render admission-config: %w\n%s", err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+})
 
 // chartHostPath is staticManifestSync.hostPath in the chart's values.
 func chartHostPath(t *testing.T) string {
