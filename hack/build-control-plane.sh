@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the Go module proxy into bin/ (never
-# downloads a release binary). A build is skipped when bin/ already holds the
-# binary built from the same tools go.mod/go.sum, so the ~4 minute
-# kube-apiserver build happens once per machine, never inside a test.
+# Builds kube-apiserver, kube-controller-manager and etcd from the Go module
+# proxy into bin/ (never downloads a release binary). A build is skipped when
+# bin/ already holds the binary built from the same tools go.mod/go.sum, so
+# the ~4 minute kube-apiserver build happens once per machine, never inside a
+# test. kube-controller-manager comes from the same k8s.io/kubernetes module
+# and shares most of its packages with kube-apiserver, so it reuses the build
+# cache the kube-apiserver build fills.
+#
+# Usage: hack/build-control-plane.sh [NAME...]   (default: all three)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${root}/bin"
 mkdir -p "${bin}"
+
+# wanted NAME [ARG...]: NAME was asked for (no ARG asks for everything).
+wanted() {
+  local name="$1" arg
+  shift
+  (($# == 0)) && return 0
+  for arg in "$@"; do [[ "${arg}" == "${name}" ]] && return 0; done
+  return 1
+}
 
 build() {
   local name="$1" pkg="$2" moddir="$3" ldflags="$4"
@@ -29,7 +43,14 @@ build() {
 k8s_version="$(cd "${root}/e2e/tools/kube-apiserver" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 etcd_version="$(cd "${root}/e2e/tools/etcd" && go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)"
 
-build etcd go.etcd.io/etcd/server/v3 "${root}/e2e/tools/etcd" "-s -w"
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${root}/e2e/tools/kube-apiserver" \
-  "-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
+
+for name in etcd kube-apiserver kube-controller-manager; do
+  wanted "${name}" "$@" || continue
+  case "${name}" in
+    etcd) build etcd go.etcd.io/etcd/server/v3 "${root}/e2e/tools/etcd" "-s -w" ;;
+    kube-apiserver) build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "${root}/e2e/tools/kube-apiserver" "${k8s_ldflags}" ;;
+    kube-controller-manager) build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "${root}/e2e/tools/kube-apiserver" "${k8s_ldflags}" ;;
+  esac
+done
 echo "control plane: kube-apiserver ${k8s_version}, etcd ${etcd_version}"

@@ -78,9 +78,36 @@ func Test_generatedPoliciesTypeCheck(t *testing.T) {
 			require.NotEmpty(t, objs.Policies)
 			for _, p := range objs.Policies {
 				assert.Empty(t, tc.Check(p), "type-check warnings of policy %s", p.Name)
+				assert.Empty(t, tc.Check(matchConditionsAsValidations(p)), "type-check warnings of policy %s's matchConditions", p.Name)
 			}
 		})
 	}
+}
+
+// matchConditionsAsValidations is p with its matchConditions as its only
+// validations. The TypeChecker leaves matchConditions out (kube-apiserver
+// compiles them against untyped objects when the policy is written), so
+// this checks them against the real schemas too: a field that does not
+// exist, or a comparison of the wrong types, is reported.
+func matchConditionsAsValidations(p *admv1.ValidatingAdmissionPolicy) *admv1.ValidatingAdmissionPolicy {
+	c := p.DeepCopy()
+	c.Spec.Validations = nil
+	for _, mc := range p.Spec.MatchConditions {
+		c.Spec.Validations = append(c.Spec.Validations, admv1.Validation{Expression: mc.Expression})
+	}
+	return c
+}
+
+// Test_matchConditionsTypeCheck is the negative control of
+// matchConditionsAsValidations: a matchCondition reading a field the
+// request does not have is reported.
+func Test_matchConditionsTypeCheck(t *testing.T) {
+	tc := typeChecker(t)
+	p := generate(t, namesConfig).Policies[0].DeepCopy()
+	p.Spec.MatchConditions = []admv1.MatchCondition{{Name: "typo", Expression: `object.metadata.nmae == "x"`}}
+	warnings := tc.Check(matchConditionsAsValidations(p))
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0].Warning, "undefined field 'nmae'")
 }
 
 // Test_typeCheckerSeesTheSchemas is the negative control: the checker

@@ -1,8 +1,9 @@
 // Package vap generates policy mode: the ValidatingAdmissionPolicies,
 // bindings and parameter ConfigMaps that enforce a GuardConfig's owner
 // mappings inside kube-apiserver, with CEL, where the static webhook cannot
-// be installed (managed control planes). VAP is evaluated (docs/design.md)
-// for webhook configuration objects; API-registered webhooks are not.
+// be installed (managed control planes): kube-apiserver evaluates
+// ValidatingAdmissionPolicies for webhook configuration objects, while it
+// never calls API-registered webhooks for them (docs/policy-shape.md).
 //
 // The generator is pure: a loaded *policy.Config and each mapping's resolved
 // CA bytes in, typed objects out. `webhook-guard render policy` prints them;
@@ -67,7 +68,8 @@ const (
 	ProtectParamsName = "webhook-guard-protect-params"
 	// ParamKey is the binaryData key holding the owner's CA bytes. It is a
 	// CEL identifier, so the policies read it as params.binaryData.caBundle:
-	// the one comparison that type-checks and works (docs/design.md).
+	// the one comparison with a caBundle that both type-checks and works at
+	// runtime (docs/policy-shape.md).
 	ParamKey = "caBundle"
 	// DataSource, DataFingerprints and DataError are data keys read only by
 	// messages: where the CA came from, its short fingerprints, and why it
@@ -224,9 +226,19 @@ type mappingPolicy struct {
 	namespace string
 }
 
-// requestName is the configuration's name; on a CREATE with generateName
-// request.name may be empty, the object's name is not.
-const requestName = `(request.name != "" ? request.name : object.metadata.name)`
+// requestName is the name of the object the request is about. CEL's
+// request is built from an AdmissionRequest whose name is omitted when empty,
+// and reading an absent field is an error that fails the request whatever
+// the mapping: a deletecollection carries no name (each object it deletes is
+// admitted with oldObject), a generateName CREATE may carry none. So the name
+// comes from request.name when present, else from object (CREATE, UPDATE)
+// or oldObject (DELETE), each field read only after has() said it is there.
+const requestName = `(has(request.name) && request.name != "" ? request.name : ` +
+	`object != null && has(object.metadata) && has(object.metadata.name) ? object.metadata.name : ` +
+	`oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.name) ? oldObject.metadata.name : "")`
+
+// requestUser is the request's username; userInfo fields are omitempty too.
+const requestUser = `(has(request.userInfo.username) ? request.userInfo.username : "")`
 
 func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	o := m.owner
@@ -286,15 +298,22 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 			FailurePolicy:   ptr.To(admv1.Fail),
 			MatchConditions: conds,
 			Variables: []admv1.Variable{
+				{Name: "name", Expression: requestName},
+				{Name: "username", Expression: requestUser},
 				{Name: "isWriter", Expression: isWriter},
-				{Name: "hasCA", Expression: `has(params.binaryData) && has(params.binaryData.` + ParamKey + `)`},
+				// params is null when the param ConfigMap is missing
+				// (parameterNotFoundAction Allow): then, as with a param
+				// holding no CA, every caBundle change fails closed and
+				// nothing else changes.
+				{Name: "hasCA", Expression: `params != null && has(params.binaryData) && has(params.binaryData.` + ParamKey + `)`},
 				// The webhooks[] entries whose caBundle the request added or
 				// changed to something other than the owner's CA bytes, or
 				// emptied. An unchanged caBundle, or an empty one on a new
-				// entry (cainjector fills it later), is never checked.
-				{Name: "badWebhooks", Expression: `object.webhooks.filter(w, has(w.clientConfig.caBundle) ? ` +
+				// entry (cainjector fills it later), is never checked; a
+				// DELETE (object is null) changes none.
+				{Name: "badWebhooks", Expression: `object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
 					`!(` + oldHasSameBundle + ` || (variables.hasCA && w.clientConfig.caBundle == params.binaryData.` + ParamKey + `)) : ` +
-					oldHasBundle + `).map(w, w.name)`},
+					oldHasBundle + `).map(w, w.name) : []`},
 			},
 			Validations: []admv1.Validation{
 				{
@@ -304,7 +323,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 					Reason:            ptr.To(metav1.StatusReasonForbidden),
 				},
 				{
-					Expression:        `request.operation == "DELETE" || !has(object.webhooks) || size(variables.badWebhooks) == 0`,
+					Expression:        `size(variables.badWebhooks) == 0`,
 					Message:           fmt.Sprintf("webhook-guard: ca-mismatch (mapping %q): a caBundle is not the owner's CA", o.Name),
 					MessageExpression: m.caMismatchMessage(),
 					Reason:            ptr.To(metav1.StatusReasonForbidden),
@@ -324,10 +343,14 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 			ParamRef: &admv1.ParamRef{
 				Name:      ParamName(o.Name),
 				Namespace: m.namespace,
-				// A deleted param ConfigMap denies (enforce) every write to the
-				// owned configurations until the guard recreates it: fail
-				// closed, never open.
-				ParameterNotFoundAction: ptr.To(admv1.DenyAction),
+				// Never Deny: kube-apiserver fails a binding whose param is
+				// missing before any matchCondition runs and whatever its
+				// validationActions, so every write to every configuration of
+				// the matched kinds (unrelated ones and break-glass included)
+				// would be denied while it is gone. With Allow, params is null
+				// and the policy's own expressions fail closed on exactly the
+				// mapping's caBundle changes.
+				ParameterNotFoundAction: ptr.To(admv1.AllowAction),
 			},
 			ValidationActions: actions,
 		},
@@ -335,13 +358,16 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 	return p, b
 }
 
+// newHasBundle says entry w of the request's object carries a caBundle;
 // oldHasSameBundle and oldHasBundle look up entry w in the stored object by
 // name (names are unique within a configuration). caBundle is a base64
 // string at runtime and bytes to the type checker; comparing two caBundles,
-// or a caBundle with binaryData, is consistent under both (docs/design.md).
+// or a caBundle with binaryData, is consistent under both (see
+// docs/policy-shape.md). Every optional field is read after has().
 const (
-	oldHasSameBundle = `(request.operation == "UPDATE" && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig.caBundle) && o.clientConfig.caBundle == w.clientConfig.caBundle))`
-	oldHasBundle     = `(request.operation == "UPDATE" && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig.caBundle)))`
+	newHasBundle     = `(has(w.clientConfig) && has(w.clientConfig.caBundle))`
+	oldHasSameBundle = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle) && o.clientConfig.caBundle == w.clientConfig.caBundle))`
+	oldHasBundle     = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle)))`
 )
 
 // prefix is the start of every message, worded as the webhook's.
@@ -350,19 +376,22 @@ func (m mappingPolicy) prefix() string {
 	if m.mode == policy.ModeAudit {
 		verb = "webhook-guard (audit) would deny "
 	}
-	return fmt.Sprintf(`%s + request.operation + " of " + request.kind.kind + " \"" + (request.name != "" ? request.name : object.metadata.name) + "\" by \"" + request.userInfo.username + "\" " + %s`,
+	return fmt.Sprintf(`%s + request.operation + " of " + request.kind.kind + " \"" + variables.name + "\" by \"" + variables.username + "\" " + %s`,
 		CELString(verb), CELString(fmt.Sprintf("(mapping %q, %s, policy mode); ", m.owner.Name, m.mode)))
 }
 
 func (m mappingPolicy) notOwnerMessage() string {
-	return m.prefix() + ` + "not-owner: userInfo: \"" + request.userInfo.username + "\" is not a writer" + ` +
+	return m.prefix() + ` + "not-owner: userInfo: \"" + variables.username + "\" is not a writer" + ` +
 		`(request.operation == "DELETE" ? "; deleting it (and recreating it) is a takeover" : "") + ` +
 		CELString(fmt.Sprintf("; hint: if it should own this configuration, add it to owners[%s].writers", m.owner.Name))
 }
 
 func (m mappingPolicy) caMismatchMessage() string {
+	missing := fmt.Sprintf(" cannot be verified: the param ConfigMap %s/%s holding the owner's CA is missing (deleted, or not readable by kube-apiserver); "+
+		"caBundle changes of mapping %q's configurations fail closed until the guard (serve --policy-mode) recreates it, and nothing else is affected",
+		m.namespace, ParamName(m.owner.Name), m.owner.Name)
 	return m.prefix() + ` + "ca-mismatch: the caBundle of webhook(s) " + variables.badWebhooks.join(", ") + ` +
-		`(variables.hasCA ? ` +
+		`(params == null ? ` + CELString(missing) + ` : variables.hasCA ? ` +
 		`" is not byte-identical to the owner's CA from " + (has(params.data) && has(params.data.source) ? params.data.source : "its source") + ` +
 		`" [expected CA " + (has(params.data) && has(params.data.fingerprints) ? params.data.fingerprints : "?") + "]; hint: write the owner's CA exactly as its source holds it (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too" : ` +
 		`" cannot be verified: the guard could not resolve the owner's CA (" + (has(params.data) && has(params.data.error) ? params.data.error : "unknown") + "); caBundle changes fail closed until the source can be read")`
@@ -371,12 +400,12 @@ func (m mappingPolicy) caMismatchMessage() string {
 // protectParams lets only the guard (and break-glass) create or update the
 // param ConfigMaps. ConfigMaps are not exempt from VAP, so the policy mode
 // protects its own parameters; DELETE stays allowed (the namespace
-// controller must be able to delete them), and a deleted param denies writes
-// to the owned configurations (parameterNotFoundAction Deny) until the guard
-// recreates it: deleting it is an outage, never a bypass.
+// controller must be able to delete them), and a deleted param fails closed
+// on the mapping's caBundle changes until the guard recreates it: deleting
+// it blocks CA changes of one mapping, never a bypass and never more.
 func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params []string) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	guard := policy.ServiceAccountUsername(guardSA)
-	conds := []admv1.MatchCondition{{Name: "param-configmap", Expression: "request.name in " + celList(params)}}
+	conds := []admv1.MatchCondition{{Name: "param-configmap", Expression: requestName + " in " + celList(params)}}
 	if bg, ok := SubjectsExpression(spec.BreakGlass); ok {
 		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
 	}
@@ -401,7 +430,7 @@ func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params [
 			FailurePolicy:   ptr.To(admv1.Fail),
 			MatchConditions: conds,
 			Validations: []admv1.Validation{{
-				Expression: "request.userInfo.username == " + CELString(guard),
+				Expression: requestUser + " == " + CELString(guard),
 				Message:    fmt.Sprintf("webhook-guard: only %s may create or change the policy mode's parameter ConfigMaps (they hold the owners' CAs)", guard),
 				Reason:     ptr.To(metav1.StatusReasonForbidden),
 			}},
@@ -431,11 +460,12 @@ func SubjectsExpression(s policy.Subjects) (string, bool) {
 	users = slices.Compact(users)
 	groups := slices.Compact(slices.Sorted(slices.Values(s.Groups)))
 	var parts []string
+	// userInfo's fields are omitempty: read each only after has().
 	if len(users) > 0 {
-		parts = append(parts, "request.userInfo.username in "+celList(users))
+		parts = append(parts, "(has(request.userInfo.username) && request.userInfo.username in "+celList(users)+")")
 	}
 	if len(groups) > 0 {
-		parts = append(parts, "request.userInfo.groups.exists(g, g in "+celList(groups)+")")
+		parts = append(parts, "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in "+celList(groups)+"))")
 	}
 	if len(parts) == 0 {
 		return "", false

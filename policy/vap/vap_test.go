@@ -103,12 +103,12 @@ func Test_Generate(t *testing.T) {
 			"webhook-guard-protect-params": {admv1.Deny},
 		}, names)
 	})
-	t.Run("if mappings are generated, each binding refers to its param ConfigMap and denies when it is missing", func(t *testing.T) {
+	t.Run("if mappings are generated, each binding refers to its param ConfigMap and lets the policy decide when it is missing", func(t *testing.T) {
 		objs := generate(t, namesConfig)
 		b := objs.Bindings[1]
 		require.Equal(t, "webhook-guard-koordinator", b.Name)
 		assert.Equal(t, "webhook-guard-koordinator", b.Spec.PolicyName)
-		assert.Equal(t, &admv1.ParamRef{Name: "webhook-guard-ca-koordinator", Namespace: "webhook-guard", ParameterNotFoundAction: ptrTo(admv1.DenyAction)}, b.Spec.ParamRef)
+		assert.Equal(t, &admv1.ParamRef{Name: "webhook-guard-ca-koordinator", Namespace: "webhook-guard", ParameterNotFoundAction: ptrTo(admv1.AllowAction)}, b.Spec.ParamRef)
 		assert.Equal(t, map[string]string{LabelManagedBy: ManagedBy, LabelMapping: "koordinator"}, b.Labels)
 	})
 	t.Run("if the CA is resolved, the param holds its bytes in binaryData and its source in data", func(t *testing.T) {
@@ -135,10 +135,10 @@ func Test_Generate(t *testing.T) {
 		assert.Equal(t, []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, p.Spec.MatchConstraints.ResourceRules[0].Resources)
 		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
 		assert.Equal(t, []admv1.MatchCondition{
-			{Name: "owned-configuration", Expression: `(request.kind.kind == "MutatingWebhookConfiguration" && (request.name != "" ? request.name : object.metadata.name) in ["koord-mutating"]) || (request.kind.kind == "ValidatingWebhookConfiguration" && (request.name != "" ? request.name : object.metadata.name) in ["koord-validating"])`},
-			{Name: "not-break-glass", Expression: `!(request.userInfo.username in ["admin"] || request.userInfo.groups.exists(g, g in ["system:masters"]))`},
+			{Name: "owned-configuration", Expression: `(request.kind.kind == "MutatingWebhookConfiguration" && ` + requestName + ` in ["koord-mutating"]) || (request.kind.kind == "ValidatingWebhookConfiguration" && ` + requestName + ` in ["koord-validating"])`},
+			{Name: "not-break-glass", Expression: `!((has(request.userInfo.username) && request.userInfo.username in ["admin"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"])))`},
 		}, p.Spec.MatchConditions)
-		assert.Equal(t, `request.userInfo.username in ["system:serviceaccount:koordinator-system:koord-manager"] || request.userInfo.groups.exists(g, g in ["koord-admins"])`, p.Spec.Variables[0].Expression)
+		assert.Equal(t, `(has(request.userInfo.username) && request.userInfo.username in ["system:serviceaccount:koordinator-system:koord-manager"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["koord-admins"]))`, variable(t, p, "isWriter"))
 	})
 	t.Run("if a mapping only names validating configurations, only that resource is matched", func(t *testing.T) {
 		p := generate(t, namesConfig).Policies[0]
@@ -156,7 +156,7 @@ func Test_Generate(t *testing.T) {
 	t.Run("if the CA is injected by cert-manager, cainjector is a writer", func(t *testing.T) {
 		p := generate(t, selectorConfig).Policies[0]
 		require.Equal(t, "webhook-guard-injected", p.Name)
-		assert.Equal(t, `request.userInfo.username in ["system:serviceaccount:cert-manager:cert-manager-cainjector"]`, p.Spec.Variables[0].Expression)
+		assert.Equal(t, `(has(request.userInfo.username) && request.userInfo.username in ["system:serviceaccount:cert-manager:cert-manager-cainjector"])`, variable(t, p, "isWriter"))
 	})
 	t.Run("if a mapping has names and a selector, two policies share its param", func(t *testing.T) {
 		objs := generate(t, bothConfig)
@@ -170,8 +170,8 @@ func Test_Generate(t *testing.T) {
 		objs := generate(t, namesConfig)
 		p := objs.Policies[2]
 		require.Equal(t, ProtectParamsName, p.Name)
-		assert.Equal(t, `request.name in ["webhook-guard-ca-audited","webhook-guard-ca-koordinator"]`, p.Spec.MatchConditions[0].Expression)
-		assert.Equal(t, `request.userInfo.username == "system:serviceaccount:webhook-guard:webhook-guard"`, p.Spec.Validations[0].Expression)
+		assert.Equal(t, requestName+` in ["webhook-guard-ca-audited","webhook-guard-ca-koordinator"]`, p.Spec.MatchConditions[0].Expression)
+		assert.Equal(t, `(has(request.userInfo.username) ? request.userInfo.username : "") == "system:serviceaccount:webhook-guard:webhook-guard"`, p.Spec.Validations[0].Expression)
 		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
 		assert.Nil(t, objs.Bindings[2].Spec.ParamRef)
 	})
@@ -191,3 +191,15 @@ func Test_labelValue(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// variable is the expression of the policy's variable called name.
+func variable(t *testing.T, p *admv1.ValidatingAdmissionPolicy, name string) string {
+	t.Helper()
+	for _, v := range p.Spec.Variables {
+		if v.Name == name {
+			return v.Expression
+		}
+	}
+	t.Fatalf("policy %s has no variable %q", p.Name, name)
+	return ""
+}
