@@ -73,7 +73,7 @@ image-binaries:
 	done
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd and helm from the Go module proxy into bin/ (once per machine).
+tools: ## Build kube-apiserver, kube-controller-manager, etcd and helm from the Go module proxy into bin/ (once per machine).
 	hack/build-control-plane.sh
 	hack/build-helm.sh
 

@@ -446,29 +446,16 @@ func leaderOf(t testing.TB, gs []*framework.Guard) int {
 // generatedVersions maps every generated object to its resourceVersion.
 func generatedVersions(t testing.TB, f *fixture) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	sel := metav1.ListOptions{LabelSelector: vap.LabelManagedBy + "=" + vap.ManagedBy}
 	out := map[string]string{}
-	ps, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range ps.Items {
-		out["ValidatingAdmissionPolicy/"+o.Name] = o.ResourceVersion
-	}
-	bs, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range bs.Items {
-		out["ValidatingAdmissionPolicyBinding/"+o.Name] = o.ResourceVersion
-	}
-	cms, err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range cms.Items {
-		out["ConfigMap/"+o.Name] = o.ResourceVersion
+	for _, o := range generatedMeta(t, f) {
+		kind := "ConfigMap"
+		switch o.(type) {
+		case *admv1.ValidatingAdmissionPolicy:
+			kind = "ValidatingAdmissionPolicy"
+		case *admv1.ValidatingAdmissionPolicyBinding:
+			kind = "ValidatingAdmissionPolicyBinding"
+		}
+		out[kind+"/"+o.GetName()] = o.GetResourceVersion()
 	}
 	return out
 }
@@ -648,4 +635,243 @@ func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
 	if n := m.Sum("webhook_guard_policy_syncs_total", map[string]string{"result": "error"}); n != 0 {
 		t.Errorf("%g failed policy syncs under the chart's RBAC\n%s", n, guardLog.Tail(20))
 	}
+}
+
+// policyAnchor is the ClusterRole the generated objects are owned by, as
+// the chart's policy-anchor.yaml creates it.
+const policyAnchor = "webhook-guard-policy-anchor"
+
+// TestPolicyModeSafe shows that the policy shape can deny nothing but what
+// its mappings decide, whatever happens to the guard: label-selected
+// deletecollections and generateName CREATEs are decided like any request;
+// with the guard stopped and a mapping's param deleted, only caBundle
+// changes of that mapping's configurations are denied; and after an
+// uninstall (guard stopped, its namespace deleted, the anchor ClusterRole
+// deleted) the garbage collector leaves no generated object and every write
+// is admitted. kube-controller-manager runs its garbage collector and
+// namespace controller, as in any cluster.
+func TestPolicyModeSafe(t *testing.T) {
+	opts := policyOptions("--policy-anchor", policyAnchor)
+	opts.GuardRules = append(opts.GuardRules, rbacv1.PolicyRule{
+		APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"get"}, ResourceNames: []string{policyAnchor},
+	})
+	f := newFixture(t, opts)
+	ctx := t.Context()
+	roles := f.env.AdminKube.RbacV1().ClusterRoles()
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: policyAnchor}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.StartControllerManager(t, f.env.Admin, "garbagecollector", "namespace")
+	waitPolicyActive(t, f)
+	framework.Eventually(t, 20*time.Second, "every generated object is owned by the anchor", func() bool {
+		return len(generatedObjects(t, f)) == 8 && len(unanchored(t, f)) == 0
+	})
+
+	// The intruder may deletecollection webhook configurations (RBAC), so
+	// that only admission decides.
+	_, err := roles.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-deletecollection"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"deletecollection"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.env.AdminKube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-deletecollection"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "e2e-deletecollection"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: intruderUser.Name}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const unrelated = "unrelated-webhooks"
+	for _, kind := range []framework.Kind{framework.Validating, framework.Mutating} {
+		f.create(t, kind, unrelated, framework.NewCA(t, "unrelated").PEM)
+		if _, err := f.admin.Get(ctx, kind, enforcedName); apierrors.IsNotFound(err) {
+			f.create(t, kind, enforcedName, f.ownerCA.PEM)
+		}
+	}
+
+	t.Run("deletecollection and generateName CREATEs are decided like any request", func(t *testing.T) {
+		vwcs := f.intruder.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		var generated []string
+		for range 2 {
+			o := framework.Spec{Name: "", Labels: map[string]string{"e2e/set": "intruder"}, Bundles: [][]byte{framework.NewCA(t, "intruder").PEM}}.Validating()
+			o.GenerateName = "intruder-"
+			got, err := vwcs.Create(ctx, o, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("the intruder's generateName CREATE of an unguarded configuration was refused: %v", err)
+			}
+			generated = append(generated, got.Name)
+		}
+		sel := metav1.ListOptions{LabelSelector: "e2e/set=intruder"}
+		if err := vwcs.DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+			t.Fatalf("the intruder's deletecollection of unguarded configurations %v was refused: %v", generated, err)
+		}
+		if left, err := vwcs.List(ctx, sel); err != nil || len(left.Items) != 0 {
+			t.Fatalf("after the deletecollection: %v left, err %v", left, err)
+		}
+		// A deletecollection that reaches a guarded configuration is
+		// decided for it like a DELETE: the name comes from oldObject.
+		if _, err := f.admin.Mutate(ctx, framework.Validating, enforcedName, metav1.UpdateOptions{}, func(m *metav1.ObjectMeta, _ [][]byte) {
+			m.Labels = map[string]string{"e2e/set": "guarded"}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		err := vwcs.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "e2e/set=guarded"})
+		requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), `webhook-guard denied DELETE of ValidatingWebhookConfiguration "enforced-webhooks"`, "not-owner")
+		f.admin.MustGet(t, framework.Validating, enforcedName)
+	})
+
+	t.Run("with the guard stopped and a param deleted, only that mapping's caBundle changes are denied", func(t *testing.T) {
+		f.env.Guard.Stop(t)
+		param := vap.ParamName(enforcedMapping)
+		if err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).Delete(ctx, param, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		foreign := framework.NewCA(t, "foreign")
+		var err error
+		framework.Eventually(t, 20*time.Second, "kube-apiserver sees the param gone", func() bool {
+			_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, foreign.PEM)
+			return err != nil && strings.Contains(err.Error(), "is missing")
+		})
+		requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch",
+			"the param ConfigMap webhook-guard/"+param+" holding the owner's CA is missing", "fail closed")
+		for _, kind := range []framework.Kind{framework.Validating, framework.Mutating} {
+			// With no CA to compare with, every caBundle change fails
+			// closed, emptying one included.
+			for _, bundle := range [][]byte{framework.NewCA(t, "other").PEM, nil} {
+				_, err := f.owner.SetCABundle(ctx, kind, enforcedName, bundle)
+				requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "is missing")
+			}
+			if _, err := f.owner.Annotate(ctx, kind, enforcedName, "e2e/by", "owner"); err != nil {
+				t.Errorf("%s: the owner's write leaving caBundle alone was refused: %v", kind, err)
+			}
+			_, err := f.intruder.Annotate(ctx, kind, enforcedName, "e2e/by", "intruder")
+			requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "not-owner")
+			for _, c := range []*framework.Client{f.intruder, f.owner} {
+				if _, err := c.SetCABundle(ctx, kind, unrelated, framework.NewCA(t, "anyone").PEM); err != nil {
+					t.Errorf("%s %s: %s's caBundle write was refused: %v", kind, unrelated, c.User.Name, err)
+				}
+			}
+			if _, err := f.admin.SetCABundle(ctx, kind, enforcedName, foreign.PEM); err != nil {
+				t.Errorf("%s: break-glass's caBundle change was refused: %v", kind, err)
+			}
+			if _, err := f.admin.SetCABundle(ctx, kind, enforcedName, f.ownerCA.PEM); err != nil {
+				t.Errorf("%s: break-glass's caBundle change was refused: %v", kind, err)
+			}
+		}
+		// The other mapping's param is there: it decides as before.
+		if _, err := f.owner.SetCABundle(ctx, framework.Validating, auditedName, f.ownerCA.PEM); err != nil {
+			t.Errorf("the audited mapping's owner writing its CA: %v", err)
+		}
+	})
+
+	t.Run("after uninstall nothing is left that could deny a write", func(t *testing.T) {
+		f.env.Guard.Stop(t)
+		if err := f.env.AdminKube.CoreV1().Namespaces().Delete(ctx, framework.GuardNamespace, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := roles.Delete(ctx, policyAnchor, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		framework.Eventually(t, 30*time.Second, "the garbage collector deletes every generated object", func() bool {
+			return len(generatedObjects(t, f)) == 0
+		})
+		t.Logf("the garbage collector removed the generated objects %s after the anchor's deletion", time.Since(start).Round(time.Millisecond))
+		framework.Eventually(t, 30*time.Second, "the namespace controller deletes the guard's namespace", func() bool {
+			_, err := f.env.AdminKube.CoreV1().Namespaces().Get(ctx, framework.GuardNamespace, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		ps, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps.Items)+len(bs.Items) != 0 {
+			t.Errorf("%d policies and %d bindings are left after uninstall", len(ps.Items), len(bs.Items))
+		}
+		// kube-apiserver's policy informer drops the deleted policies
+		// within moments; then every write by anyone is admitted.
+		framework.Eventually(t, 10*time.Second, "the intruder's caBundle change of a formerly guarded configuration is admitted", func() bool {
+			_, err := f.intruder.SetCABundle(ctx, framework.Validating, enforcedName, framework.NewCA(t, "after").PEM)
+			return err == nil
+		})
+		for _, kind := range []framework.Kind{framework.Validating, framework.Mutating} {
+			for _, name := range []string{enforcedName, auditedName, unrelated} {
+				if _, err := f.admin.Get(ctx, kind, name); apierrors.IsNotFound(err) {
+					if _, err := f.intruder.Create(ctx, framework.Spec{Kind: kind, Name: name}, metav1.CreateOptions{}); err != nil {
+						t.Errorf("%s %s: the intruder's CREATE after uninstall was refused: %v", kind, name, err)
+					}
+				}
+				if _, err := f.intruder.SetCABundle(ctx, kind, name, framework.NewCA(t, "after").PEM); err != nil {
+					t.Errorf("%s %s: the intruder's caBundle change after uninstall was refused: %v", kind, name, err)
+				}
+				if _, err := f.intruder.Annotate(ctx, kind, name, "e2e/after", "uninstall"); err != nil {
+					t.Errorf("%s %s: the intruder's update after uninstall was refused: %v", kind, name, err)
+				}
+				if err := f.intruder.Delete(ctx, kind, name, metav1.DeleteOptions{}); err != nil {
+					t.Errorf("%s %s: the intruder's DELETE after uninstall was refused: %v", kind, name, err)
+				}
+			}
+		}
+	})
+}
+
+// generatedObjects names every object the guard generated that is left.
+func generatedObjects(t testing.TB, f *fixture) []string {
+	t.Helper()
+	var out []string
+	for _, o := range generatedMeta(t, f) {
+		out = append(out, o.GetName())
+	}
+	return out
+}
+
+// unanchored names the generated objects without an owner reference to
+// the anchor ClusterRole.
+func unanchored(t testing.TB, f *fixture) []string {
+	t.Helper()
+	var out []string
+	for _, o := range generatedMeta(t, f) {
+		if !slices.ContainsFunc(o.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
+			return r.Kind == "ClusterRole" && r.Name == policyAnchor
+		}) {
+			out = append(out, o.GetName())
+		}
+	}
+	return out
+}
+
+func generatedMeta(t testing.TB, f *fixture) []metav1.Object {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: vap.LabelManagedBy + "=" + vap.ManagedBy}
+	var out []metav1.Object
+	ps, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ps.Items {
+		out = append(out, &ps.Items[i])
+	}
+	bs, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range bs.Items {
+		out = append(out, &bs.Items[i])
+	}
+	cms, err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cms.Items {
+		out = append(out, &cms.Items[i])
+	}
+	return out
 }

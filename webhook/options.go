@@ -73,6 +73,9 @@ type Options struct {
 	// (and break-glass) change the generated policies and bindings when the
 	// static webhook routes their writes to the guard.
 	PolicyGuardServiceAccount string
+	// PolicyAnchor names the ClusterRole every generated object is owned
+	// by, so that deleting it (uninstall) garbage-collects them.
+	PolicyAnchor string
 
 	// Observability
 

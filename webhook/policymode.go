@@ -21,6 +21,7 @@ func addPolicySync(mgr ctrl.Manager, o *Options, store *ConfigStore, resolver *c
 		CA:                  resolver,
 		Namespace:           o.PolicyNamespace,
 		GuardServiceAccount: o.PolicyGuardServiceAccount,
+		Anchor:              o.PolicyAnchor,
 		Interval:            o.PolicySyncInterval,
 		Metrics:             policysync.NewMetrics(ctrlmetrics.Registry),
 		Log:                 log,

@@ -119,14 +119,7 @@ func (cm *ControllerManager) Stop(t testing.TB) {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Errorf("kube-controller-manager did not exit within 10s of SIGTERM; killed it")
-	}
+	terminate(t, "kube-controller-manager", cmd, done)
 }
 
 // writeKubeconfig writes cfg (host, CA and client certificate, as envtest

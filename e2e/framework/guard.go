@@ -200,13 +200,20 @@ func (g *Guard) Stop(t testing.TB) {
 	if cmd == nil {
 		return
 	}
+	terminate(t, "webhook-guard", cmd, done)
+}
+
+// terminate sends cmd SIGTERM and waits for done (closed when it exited),
+// killing it after 10 s.
+func terminate(t testing.TB, what string, cmd *exec.Cmd, done <-chan struct{}) {
+	t.Helper()
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Errorf("webhook-guard did not exit within 10s of SIGTERM; killed it")
+		t.Errorf("%s did not exit within 10s of SIGTERM; killed it", what)
 	}
 }
 

@@ -43,6 +43,7 @@ import (
 	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -112,6 +113,19 @@ type Input struct {
 	// set, a policy lets only it (and break-glass) create or change the param
 	// ConfigMaps.
 	GuardServiceAccount string
+	// Anchor, when set, becomes an owner reference of every generated
+	// object: a cluster-scoped object that uninstalling the guard deletes
+	// (the chart's anchor ClusterRole), so that kube-apiserver's garbage
+	// collector removes the policies, bindings and params with it and
+	// nothing the guard generated can deny a write after it is gone.
+	Anchor *metav1.OwnerReference
+}
+
+// AnchorReference is the owner reference to the anchor ClusterRole name
+// whose uid is uid. It neither blocks the anchor's deletion nor claims to be
+// a controller: it only ties the generated objects' lifetime to it.
+func AnchorReference(name string, uid types.UID) *metav1.OwnerReference {
+	return &metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: name, UID: uid}
 }
 
 // Objects are the generated objects, each list sorted by name.
@@ -173,6 +187,17 @@ func Generate(in Input) (*Objects, error) {
 		slices.Sort(params)
 		p, b := protectParams(spec, in.Namespace, in.GuardServiceAccount, params)
 		out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
+	}
+	if in.Anchor != nil {
+		for _, o := range out.Policies {
+			o.OwnerReferences = []metav1.OwnerReference{*in.Anchor}
+		}
+		for _, o := range out.Bindings {
+			o.OwnerReferences = []metav1.OwnerReference{*in.Anchor}
+		}
+		for _, o := range out.ConfigMaps {
+			o.OwnerReferences = []metav1.OwnerReference{*in.Anchor}
+		}
 	}
 	slices.SortFunc(out.Policies, func(a, b *admv1.ValidatingAdmissionPolicy) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(out.Bindings, func(a, b *admv1.ValidatingAdmissionPolicyBinding) int { return strings.Compare(a.Name, b.Name) })

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -174,6 +175,27 @@ func Test_Generate(t *testing.T) {
 		assert.Equal(t, `(has(request.userInfo.username) ? request.userInfo.username : "") == "system:serviceaccount:webhook-guard:webhook-guard"`, p.Spec.Validations[0].Expression)
 		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
 		assert.Nil(t, objs.Bindings[2].Spec.ParamRef)
+	})
+	t.Run("if an anchor is given, every generated object is owned by it; else none is owned", func(t *testing.T) {
+		c := load(t, namesConfig)
+		anchor := AnchorReference("webhook-guard-policy-anchor", "0b1c")
+		objs, err := Generate(Input{Config: c, Namespace: "ns", GuardServiceAccount: "ns/guard", Anchor: anchor})
+		require.NoError(t, err)
+		want := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "webhook-guard-policy-anchor", UID: "0b1c"}}
+		var owners [][]metav1.OwnerReference
+		for _, o := range objs.Policies {
+			owners = append(owners, o.OwnerReferences)
+		}
+		for _, o := range objs.Bindings {
+			owners = append(owners, o.OwnerReferences)
+		}
+		for _, o := range objs.ConfigMaps {
+			owners = append(owners, o.OwnerReferences)
+		}
+		assert.Equal(t, [][]metav1.OwnerReference{want, want, want, want, want, want, want, want}, owners)
+		for _, p := range generate(t, namesConfig).Policies {
+			assert.Empty(t, p.OwnerReferences, p.Name)
+		}
 	})
 	t.Run("if the namespace is invalid, say so", func(t *testing.T) {
 		_, err := Generate(Input{Config: load(t, namesConfig), Namespace: "Bad_NS"})

@@ -7,14 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +49,11 @@ type Syncer struct {
 	// non-break-glass subject the generated protect-params policy lets
 	// change the param ConfigMaps: the guard itself.
 	GuardServiceAccount string
+	// Anchor, when set, names the ClusterRole every generated object is
+	// owned by (vap.Input.Anchor): deleting it (helm uninstall) makes the
+	// garbage collector delete them. While it does not exist the syncer
+	// writes nothing: an object created then would outlive the guard.
+	Anchor string
 	// Interval between passes.
 	Interval time.Duration
 	Metrics  *Metrics
@@ -124,8 +132,12 @@ func (s *Syncer) Start(ctx context.Context) error {
 func (s *Syncer) Sync(ctx context.Context) error {
 	s.init()
 	cfg := s.Config()
+	anchor, err := s.anchor(ctx)
+	if err != nil {
+		return err
+	}
 	res := ResolveCAs(ctx, cfg, s.CA, s.Reader)
-	objs, err := vap.Generate(vap.Input{Config: cfg, Namespace: s.Namespace, CAs: res.CAs, GuardServiceAccount: s.GuardServiceAccount})
+	objs, err := vap.Generate(vap.Input{Config: cfg, Namespace: s.Namespace, CAs: res.CAs, GuardServiceAccount: s.GuardServiceAccount, Anchor: anchor})
 	if err != nil {
 		return err
 	}
@@ -197,6 +209,26 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// anchor reads the anchor ClusterRole's uid; nil when no anchor is set.
+func (s *Syncer) anchor(ctx context.Context) (*metav1.OwnerReference, error) {
+	if s.Anchor == "" {
+		return nil, nil
+	}
+	var role rbacv1.ClusterRole
+	err := s.Reader.Get(ctx, types.NamespacedName{Name: s.Anchor}, &role)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("the anchor ClusterRole %q does not exist (the guard is being uninstalled, or --policy-anchor names the wrong ClusterRole): "+
+			"writing nothing, since generated objects without it would outlive the guard", s.Anchor)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get the anchor ClusterRole %q: %w", s.Anchor, err)
+	}
+	if role.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("the anchor ClusterRole %q is being deleted: writing nothing, the garbage collector is removing the generated objects", s.Anchor)
+	}
+	return vap.AnchorReference(role.Name, role.UID), nil
 }
 
 func index[T any, PT interface {
@@ -312,39 +344,73 @@ func labelsContain(live, desired map[string]string) bool {
 	return true
 }
 
-// The guard owns its labels and, per kind, data+binaryData or spec.
-// Everything else (other labels, annotations, managedFields,
-// resourceVersion) is left as it is and never compared.
+// ownersContain reports whether live carries every desired owner reference
+// (same uid).
+func ownersContain(live, desired []metav1.OwnerReference) bool {
+	for _, d := range desired {
+		if !slices.ContainsFunc(live, func(l metav1.OwnerReference) bool { return l.UID == d.UID }) {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeOwners adds the desired owner references to live's, replacing a
+// reference to an object of the same kind and name with another uid (an
+// anchor that was deleted and created again). Other owners are kept.
+func mergeOwners(live, desired []metav1.OwnerReference) []metav1.OwnerReference {
+	out := slices.Clone(live)
+	for _, d := range desired {
+		out = slices.DeleteFunc(out, func(l metav1.OwnerReference) bool {
+			return l.UID == d.UID || (l.APIVersion == d.APIVersion && l.Kind == d.Kind && l.Name == d.Name)
+		})
+		out = append(out, d)
+	}
+	return out
+}
+
+// The guard owns its labels, its owner references and, per kind,
+// data+binaryData or spec. Everything else (other labels, annotations,
+// managedFields, resourceVersion) is left as it is and never compared.
+
+func metaContains(d, l metav1.Object) bool {
+	return labelsContain(l.GetLabels(), d.GetLabels()) && ownersContain(l.GetOwnerReferences(), d.GetOwnerReferences())
+}
+
+func mergeMeta(d, o metav1.Object) {
+	o.SetLabels(labels.Merge(o.GetLabels(), d.GetLabels()))
+	o.SetOwnerReferences(mergeOwners(o.GetOwnerReferences(), d.GetOwnerReferences()))
+}
 
 func equalConfigMap(d, l *corev1.ConfigMap) bool {
-	return labelsContain(l.Labels, d.Labels) && equality.Semantic.DeepEqual(d.Data, l.Data) && equality.Semantic.DeepEqual(d.BinaryData, l.BinaryData)
+	return metaContains(d, l) && equality.Semantic.DeepEqual(d.Data, l.Data) && equality.Semantic.DeepEqual(d.BinaryData, l.BinaryData)
 }
 
 func mergeConfigMap(d, l *corev1.ConfigMap) *corev1.ConfigMap {
 	o := l.DeepCopy()
-	o.Labels = labels.Merge(o.Labels, d.Labels)
+	mergeMeta(d, o)
 	o.Data, o.BinaryData = d.Data, d.BinaryData
 	return o
 }
 
 func equalPolicy(d, l *admv1.ValidatingAdmissionPolicy) bool {
-	return labelsContain(l.Labels, d.Labels) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
+	return metaContains(d, l) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
 }
 
 func mergePolicy(d, l *admv1.ValidatingAdmissionPolicy) *admv1.ValidatingAdmissionPolicy {
 	o := l.DeepCopy()
-	o.Labels = labels.Merge(o.Labels, d.Labels)
+	mergeMeta(d, o)
 	o.Spec = *d.Spec.DeepCopy()
 	return o
 }
 
 func equalBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) bool {
-	return labelsContain(l.Labels, d.Labels) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
+	return metaContains(d, l) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
 }
 
 func mergeBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) *admv1.ValidatingAdmissionPolicyBinding {
 	o := l.DeepCopy()
-	o.Labels = labels.Merge(o.Labels, d.Labels)
+	mergeMeta(d, o)
 	o.Spec = *d.Spec.DeepCopy()
 	return o
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -167,6 +168,39 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Namespace: "webhook-guard", Name: "webhook-guard-ca-app"}, &cm))
 		assert.Empty(t, cm.BinaryData)
 		assert.Contains(t, cm.Data[vap.DataError], "it does not exist")
+	})
+	t.Run("if an anchor is set, every object is created owned by it, and objects from before gain the reference once", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx), "first pass without an anchor")
+		anchor := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "wg-policy-anchor", UID: "a1"}}
+		require.NoError(t, e.client.Create(ctx, anchor))
+		e.syncer.Anchor = anchor.Name
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, 2.0, e.writes(KindConfigMap, VerbUpdate))
+		assert.Equal(t, 3.0, e.writes(KindPolicy, VerbUpdate))
+		assert.Equal(t, 3.0, e.writes(KindBinding, VerbUpdate))
+		want := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "wg-policy-anchor", UID: anchor.UID}}
+		var b admv1.ValidatingAdmissionPolicyBinding
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
+		assert.Equal(t, want, b.OwnerReferences)
+		before := e.total()
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, before, e.total(), "owned objects are not rewritten")
+	})
+	t.Run("if the anchor does not exist, nothing is written and the error says why", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		e.syncer.Anchor = "wg-policy-anchor"
+		err := e.syncer.Sync(ctx)
+		require.Error(t, err)
+		assert.Equal(t, `the anchor ClusterRole "wg-policy-anchor" does not exist (the guard is being uninstalled, or --policy-anchor names the wrong ClusterRole): writing nothing, since generated objects without it would outlive the guard`, err.Error())
+		assert.Equal(t, 0.0, e.total())
+	})
+	t.Run("if the anchor was deleted and created again, the reference to the old one is replaced", func(t *testing.T) {
+		assert.Equal(t,
+			[]metav1.OwnerReference{{Kind: "Other", Name: "x", UID: "o"}, {APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "a", UID: "new"}},
+			mergeOwners(
+				[]metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "a", UID: "old"}, {Kind: "Other", Name: "x", UID: "o"}},
+				[]metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "a", UID: "new"}}))
 	})
 	t.Run("if the live object keeps differing after the guard's own write, it is not written again", func(t *testing.T) {
 		e := newEnv(t, testConfig)

@@ -95,6 +95,9 @@ spec:
         - --policy-mode
         - --policy-namespace={{ .Release.Namespace }}
         - --policy-guard-service-account={{ .Release.Namespace }}/{{ include "webhook-guard.serviceAccountName" . }}
+        # Every generated object is owned by this ClusterRole (policy-anchor.yaml):
+        # helm uninstall deletes it and the garbage collector removes them.
+        - --policy-anchor={{ include "webhook-guard.fullname" . }}-policy-anchor
         {{- else if .Values.policyGuardServiceAccount }}
         # Writes of that policy-shape release's generated policies and bindings
         # reach this static guard; only its service account may make them.

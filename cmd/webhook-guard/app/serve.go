@@ -79,6 +79,7 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	pm.BoolVar(&o.PolicyMode, "policy-mode", false, "Keep policy mode's ValidatingAdmissionPolicies, bindings and param ConfigMaps in step with the mappings and the owners' CAs (leader only).")
 	pm.StringVar(&o.PolicyNamespace, "policy-namespace", "", "Namespace of the param ConfigMaps (default: the pod's namespace).")
 	pm.DurationVar(&o.PolicySyncInterval, "policy-sync-interval", policysync.DefaultInterval, "How often the owners' CAs are re-read and the generated objects compared (a write happens only on a difference).")
+	pm.StringVar(&o.PolicyAnchor, "policy-anchor", "", "ClusterRole that owns every generated object (owner references): deleting it, as helm uninstall does, makes the garbage collector remove them. While it does not exist nothing is written.")
 	pm.StringVar(&o.PolicyGuardServiceAccount, "policy-guard-service-account", "", "The guard's own service account (namespace/name): a generated policy lets only it (and break-glass) change the param ConfigMaps, and writes of the generated policies the static webhook routes here are denied to anyone else.")
 
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
