@@ -644,8 +644,9 @@ const policyAnchor = "webhook-guard-policy-anchor"
 // TestPolicyModeSafe shows that the policy shape can deny nothing but what
 // its mappings decide, whatever happens to the guard: label-selected
 // deletecollections and generateName CREATEs are decided like any request;
-// with the guard stopped and a mapping's param deleted, only caBundle
-// changes of that mapping's configurations are denied; and after an
+// only break-glass (and kube-controller-manager) may delete a param, and
+// with the guard stopped and a param deleted nothing but that mapping is
+// affected, until the guard recreates it; and after an
 // uninstall (guard stopped, its namespace deleted, the anchor ClusterRole
 // deleted) the garbage collector leaves no generated object and every write
 // is admitted. kube-controller-manager runs its garbage collector and
@@ -723,48 +724,55 @@ func TestPolicyModeSafe(t *testing.T) {
 		f.admin.MustGet(t, framework.Validating, enforcedName)
 	})
 
-	t.Run("with the guard stopped and a param deleted, only that mapping's caBundle changes are denied", func(t *testing.T) {
+	t.Run("with the guard stopped and a param deleted, nothing but that mapping is affected, and the guard restores it", func(t *testing.T) {
 		f.env.Guard.Stop(t)
 		param := vap.ParamName(enforcedMapping)
+		cms := f.intruder.Kube.CoreV1().ConfigMaps(policyNamespace)
+		// The intruder may delete ConfigMaps there (RBAC); protect-params
+		// refuses it.
+		err := cms.Delete(ctx, param, metav1.DeleteOptions{})
+		requirePolicyDenied(t, err, vap.ProtectParamsName, "may delete the policy mode's parameter ConfigMaps")
 		if err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).Delete(ctx, param, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
+			t.Fatalf("break-glass deleting the param: %v", err)
 		}
-		foreign := framework.NewCA(t, "foreign")
-		var err error
-		framework.Eventually(t, 20*time.Second, "kube-apiserver sees the param gone", func() bool {
-			_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, foreign.PEM)
-			return err != nil && strings.Contains(err.Error(), "is missing")
+		// kube-apiserver skips a binding whose param is missing
+		// (parameterNotFoundAction Allow): once it has seen the deletion,
+		// the mapping's policy no longer runs. Nothing else is affected.
+		framework.Eventually(t, 20*time.Second, "kube-apiserver skips the mapping whose param is gone", func() bool {
+			_, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/probe", time.Now().String())
+			return err == nil
 		})
-		requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch",
-			"the param ConfigMap webhook-guard/"+param+" holding the owner's CA is missing", "fail closed")
 		for _, kind := range []framework.Kind{framework.Validating, framework.Mutating} {
-			// With no CA to compare with, every caBundle change fails
-			// closed, emptying one included.
-			for _, bundle := range [][]byte{framework.NewCA(t, "other").PEM, nil} {
-				_, err := f.owner.SetCABundle(ctx, kind, enforcedName, bundle)
-				requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "is missing")
-			}
-			if _, err := f.owner.Annotate(ctx, kind, enforcedName, "e2e/by", "owner"); err != nil {
-				t.Errorf("%s: the owner's write leaving caBundle alone was refused: %v", kind, err)
-			}
-			_, err := f.intruder.Annotate(ctx, kind, enforcedName, "e2e/by", "intruder")
-			requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "not-owner")
-			for _, c := range []*framework.Client{f.intruder, f.owner} {
+			for _, c := range []*framework.Client{f.intruder, f.owner, f.admin} {
 				if _, err := c.SetCABundle(ctx, kind, unrelated, framework.NewCA(t, "anyone").PEM); err != nil {
 					t.Errorf("%s %s: %s's caBundle write was refused: %v", kind, unrelated, c.User.Name, err)
 				}
 			}
-			if _, err := f.admin.SetCABundle(ctx, kind, enforcedName, foreign.PEM); err != nil {
-				t.Errorf("%s: break-glass's caBundle change was refused: %v", kind, err)
+			if _, err := f.owner.Annotate(ctx, kind, enforcedName, "e2e/by", "owner"); err != nil {
+				t.Errorf("%s: the owner's write leaving caBundle alone was refused: %v", kind, err)
 			}
-			if _, err := f.admin.SetCABundle(ctx, kind, enforcedName, f.ownerCA.PEM); err != nil {
-				t.Errorf("%s: break-glass's caBundle change was refused: %v", kind, err)
+			for _, pem := range [][]byte{framework.NewCA(t, "break-glass").PEM, f.ownerCA.PEM} {
+				if _, err := f.admin.SetCABundle(ctx, kind, enforcedName, pem); err != nil {
+					t.Errorf("%s: break-glass's caBundle change was refused: %v", kind, err)
+				}
 			}
 		}
 		// The other mapping's param is there: it decides as before.
-		if _, err := f.owner.SetCABundle(ctx, framework.Validating, auditedName, f.ownerCA.PEM); err != nil {
-			t.Errorf("the audited mapping's owner writing its CA: %v", err)
+		f.intruder.Warnings.Take()
+		if _, err := f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/by", "intruder"); err != nil {
+			t.Fatalf("the audited mapping refused the intruder: %v", err)
 		}
+		requireWarning(t, f.intruder.Warnings.Take(), vap.PolicyName(auditedMapping), "would deny", "not-owner")
+
+		// The guard recreates the param on its first pass, and the mapping
+		// is enforced again.
+		f.env.Guard.Start(t)
+		framework.Eventually(t, 20*time.Second, "the guard recreates the param and the mapping is enforced again", func() bool {
+			_, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/probe", time.Now().String())
+			return err != nil
+		})
+		_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, framework.NewCA(t, "foreign").PEM)
+		requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch")
 	})
 
 	t.Run("after uninstall nothing is left that could deny a write", func(t *testing.T) {

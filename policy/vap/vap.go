@@ -50,6 +50,15 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
+// The identities kube-controller-manager deletes objects as: its garbage
+// collector and namespace controller with per-controller service account
+// credentials (the usual setup), and kube-controller-manager itself without.
+const (
+	GarbageCollectorUser    = "system:serviceaccount:kube-system:generic-garbage-collector"
+	NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-controller"
+	ControllerManagerUser   = "system:kube-controller-manager"
+)
+
 // Labels on every generated object, so the guard finds (and deletes) what
 // it generated, and nothing else.
 const (
@@ -326,10 +335,8 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				{Name: "name", Expression: requestName},
 				{Name: "username", Expression: requestUser},
 				{Name: "isWriter", Expression: isWriter},
-				// params is null when the param ConfigMap is missing
-				// (parameterNotFoundAction Allow): then, as with a param
-				// holding no CA, every caBundle change fails closed and
-				// nothing else changes.
+				// A param holding no CA (its source could not be read) fails
+				// closed on every caBundle change and on nothing else.
 				{Name: "hasCA", Expression: `params != null && has(params.binaryData) && has(params.binaryData.` + ParamKey + `)`},
 				// The webhooks[] entries whose caBundle the request added or
 				// changed to something other than the owner's CA bytes, or
@@ -372,9 +379,12 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				// missing before any matchCondition runs and whatever its
 				// validationActions, so every write to every configuration of
 				// the matched kinds (unrelated ones and break-glass included)
-				// would be denied while it is gone. With Allow, params is null
-				// and the policy's own expressions fail closed on exactly the
-				// mapping's caBundle changes.
+				// would be denied while it is gone. With Allow kube-apiserver
+				// skips the binding while its param is missing (it does not
+				// evaluate the policy with a null param): the mapping is not
+				// enforced until the guard recreates the param, which only the
+				// guard, kube-controller-manager's collectors and break-glass
+				// may delete (protectParams).
 				ParameterNotFoundAction: ptr.To(admv1.AllowAction),
 			},
 			ValidationActions: actions,
@@ -412,24 +422,22 @@ func (m mappingPolicy) notOwnerMessage() string {
 }
 
 func (m mappingPolicy) caMismatchMessage() string {
-	missing := fmt.Sprintf(" cannot be verified: the param ConfigMap %s/%s holding the owner's CA is missing (deleted, or not readable by kube-apiserver); "+
-		"caBundle changes of mapping %q's configurations fail closed until the guard (serve --policy-mode) recreates it, and nothing else is affected",
-		m.namespace, ParamName(m.owner.Name), m.owner.Name)
 	return m.prefix() + ` + "ca-mismatch: the caBundle of webhook(s) " + variables.badWebhooks.join(", ") + ` +
-		`(params == null ? ` + CELString(missing) + ` : variables.hasCA ? ` +
+		`(variables.hasCA ? ` +
 		`" is not byte-identical to the owner's CA from " + (has(params.data) && has(params.data.source) ? params.data.source : "its source") + ` +
 		`" [expected CA " + (has(params.data) && has(params.data.fingerprints) ? params.data.fingerprints : "?") + "]; hint: write the owner's CA exactly as its source holds it (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too" : ` +
 		`" cannot be verified: the guard could not resolve the owner's CA (" + (has(params.data) && has(params.data.error) ? params.data.error : "unknown") + "); caBundle changes fail closed until the source can be read")`
 }
 
-// protectParams lets only the guard (and break-glass) create or update the
-// param ConfigMaps. ConfigMaps are not exempt from VAP, so the policy mode
-// protects its own parameters; DELETE stays allowed (the namespace
-// controller must be able to delete them), and a deleted param fails closed
-// on the mapping's caBundle changes until the guard recreates it: deleting
-// it blocks CA changes of one mapping, never a bypass and never more.
+// protectParams lets only the guard (and break-glass) create, update or
+// delete the param ConfigMaps, and kube-controller-manager's garbage
+// collector and namespace controller delete them (uninstall). ConfigMaps are
+// not exempt from VAP, so the policy mode protects its own parameters. A
+// binding skips its policy while its param is missing (see build), so a
+// param deleted by anyone else would switch its mapping off.
 func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params []string) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	guard := policy.ServiceAccountUsername(guardSA)
+	deleters := []string{guard, GarbageCollectorUser, NamespaceControllerUser, ControllerManagerUser}
 	conds := []admv1.MatchCondition{{Name: "param-configmap", Expression: requestName + " in " + celList(params)}}
 	if bg, ok := SubjectsExpression(spec.BreakGlass); ok {
 		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
@@ -442,7 +450,7 @@ func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params [
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace}},
 				ObjectSelector:    &metav1.LabelSelector{},
 				ResourceRules: []admv1.NamedRuleWithOperations{{RuleWithOperations: admv1.RuleWithOperations{
-					Operations: []admv1.OperationType{admv1.Create, admv1.Update},
+					Operations: []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete},
 					Rule: admv1.Rule{
 						APIGroups:   []string{""},
 						APIVersions: []string{"v1"},
@@ -454,11 +462,19 @@ func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params [
 			},
 			FailurePolicy:   ptr.To(admv1.Fail),
 			MatchConditions: conds,
-			Validations: []admv1.Validation{{
-				Expression: requestUser + " == " + CELString(guard),
-				Message:    fmt.Sprintf("webhook-guard: only %s may create or change the policy mode's parameter ConfigMaps (they hold the owners' CAs)", guard),
-				Reason:     ptr.To(metav1.StatusReasonForbidden),
-			}},
+			Validations: []admv1.Validation{
+				{
+					Expression: `request.operation == "DELETE" || ` + requestUser + " == " + CELString(guard),
+					Message:    fmt.Sprintf("webhook-guard: only %s may create or change the policy mode's parameter ConfigMaps (they hold the owners' CAs)", guard),
+					Reason:     ptr.To(metav1.StatusReasonForbidden),
+				},
+				{
+					Expression: `request.operation != "DELETE" || ` + requestUser + " in " + celList(deleters),
+					Message: fmt.Sprintf("webhook-guard: only %s and kube-controller-manager's garbage collector and namespace controller may delete the policy mode's parameter ConfigMaps: "+
+						"while one is missing kube-apiserver skips its mapping's policy; hint: uninstall the chart, or remove the mapping from the guard's configuration", guard),
+					Reason: ptr.To(metav1.StatusReasonForbidden),
+				},
+			},
 		},
 	}
 	b := &admv1.ValidatingAdmissionPolicyBinding{

@@ -104,7 +104,7 @@ func Test_Generate(t *testing.T) {
 			"webhook-guard-protect-params": {admv1.Deny},
 		}, names)
 	})
-	t.Run("if mappings are generated, each binding refers to its param ConfigMap and lets the policy decide when it is missing", func(t *testing.T) {
+	t.Run("if mappings are generated, each binding refers to its param ConfigMap and is skipped, never failed, while it is missing", func(t *testing.T) {
 		objs := generate(t, namesConfig)
 		b := objs.Bindings[1]
 		require.Equal(t, "webhook-guard-koordinator", b.Name)
@@ -167,13 +167,16 @@ func Test_Generate(t *testing.T) {
 		assert.Equal(t, objs.Bindings[0].Spec.ParamRef, objs.Bindings[1].Spec.ParamRef)
 		assert.Empty(t, objs.Policies[1].Spec.MatchConditions, "no break-glass in this config")
 	})
-	t.Run("if the guard's service account is given, only it may create or update the param ConfigMaps", func(t *testing.T) {
+	t.Run("if the guard's service account is given, only it may create or update the param ConfigMaps, and only it and the collectors delete them", func(t *testing.T) {
 		objs := generate(t, namesConfig)
 		p := objs.Policies[2]
 		require.Equal(t, ProtectParamsName, p.Name)
 		assert.Equal(t, requestName+` in ["webhook-guard-ca-audited","webhook-guard-ca-koordinator"]`, p.Spec.MatchConditions[0].Expression)
-		assert.Equal(t, `(has(request.userInfo.username) ? request.userInfo.username : "") == "system:serviceaccount:webhook-guard:webhook-guard"`, p.Spec.Validations[0].Expression)
-		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
+		assert.Equal(t, `request.operation == "DELETE" || (has(request.userInfo.username) ? request.userInfo.username : "") == "system:serviceaccount:webhook-guard:webhook-guard"`, p.Spec.Validations[0].Expression)
+		assert.Equal(t, `request.operation != "DELETE" || (has(request.userInfo.username) ? request.userInfo.username : "") in `+
+			`["system:serviceaccount:webhook-guard:webhook-guard","system:serviceaccount:kube-system:generic-garbage-collector","system:serviceaccount:kube-system:namespace-controller","system:kube-controller-manager"]`,
+			p.Spec.Validations[1].Expression)
+		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
 		assert.Nil(t, objs.Bindings[2].Spec.ParamRef)
 	})
 	t.Run("if an anchor is given, every generated object is owned by it; else none is owned", func(t *testing.T) {
