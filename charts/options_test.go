@@ -69,13 +69,14 @@ func Test_openReportsCRDsAreTheModules(t *testing.T) {
 
 // Test_notesPointAtReview: the static shape's NOTES send the user to
 // `webhook-guard review`; the policy shape's, where the guard sees no
-// request, to the audit log and `scan`, and never grep logs.
+// request, to review with kube-apiserver's audit log, and neither greps logs.
 func Test_notesPointAtReview(t *testing.T) {
 	static := renderNotes(t, "")
 	assert.Contains(t, static, "webhook-guard review ")
+	assert.NotContains(t, static, "--audit-log")
 	assert.Contains(t, static, "priorityClassName is \"not set\"")
 	policy := renderNotes(t, "", "--set", "shape=policy")
-	assert.NotContains(t, policy, "webhook-guard review")
+	assert.Contains(t, policy, "webhook-guard review --audit-log ")
 	assert.Contains(t, policy, "webhook-guard scan")
 	for _, notes := range []string{static, policy} {
 		assert.NotContains(t, notes, "grep")
