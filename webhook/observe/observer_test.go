@@ -22,10 +22,15 @@ import (
 )
 
 // policyDecider is the one seam mocked: it decides with the real policy
-// code, with the owner's CA inline in the config instead of resolved.
-type policyDecider struct{ cfg *policy.Config }
+// code, with the owner's CA inline in the config instead of resolved, and
+// caBundle parses memoized when fps is set (as webhook.Handler does).
+type policyDecider struct {
+	cfg *policy.Config
+	fps *policy.FingerprintCache
+}
 
 func (p policyDecider) Decide(_ context.Context, in *policy.Input) policy.Decision {
+	in.Fingerprints = p.fps
 	return p.cfg.Decide(in)
 }
 
@@ -47,7 +52,7 @@ func (r *recorded) RecordFlapping(_ context.Context, _ string, fr policy.FlapRep
 	r.flapping = append(r.flapping, fr)
 }
 
-func newCA(t *testing.T, cn string) []byte {
+func newCA(t testing.TB, cn string) []byte {
 	t.Helper()
 	ca, err := testpki.NewCA(cn)
 	require.NoError(t, err)
@@ -88,14 +93,14 @@ owners:
   writers: {serviceAccounts: [app/controller]}
   ca:
     pem: |
-` + "      " + strings.ReplaceAll(strings.TrimSpace(string(owner)), "\n", "\n      ") + "\n"))
+      ` + indent(owner) + "\n"))
 	require.NoError(t, err)
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 
 	// setup builds an observer and its watch handler.
 	setup := func() (*Observer, *recorded, toolscache.ResourceEventHandler) {
 		rec := &recorded{}
-		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg}, Recorder: rec,
+		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec,
 			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
 		return o, rec, o.handler(t.Context())
 	}
@@ -155,6 +160,11 @@ owners:
 		h.OnUpdate(vwc("20", owner, "app-controller", at), vwc("21", foreign[0], "replica-0", at))
 		assert.Len(t, rec.flapping, 1)
 	})
+}
+
+// indent indents a PEM for a YAML block scalar six spaces deep.
+func indent(pem []byte) string {
+	return strings.ReplaceAll(strings.TrimSpace(string(pem)), "\n", "\n      ")
 }
 
 type staticConfig struct{ cfg *policy.Config }
