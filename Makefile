@@ -20,7 +20,7 @@ IMAGE_DIR := $(BIN)/image
 # Empty (the label is left out) while the repository has no LICENSE file.
 IMAGE_LICENSES ?=
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
-FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./policy:FuzzParseBundle ./policy:FuzzLoad
+FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy:FuzzParseBundle ./policy:FuzzLoad
 
 .PHONY: help
 help: ## Show this help.

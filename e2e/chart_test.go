@@ -262,12 +262,14 @@ func testChartServiceAccountAccess(t *testing.T, kube kubernetes.Interface) {
 		}
 	}
 	cases = append(cases,
-		// Secrets: exactly the mapping's CA Secret, get only.
+		// Secrets: exactly the mapping's CA Secret, get and (by name: a
+		// metadata.name field selector) list and watch.
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "koordinator-system", Name: "webhook-certs"}, true},
+		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: "koordinator-system", Name: "webhook-certs"}, true},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "koordinator-system", Name: "koord-manager-token"}, false},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: "koordinator-system"}, false},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch", Namespace: "koordinator-system"}, false},
-		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch", Namespace: "koordinator-system", Name: "webhook-certs"}, false},
+		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch", Namespace: "koordinator-system", Name: "webhook-certs"}, true},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "update", Namespace: "koordinator-system", Name: "webhook-certs"}, false},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "kube-system", Name: "webhook-certs"}, false},
 		accessCase{authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list"}, false},

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -36,12 +37,15 @@ type BundleError struct {
 
 func (e *BundleError) Error() string { return e.Reason }
 
-// ParseBundle returns the fingerprints of every certificate in a PEM bundle,
-// in order. A bundle that holds no PEM block, a block that is not a
-// CERTIFICATE (a private key pasted into a caBundle is refused, not ignored),
-// a certificate that does not parse, or more than MaxBundleCertificates is an
-// error. Text between blocks is ignored, as kube-apiserver's own PEM loader
-// ignores it.
+// ParseBundle returns the fingerprints of the certificates kube-apiserver
+// would trust in a caBundle, in order. kube-apiserver loads a caBundle with
+// x509.CertPool.AppendCertsFromPEM, which takes CERTIFICATE blocks without
+// PEM headers that parse, and silently skips everything else (other block
+// types, blocks with headers, bad DER, text). The guard counts exactly the
+// same certificates: fingerprinting a block kube-apiserver skips would accept
+// a bundle that leaves the webhook with no usable CA. A bundle with no usable
+// certificate, or more than MaxBundleCertificates CERTIFICATE blocks, is an
+// error.
 func ParseBundle(data []byte) ([]Fingerprint, error) {
 	fps, _, err := parseBundle(data)
 	return fps, err
@@ -52,35 +56,44 @@ func ParseBundle(data []byte) ([]Fingerprint, error) {
 func parseBundle(data []byte) ([]Fingerprint, time.Time, error) {
 	var fps []Fingerprint
 	var earliest time.Time
-	rest := data
-	for i := 0; ; i++ {
+	blocks, certBlocks, skipped := 0, 0, ""
+	for rest := data; ; {
 		block, next := pem.Decode(rest)
 		if block == nil {
 			break
 		}
-		rest = next
+		rest, blocks = next, blocks+1
 		if block.Type != "CERTIFICATE" {
-			return nil, time.Time{}, &BundleError{Reason: fmt.Sprintf("PEM block %d is a %q, not a CERTIFICATE", i, block.Type)}
+			skipped = cmp.Or(skipped, fmt.Sprintf("PEM block %d is a %q, not a CERTIFICATE", blocks-1, block.Type))
+			continue
 		}
-		if len(fps) == MaxBundleCertificates {
+		// Every CERTIFICATE block costs a parse, usable or not: bound them all.
+		if certBlocks++; certBlocks > MaxBundleCertificates {
 			return nil, time.Time{}, &BundleError{Reason: fmt.Sprintf("holds more than %d certificates", MaxBundleCertificates)}
+		}
+		if len(block.Headers) != 0 {
+			skipped = cmp.Or(skipped, fmt.Sprintf("PEM block %d carries PEM headers", blocks-1))
+			continue
 		}
 		c, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			return nil, time.Time{}, &BundleError{Reason: fmt.Sprintf("PEM block %d is not a valid certificate: %v", i, err)}
+			skipped = cmp.Or(skipped, fmt.Sprintf("PEM block %d is not a valid certificate: %v", blocks-1, err))
+			continue
 		}
 		if earliest.IsZero() || c.NotAfter.Before(earliest) {
 			earliest = c.NotAfter
 		}
 		fps = append(fps, sha256.Sum256(block.Bytes))
 	}
-	if len(fps) == 0 {
-		if len(bytes.TrimSpace(data)) == 0 {
-			return nil, time.Time{}, &BundleError{Reason: "is empty"}
-		}
-		return nil, time.Time{}, &BundleError{Reason: "is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found"}
+	switch {
+	case len(fps) > 0:
+		return fps, earliest, nil
+	case blocks > 0:
+		return nil, time.Time{}, &BundleError{Reason: "holds no certificate kube-apiserver can use (" + skipped + "; kube-apiserver skips such blocks)"}
+	case len(bytes.TrimSpace(data)) == 0:
+		return nil, time.Time{}, &BundleError{Reason: "is empty"}
 	}
-	return fps, earliest, nil
+	return nil, time.Time{}, &BundleError{Reason: "is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found"}
 }
 
 // CASet is an owner's set of trusted CA certificates, by fingerprint.

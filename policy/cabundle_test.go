@@ -62,13 +62,29 @@ func Test_ParseBundle(t *testing.T) {
 			input:  []byte("not pem"),
 			expErr: `is not PEM: no "-----BEGIN CERTIFICATE-----" block found`,
 		},
-		"if the bundle holds a private key, refuse it instead of ignoring it": {
+		"if the bundle holds a private key beside a certificate, skip the key as kube-apiserver does": {
 			input:  bundle(f.Owner.PEM, f.KeyPEM),
-			expErr: `PEM block 1 is a "EC PRIVATE KEY", not a CERTIFICATE`,
+			expFPs: []Fingerprint{f.Owner.FP},
 		},
-		"if a CERTIFICATE block does not hold a certificate, say which block": {
+		"if the bundle holds only a private key, say it holds no usable certificate": {
+			input:  f.KeyPEM,
+			expErr: `holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`,
+		},
+		"if a CERTIFICATE block does not hold a certificate, skip it as kube-apiserver does": {
 			input:  bundle(f.Owner.PEM, garbageDER),
-			expErr: "PEM block 1 is not a valid certificate: x509: malformed certificate",
+			expFPs: []Fingerprint{f.Owner.FP},
+		},
+		"if the only CERTIFICATE block does not parse, say which block and why": {
+			input:  garbageDER,
+			expErr: "holds no certificate kube-apiserver can use (PEM block 0 is not a valid certificate: x509: malformed certificate; kube-apiserver skips such blocks)",
+		},
+		"if a CERTIFICATE block carries PEM headers, skip it: kube-apiserver does not trust it": {
+			input:  bundle(withHeaders(t, f.Foreign.PEM), f.Owner.PEM),
+			expFPs: []Fingerprint{f.Owner.FP},
+		},
+		"if every CERTIFICATE block carries PEM headers, say it holds no usable certificate": {
+			input:  withHeaders(t, f.Owner.PEM),
+			expErr: "holds no certificate kube-apiserver can use (PEM block 0 carries PEM headers; kube-apiserver skips such blocks)",
 		},
 		"if the bundle holds more than MaxBundleCertificates, refuse it": {
 			input:  tooMany,

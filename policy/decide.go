@@ -10,12 +10,12 @@ import (
 // request. It is pure: the owner's CA arrives in in.CA, resolved by the
 // caller when NeedsCA(in) is true.
 func (c *Config) Decide(in *Input) Decision {
-	return c.DecideMatched(c.Match(in.Kind, in.Name, in.Labels), in)
+	return c.DecideMatched(c.MatchInput(in), in)
 }
 
 // DecideMatched is Decide for a caller that already matched the input (to
 // know whose CA to resolve), so the admission path matches once, not once
-// per decision. m must come from c.Match for the same input.
+// per decision. m must come from c.MatchInput for the same input.
 func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 	if in.Observed {
 		return c.decideObserved(m, in)
@@ -60,9 +60,13 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 
 	d.Mapping, d.Mode = m.Owner.Name, m.Mode
 	co := &c.owners[m.index]
-	isWriter := co.writers.matches(in.User)
-	if !isWriter && !breakGlass {
+	if !breakGlass && !co.writers.matches(in.User) {
+		// Who the subject is decides it: the owner's CA is neither read nor
+		// shown for a subject that may not write, whatever its request
+		// names, so a request can make the guard read nothing on its behalf.
 		d.Violations = append(d.Violations, notOwner(co, in))
+		d.finish(d.Mode, false)
+		return d
 	}
 	if in.Operation != OperationDelete {
 		d.Violations = append(d.Violations, c.checkBundles(co, in, d.Changes)...)
@@ -72,6 +76,17 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 	// what they broke is still listed, warned about and recorded.
 	d.finish(d.Mode, breakGlass)
 	return d
+}
+
+// NeedsOwnerCA reports whether deciding the matched input needs the owner's
+// CA from its source: only for a writer or break-glass subject whose request
+// sets a caBundle to something non-empty, and only when the CA is not inline.
+// The caller resolves the CA only then.
+func (c *Config) NeedsOwnerCA(m MatchResult, in *Input) bool {
+	if m.index < 0 || c.owners[m.index].inlineCA != nil || !NeedsCA(in) {
+		return false
+	}
+	return c.IsBreakGlass(in.User) || c.owners[m.index].writers.matches(in.User)
 }
 
 func notOwner(co *compiledOwner, in *Input) Violation {
@@ -99,6 +114,13 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 		// The field path is formatted only for a violation: the common
 		// write, the owner's own CA, builds no strings.
 		mismatch := func() Violation { return Violation{Rule: RuleCAMismatch, Field: ch.Field(), Webhook: ch.Webhook} }
+		if ch.Removed {
+			v := mismatch()
+			v.Detail = fmt.Sprintf("the entry %q, which carried a caBundle, was removed or renamed; that empties its caBundle", ch.Webhook)
+			v.Hint = "keep the entry (and its name) with the owner's CA; removing it is a break-glass change"
+			out = append(out, v)
+			continue
+		}
 		if ch.Emptied() {
 			v := mismatch()
 			v.Detail = "a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate"

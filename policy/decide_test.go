@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -114,6 +115,34 @@ func caEmptied(index int, webhook string) Violation {
 		Detail:  "a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate",
 		Hint:    "write the owner's CA instead of removing it",
 	}
+}
+
+// sharedTeamAAmbiguous: the selectors of mappings shared and team-a both match.
+var sharedTeamAAmbiguous = Violation{
+	Rule:   RuleAmbiguousOwner,
+	Field:  "metadata.labels",
+	Detail: `the label selectors of mappings "shared", "team-a" all match this configuration; single ownership cannot be decided`,
+	Hint:   "narrow the labelSelector of all but one of these mappings",
+}
+
+func caRemoved(webhook string) Violation {
+	return Violation{
+		Rule:    RuleCAMismatch,
+		Field:   "webhooks",
+		Webhook: webhook,
+		Detail:  fmt.Sprintf("the entry %q, which carried a caBundle, was removed or renamed; that empties its caBundle", webhook),
+		Hint:    "keep the entry (and its name) with the owner's CA; removing it is a break-glass change",
+	}
+}
+
+// withHeaders re-encodes the first PEM block of data with a PEM header,
+// which kube-apiserver's AppendCertsFromPEM skips.
+func withHeaders(t *testing.T, data []byte) []byte {
+	t.Helper()
+	block, _ := pem.Decode(data)
+	require.NotNil(t, block)
+	block.Headers = map[string]string{"Proc-Type": "4,ENCRYPTED"}
+	return pem.EncodeToMemory(block)
 }
 
 func caInvalid(index int, webhook, reason string) Violation {
@@ -271,10 +300,10 @@ func Test_Decide(t *testing.T) {
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
 		},
-		"if the owner writes a private key as caBundle, deny with ca-mismatch": {
+		"if the owner writes a private key as caBundle, deny with ca-mismatch: it holds no usable certificate": {
 			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, f.KeyPEM}, koordCA),
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
-			expViolations: []Violation{caInvalid(1, whB, `PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE`)},
+			expViolations: []Violation{caInvalid(1, whB, `holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`)},
 			expChanges:    []string{"webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
 		},
@@ -329,15 +358,12 @@ func Test_Decide(t *testing.T) {
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "audited")},
 			expRecord:     true,
 		},
-		"if a non-owner writes a foreign CA, report not-owner first and ca-mismatch, sorted by field": {
+		"if a non-owner writes a foreign CA, deny with not-owner only: nothing of the owner's CA is read or shown": {
 			input:      update("koord", intruder, same, [2][]byte{f.Foreign.PEM, f.Owner.PEM}, koordCA),
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
-			expViolations: []Violation{
-				notOwnerSA("kube-system", "intruder", "koordinator"),
-				caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()}),
-			},
-			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
-			expRecord:  true,
+			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "koordinator")},
+			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
+			expRecord:     true,
 		},
 		"if a non-owner creates a guarded name, deny: a create can be a takeover": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Webhooks: []Webhook{{Name: whA}}},
@@ -345,15 +371,12 @@ func Test_Decide(t *testing.T) {
 			expViolations: []Violation{notOwnerUser("bob", "koordinator")},
 			expRecord:     true,
 		},
-		"if a non-owner creates a guarded name with a caBundle while the CA is unresolved, deny with both rules": {
+		"if a non-owner creates a guarded name with a caBundle, deny with not-owner only: its CA is never resolved": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Webhooks: []Webhook{{Name: whA, CABundle: f.Foreign.PEM}}},
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
-			expViolations: []Violation{
-				notOwnerUser("bob", "koordinator"),
-				caUnavailable(0, whA, "the owner's CA was not resolved"),
-			},
-			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
-			expRecord:  true,
+			expViolations: []Violation{notOwnerUser("bob", "koordinator")},
+			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
+			expRecord:     true,
 		},
 		"if a non-owner deletes a guarded configuration, deny and call it a takeover": {
 			input:      Input{Operation: OperationDelete, Name: "koord", User: intruder, OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
@@ -553,6 +576,68 @@ func Test_Decide(t *testing.T) {
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "team-a")},
 			expRecord:     true,
 		},
+		"if an UPDATE relabels an unlabelled configuration into a selector mapping, that mapping decides": {
+			input: func() Input {
+				in := update("relabelled", intruder, same, same, CAResult{})
+				in.UpdatedLabels = map[string]string{"shared": "yes"}
+				return in
+			}(),
+			expMapping: "shared", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "shared")},
+			expRecord:     true,
+		},
+		"if an UPDATE relabels a configuration out of its selector mapping, that mapping still decides": {
+			input: func() Input {
+				in := update("relabelled", intruder, same, same, CAResult{})
+				in.Labels = map[string]string{"shared": "yes"}
+				in.UpdatedLabels = map[string]string{}
+				return in
+			}(),
+			expMapping: "shared", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "shared")},
+			expRecord:     true,
+		},
+		"if an UPDATE relabels a configuration from one selector mapping into another, it is ambiguous: neither owner alone may move it": {
+			input: func() Input {
+				in := update("moved", User{Username: sa("team-a", "controller")}, same, same, CAResult{})
+				in.Labels = map[string]string{"team": "a"}
+				in.UpdatedLabels = map[string]string{"shared": "yes"}
+				return in
+			}(),
+			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
+			expViolations: []Violation{sharedTeamAAmbiguous},
+			expRecord: true,
+		},
+		"if the owner removes an entry that carried a caBundle, deny with ca-mismatch: removing it empties it": {
+			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
+				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: f.Owner.PEM}},
+				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
+			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expViolations: []Violation{caRemoved(whB)},
+			expChanges:    []string{"webhooks"},
+			expRecord:     true,
+		},
+		"if the owner renames an entry that carried a caBundle and leaves the new one empty, deny with ca-mismatch": {
+			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
+				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
+				Webhooks:    []Webhook{{Name: "renamed.koord.io"}}},
+			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expViolations: []Violation{caRemoved(whA)},
+			expChanges:    []string{"webhooks"},
+			expRecord:     true,
+		},
+		"if the owner writes a CERTIFICATE block with PEM headers, deny: kube-apiserver would skip it": {
+			input:      update("koord", koordSA, same, [2][]byte{withHeaders(t, f.Owner.PEM), f.Owner.PEM}, koordCA),
+			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expViolations: []Violation{caInvalid(0, whA, "holds no certificate kube-apiserver can use (PEM block 0 carries PEM headers; kube-apiserver skips such blocks)")},
+			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
+			expRecord:     true,
+		},
+		"if the owner writes its CA beside a headered foreign block, allow: kube-apiserver trusts only the owner's": {
+			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, withHeaders(t, f.Foreign.PEM)), f.Owner.PEM}, koordCA),
+			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
+		},
 		"if two label selectors match, return ambiguous-owner in the strictest claimant's mode": {
 			input: func() Input {
 				in := update("multi", User{Username: sa("team-a", "controller")}, same, same, CAResult{})
@@ -560,12 +645,7 @@ func Test_Decide(t *testing.T) {
 				return in
 			}(),
 			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
-			expViolations: []Violation{{
-				Rule:   RuleAmbiguousOwner,
-				Field:  "metadata.labels",
-				Detail: `the label selectors of mappings "shared", "team-a" all match this configuration; single ownership cannot be decided`,
-				Hint:   "narrow the labelSelector of all but one of these mappings",
-			}},
+			expViolations: []Violation{sharedTeamAAmbiguous},
 			expRecord: true,
 		},
 		"if two label selectors match a break-glass subject's write, allow, warn and record": {
@@ -575,12 +655,7 @@ func Test_Decide(t *testing.T) {
 				return in
 			}(),
 			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
-			expViolations: []Violation{{
-				Rule:   RuleAmbiguousOwner,
-				Field:  "metadata.labels",
-				Detail: `the label selectors of mappings "shared", "team-a" all match this configuration; single ownership cannot be decided`,
-				Hint:   "narrow the labelSelector of all but one of these mappings",
-			}},
+			expViolations: []Violation{sharedTeamAAmbiguous},
 			expRecord: true,
 		},
 	}

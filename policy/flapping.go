@@ -38,6 +38,8 @@ type FlapDetector struct {
 	reported map[flapKey]time.Time
 	max      int
 	window   time.Duration
+	// swept is when expired configurations were last dropped.
+	swept time.Time
 }
 
 type flapKey struct {
@@ -45,8 +47,17 @@ type flapKey struct {
 	name string
 }
 
-// maxTrackedWrites bounds memory per configuration under a write storm.
-const maxTrackedWrites = 256
+// Bounds of a FlapDetector. Configuration names come from requests (a
+// selector mapping claims any name its labels match), so the per-name state
+// is bounded: a configuration with no write within the window is dropped,
+// and at most maxTrackedConfigs are tracked (the least recently written
+// goes first).
+const (
+	// maxTrackedWrites bounds memory per configuration under a write storm.
+	maxTrackedWrites = 256
+	// maxTrackedConfigs bounds how many configurations are tracked.
+	maxTrackedConfigs = 1024
+)
 
 // NewFlapDetector reports a configuration once more than maxDistinct
 // distinct caBundle values were written to it within window.
@@ -77,6 +88,7 @@ func (f *FlapDetector) Observe(d *Decision, now time.Time) (FlapReport, bool) {
 		ws = ws[len(ws)-maxTrackedWrites:]
 	}
 	f.writes[key] = ws
+	f.prune(key, now)
 
 	// Most writes are the owner re-writing the same bundle: count distinct
 	// values only up to the threshold, without allocating, and build the
@@ -125,6 +137,44 @@ func (f *FlapDetector) Forget(kind ConfigKind, name string) {
 	defer f.mu.Unlock()
 	delete(f.writes, flapKey{kind, name})
 	delete(f.reported, flapKey{kind, name})
+}
+
+// prune drops configurations with no write within the window (at most once
+// per window, so its cost is amortized over the writes), then the least
+// recently written ones while more than maxTrackedConfigs are tracked.
+// current, just written, is kept.
+func (f *FlapDetector) prune(current flapKey, now time.Time) {
+	if now.Sub(f.swept) > f.window || len(f.writes) > maxTrackedConfigs {
+		f.swept = now
+		for k, ws := range f.writes {
+			if k != current && (len(ws) == 0 || now.Sub(ws[len(ws)-1].at) > f.window) {
+				delete(f.writes, k)
+			}
+		}
+		for k, at := range f.reported {
+			if now.Sub(at) >= f.window {
+				delete(f.reported, k)
+			}
+		}
+	}
+	for len(f.writes) > maxTrackedConfigs {
+		var oldest flapKey
+		var oldestAt time.Time
+		for k, ws := range f.writes {
+			if k != current && (oldestAt.IsZero() || ws[len(ws)-1].at.Before(oldestAt)) {
+				oldest, oldestAt = k, ws[len(ws)-1].at
+			}
+		}
+		delete(f.writes, oldest)
+		delete(f.reported, oldest)
+	}
+}
+
+// Tracked is how many configurations the detector holds state for.
+func (f *FlapDetector) Tracked() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.writes)
 }
 
 // distinctHashes counts the distinct bundle hashes in ws, stopping at limit.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,6 +89,47 @@ func Test_FlapDetector_boundsMemory(t *testing.T) {
 		f.Observe(&Decision{Kind: KindMutating, Name: "storm", Subject: "s", Changes: []BundleChange{{Hash: sha256.Sum256([]byte{byte(i), byte(i >> 8)})}}}, t0)
 	}
 	assert.Len(t, f.writes[flapKey{KindMutating, "storm"}], maxTrackedWrites)
+}
+
+func Test_FlapDetector_prunesConfigurations(t *testing.T) {
+	write := func(name string) *Decision {
+		return &Decision{Kind: KindValidating, Name: name, Subject: "s", Changes: []BundleChange{{Hash: sha256.Sum256([]byte(name))}}}
+	}
+	tests := map[string]struct {
+		writes     func(f *FlapDetector, t0 time.Time)
+		expTracked int
+		expKept    []string
+	}{
+		"if configurations get no write within the window, drop them on a later write": {
+			writes: func(f *FlapDetector, t0 time.Time) {
+				for i := range 100 {
+					f.Observe(write(fmt.Sprint("fresh-", i)), t0)
+				}
+				f.Observe(write("later"), t0.Add(2*time.Minute))
+			},
+			expTracked: 1,
+			expKept:    []string{"later"},
+		},
+		"if more configurations are written within the window than the cap, keep the cap, dropping the least recently written": {
+			writes: func(f *FlapDetector, t0 time.Time) {
+				for i := range 3 * maxTrackedConfigs {
+					f.Observe(write(fmt.Sprint("fresh-", i)), t0.Add(time.Duration(i)*time.Millisecond))
+				}
+			},
+			expTracked: maxTrackedConfigs,
+			expKept:    []string{fmt.Sprint("fresh-", 3*maxTrackedConfigs-1), fmt.Sprint("fresh-", 2*maxTrackedConfigs)},
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := NewFlapDetector(3, time.Minute)
+			test.writes(f, time.Now())
+			assert.Equal(t, test.expTracked, f.Tracked())
+			for _, n := range test.expKept {
+				assert.Contains(t, f.writes, flapKey{KindValidating, n})
+			}
+		})
+	}
 }
 
 // The owner re-writing its own bundle is the common case; tracking it must

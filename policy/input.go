@@ -27,12 +27,16 @@ type Input struct {
 	Operation Operation
 	Kind      ConfigKind
 	Name      string
-	// Labels and Annotations of the object as it is after the request (as it
-	// was, for DELETE).
+	// Labels and Annotations of the stored object (UPDATE, DELETE), or of
+	// the object created (CREATE).
 	Labels      map[string]string
 	Annotations map[string]string
-	User        User
-	DryRun      bool
+	// UpdatedLabels are the labels an UPDATE writes. Every mapping whose
+	// selector matches Labels or UpdatedLabels decides the request, so a
+	// configuration cannot be relabelled into (or out of) a mapping unseen.
+	UpdatedLabels map[string]string
+	User          User
+	DryRun        bool
 	// Webhooks is the object after the request; nil on DELETE.
 	Webhooks []Webhook
 	// OldWebhooks is the object before the request; nil on CREATE.
@@ -60,59 +64,119 @@ type CAResult struct {
 // BundleChange is one webhooks[] entry whose caBundle was added, changed or
 // emptied by the request.
 type BundleChange struct {
-	// Index is the entry's position in the new object (the old one when emptied by removal).
+	// Index is the entry's position in the new object (the old one when Removed).
 	Index   int
 	Webhook string
 	Old     []byte
 	New     []byte
+	// Removed is true when the request dropped (or renamed) an entry that
+	// carried a caBundle: for kube-apiserver that CA is gone, as if emptied.
+	Removed bool
 	// Hash is the SHA-256 of the new raw caBundle bytes, for flapping detection.
 	Hash [sha256.Size]byte
 }
 
-// Field is the path of the entry's caBundle.
+// Field is the path of the entry's caBundle; for a removed entry, the list
+// it was removed from.
 func (b BundleChange) Field() string {
+	if b.Removed {
+		return "webhooks"
+	}
 	return fmt.Sprintf("webhooks[%d].clientConfig.caBundle", b.Index)
 }
 
-// Emptied reports a non-empty caBundle made empty.
+// Emptied reports a non-empty caBundle made empty, or removed with its entry.
 func (b BundleChange) Emptied() bool { return len(b.Old) > 0 && len(b.New) == 0 }
 
-// ChangedBundles lists the entries whose caBundle the request adds or
-// changes. Entries are paired with the old object by webhook name (names are
-// unique within a configuration). An empty caBundle on a new entry is not a
-// change: cainjector fills it after creation. DELETE changes nothing.
+// ChangedBundles lists the entries whose caBundle the request adds, changes
+// or empties, in the new object's order, followed by the entries that
+// carried a caBundle and are gone from the new object (removed or renamed:
+// names are unique within a configuration, so a rename is a removal plus an
+// addition). An empty caBundle on a new entry is not a change: cainjector
+// fills it after creation. DELETE changes nothing.
 func ChangedBundles(in *Input) []BundleChange {
 	if in.Operation == OperationDelete {
 		return nil
 	}
 	var changes []BundleChange
+	p := pairOld(in)
 	for i, w := range in.Webhooks {
-		old, changed := bundleChange(in, i)
+		old, changed := p.change(i)
 		if !changed {
 			continue
 		}
 		changes = append(changes, BundleChange{Index: i, Webhook: w.Name, Old: old, New: w.CABundle, Hash: in.Fingerprints.Sum(w.CABundle)})
 	}
+	for j, w := range in.OldWebhooks {
+		if len(w.CABundle) > 0 && !p.isKept(j) {
+			changes = append(changes, BundleChange{Index: j, Webhook: w.Name, Old: w.CABundle, Removed: true, Hash: in.Fingerprints.Sum(nil)})
+		}
+	}
 	return changes
 }
 
-// bundleChange returns the old caBundle of in.Webhooks[i] (paired by name)
-// and whether the request changes it. Entries usually keep their order, so
-// the same index is tried first: pairing n entries costs O(n), not O(n²).
-func bundleChange(in *Input, i int) (old []byte, changed bool) {
-	w := &in.Webhooks[i]
-	if i < len(in.OldWebhooks) && in.OldWebhooks[i].Name == w.Name {
-		old = in.OldWebhooks[i].CABundle
-	} else {
-		for j := range in.OldWebhooks {
-			if in.OldWebhooks[j].Name == w.Name {
-				old = in.OldWebhooks[j].CABundle
+// pairing pairs the entries of the new object with the old one by name.
+type pairing struct {
+	in *Input
+	// old maps an entry of the new object to its index in the old one (-1:
+	// new entry); nil when every entry kept its position and name.
+	old []int
+	// kept marks the old entries paired with a new one (when old is set).
+	kept []bool
+}
+
+// pairOld pairs entries in O(n): entries usually keep their order, which is
+// checked first; otherwise an index by name pairs them (a reordered object
+// costs one map, not n² comparisons).
+func pairOld(in *Input) pairing {
+	if len(in.Webhooks) == len(in.OldWebhooks) {
+		same := true
+		for i := range in.Webhooks {
+			if in.Webhooks[i].Name != in.OldWebhooks[i].Name {
+				same = false
 				break
 			}
 		}
+		if same {
+			return pairing{in: in}
+		}
+	}
+	byName := make(map[string]int, len(in.OldWebhooks))
+	for j := range in.OldWebhooks {
+		if _, dup := byName[in.OldWebhooks[j].Name]; !dup {
+			byName[in.OldWebhooks[j].Name] = j
+		}
+	}
+	p := pairing{in: in, old: make([]int, len(in.Webhooks)), kept: make([]bool, len(in.OldWebhooks))}
+	for i := range in.Webhooks {
+		j, ok := byName[in.Webhooks[i].Name]
+		if !ok {
+			j = -1
+		} else {
+			p.kept[j] = true
+		}
+		p.old[i] = j
+	}
+	return p
+}
+
+// change returns the old caBundle of in.Webhooks[i] and whether the request
+// changes it.
+func (p pairing) change(i int) (old []byte, changed bool) {
+	j := i
+	if p.old != nil {
+		j = p.old[i]
+	}
+	if j >= 0 && j < len(p.in.OldWebhooks) {
+		old = p.in.OldWebhooks[j].CABundle
 	}
 	// bytes.Equal treats nil and empty alike: an entry that stays empty is no change.
-	return old, !bytes.Equal(old, w.CABundle)
+	return old, !bytes.Equal(old, p.in.Webhooks[i].CABundle)
+}
+
+// kept reports whether old entry j is still in the new object.
+func (p pairing) isKept(j int) bool {
+	return p.old == nil || p.kept[j]
 }
 
 // NeedsCA reports whether deciding this input requires the owner's CA: only
@@ -122,8 +186,9 @@ func NeedsCA(in *Input) bool {
 	if in.Operation == OperationDelete {
 		return false
 	}
+	p := pairOld(in)
 	for i := range in.Webhooks {
-		if _, changed := bundleChange(in, i); changed && len(in.Webhooks[i].CABundle) > 0 {
+		if _, changed := p.change(i); changed && len(in.Webhooks[i].CABundle) > 0 {
 			return true
 		}
 	}

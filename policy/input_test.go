@@ -63,11 +63,26 @@ func Test_ChangedBundles(t *testing.T) {
 				Webhooks:    []Webhook{{Name: "a", CABundle: old}, {Name: "b", CABundle: next}}},
 			exp: []BundleChange{{Index: 1, Webhook: "b", New: next, Hash: sha256.Sum256(next)}},
 		},
-		"if UPDATE removes an entry, return nothing: no caBundle is written": {
+		"if UPDATE removes an entry that carried a caBundle, return it as removed (emptied)": {
 			input: Input{Operation: OperationUpdate,
 				OldWebhooks: []Webhook{{Name: "a", CABundle: old}, {Name: "b", CABundle: old}},
 				Webhooks:    []Webhook{{Name: "a", CABundle: old}}},
+			exp: []BundleChange{{Index: 1, Webhook: "b", Old: old, Removed: true, Hash: emptyHash}},
+		},
+		"if UPDATE removes an entry with an empty caBundle, return nothing": {
+			input: Input{Operation: OperationUpdate,
+				OldWebhooks: []Webhook{{Name: "a", CABundle: old}, {Name: "b"}},
+				Webhooks:    []Webhook{{Name: "a", CABundle: old}}},
 			exp: nil,
+		},
+		"if UPDATE renames an entry and reorders the rest, return the new entry and the removed one": {
+			input: Input{Operation: OperationUpdate,
+				OldWebhooks: []Webhook{{Name: "a", CABundle: old}, {Name: "b", CABundle: next}},
+				Webhooks:    []Webhook{{Name: "b", CABundle: next}, {Name: "a2", CABundle: old}}},
+			exp: []BundleChange{
+				{Index: 1, Webhook: "a2", New: old, Hash: sha256.Sum256(old)},
+				{Index: 0, Webhook: "a", Old: old, Removed: true, Hash: emptyHash},
+			},
 		},
 		"if DELETE, return nothing": {
 			input: Input{Operation: OperationDelete, OldWebhooks: []Webhook{{Name: "a", CABundle: old}}},
@@ -94,6 +109,11 @@ func Test_BundleChange(t *testing.T) {
 		"if a bundle is replaced, it is not emptied": {
 			input:    BundleChange{Index: 0, Old: []byte("x"), New: []byte("y")},
 			expField: "webhooks[0].clientConfig.caBundle",
+		},
+		"if an entry that carried a bundle is removed, it is emptied and its field is the list": {
+			input:      BundleChange{Index: 2, Old: []byte("x"), Removed: true},
+			expField:   "webhooks",
+			expEmptied: true,
 		},
 		"if a non-empty bundle is made empty, it is emptied": {
 			input:      BundleChange{Index: 12, Old: []byte("x")},

@@ -386,7 +386,7 @@ owners:
 		},
 		"if the inline pem holds a private key, reject it": {
 			input:  owner(validMatch, validWriters, "ca:\n  pem: |\n"+indent(string(f.KeyPEM), 4)),
-			expErr: `owners[0].ca.pem: Invalid value: "<pem>": PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE`,
+			expErr: `owners[0].ca.pem: Invalid value: "<pem>": holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`,
 		},
 		"if maxDistinctBundles is below 2, reject it: a rotation writes two bundles": {
 			input:  header + "flapping: {maxDistinctBundles: 1}\nowners: []\n",

@@ -27,17 +27,29 @@ type MatchResult struct {
 	index       int
 }
 
-// Match finds the mapping that owns the named configuration. Name matches
-// are an index lookup; only selector mappings are evaluated, so the cost does
-// not grow with the number of name-matched mappings.
-func (c *Config) Match(kind ConfigKind, name string, objLabels map[string]string) MatchResult {
+// MatchInput matches the configuration of a request: on UPDATE, a selector
+// mapping that matches the stored labels or the written ones claims it (a
+// move between two mappings is then ambiguous: neither owner alone may make
+// it; break-glass may).
+func (c *Config) MatchInput(in *Input) MatchResult {
+	if in.Operation == OperationUpdate {
+		return c.Match(in.Kind, in.Name, in.Labels, in.UpdatedLabels)
+	}
+	return c.Match(in.Kind, in.Name, in.Labels)
+}
+
+// Match finds the mapping that owns the named configuration; a selector
+// mapping matches when its selector matches any of the label sets. Name
+// matches are an index lookup; only selector mappings are evaluated, so the
+// cost does not grow with the number of name-matched mappings.
+func (c *Config) Match(kind ConfigKind, name string, labelSets ...map[string]string) MatchResult {
 	matched := -1
 	if i, ok := c.byName[kind][name]; ok {
 		matched = i
 	}
 	var conflicting []int
 	for _, i := range c.selectors {
-		if i == matched || !c.owners[i].selector.Matches(labels.Set(objLabels)) {
+		if i == matched || !c.owners[i].selectsAny(labelSets) {
 			continue
 		}
 		if matched < 0 {
@@ -67,10 +79,27 @@ func (c *Config) Match(kind ConfigKind, name string, objLabels map[string]string
 	return MatchResult{Owner: c.owners[matched].spec, Mode: c.owners[matched].mode, index: matched}
 }
 
+// NamesConfiguration reports whether a mapping lists the configuration by
+// name: a name the configuration bounds, unlike the names a selector
+// mapping claims, which requests choose.
+func (c *Config) NamesConfiguration(kind ConfigKind, name string) bool {
+	_, ok := c.byName[kind][name]
+	return ok
+}
+
 // InlineCA returns the owner's inline PEM CA set, if its source is pem.
 func (c *Config) InlineCA(m MatchResult) (CASet, bool) {
 	if m.index < 0 || c.owners[m.index].inlineCA == nil {
 		return CASet{}, false
 	}
 	return *c.owners[m.index].inlineCA, true
+}
+
+func (o *compiledOwner) selectsAny(labelSets []map[string]string) bool {
+	for _, ls := range labelSets {
+		if o.selector.Matches(labels.Set(ls)) {
+			return true
+		}
+	}
+	return len(labelSets) == 0 && o.selector.Matches(labels.Set(nil))
 }

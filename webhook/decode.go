@@ -212,6 +212,8 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 		// configuration out of its owner's selector nor redirect its own CA
 		// check by rewriting its labels or annotations.
 		in.Labels, in.Annotations = old.Metadata.Labels, old.Metadata.Annotations
+		// Relabelling into a selector mapping is decided by that mapping too.
+		in.UpdatedLabels = meta.Metadata.Labels
 	}
 	in.Webhooks, in.OldWebhooks = webhooks(obj), webhooks(old)
 	return in, nil

@@ -256,34 +256,36 @@ func Test_decodeInput(t *testing.T) {
 				Webhooks:    koord.webhooks(),
 			},
 		},
-		"if a ValidatingWebhookConfiguration is updated, return both webhooks lists, with labels and annotations of the stored (old) object": {
+		"if a ValidatingWebhookConfiguration is updated, return both webhooks lists, with labels and annotations of the stored (old) object and the labels it writes": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				return request(t, admissionv1.Update, policy.KindValidating, intruder, &koordRotated, &koord)
 			},
 			exp: &policy.Input{
-				Operation:   policy.OperationUpdate,
-				Kind:        policy.KindValidating,
-				Name:        "koord",
-				Labels:      koord.Labels,
-				Annotations: koord.Annotations,
-				User:        policy.User{Username: intruder, Groups: groups},
-				Webhooks:    koordRotated.webhooks(),
-				OldWebhooks: koord.webhooks(),
+				Operation:     policy.OperationUpdate,
+				Kind:          policy.KindValidating,
+				Name:          "koord",
+				Labels:        koord.Labels,
+				UpdatedLabels: koordRotated.Labels,
+				Annotations:   koord.Annotations,
+				User:          policy.User{Username: intruder, Groups: groups},
+				Webhooks:      koordRotated.webhooks(),
+				OldWebhooks:   koord.webhooks(),
 			},
 		},
-		"if a MutatingWebhookConfiguration is updated, return both webhooks lists, with labels and annotations of the stored (old) object": {
+		"if a MutatingWebhookConfiguration is updated, return both webhooks lists, with labels and annotations of the stored (old) object and the labels it writes": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				return request(t, admissionv1.Update, policy.KindMutating, koordManager, &koordRotated, &koord)
 			},
 			exp: &policy.Input{
-				Operation:   policy.OperationUpdate,
-				Kind:        policy.KindMutating,
-				Name:        "koord",
-				Labels:      koord.Labels,
-				Annotations: koord.Annotations,
-				User:        policy.User{Username: koordManager, Groups: groups},
-				Webhooks:    koordRotated.webhooks(),
-				OldWebhooks: koord.webhooks(),
+				Operation:     policy.OperationUpdate,
+				Kind:          policy.KindMutating,
+				Name:          "koord",
+				Labels:        koord.Labels,
+				UpdatedLabels: koordRotated.Labels,
+				Annotations:   koord.Annotations,
+				User:          policy.User{Username: koordManager, Groups: groups},
+				Webhooks:      koordRotated.webhooks(),
+				OldWebhooks:   koord.webhooks(),
 			},
 		},
 		"if a ValidatingWebhookConfiguration is deleted, return the old object's webhooks, labels and annotations and no new webhooks": {

@@ -61,6 +61,8 @@ type Handler struct {
 	handlerOptions
 
 	flap policy.CurrentFlapDetector
+
+	mismatches confirmedMismatches
 }
 
 // NewHandler builds a Handler from o, with the defaults above.
@@ -99,51 +101,75 @@ func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) (polic
 	return d, Response(&d)
 }
 
-// Decide resolves the owner's CA when the request writes a caBundle, and
-// decides. A ca-mismatch decided on a cached CA is re-decided on a live read,
-// so a CA rotation racing the cache is never denied.
+// Decide resolves the owner's CA when a writer (or break-glass) sets a
+// caBundle, and decides. A subject that may not write is decided on who it
+// is: the guard reads nothing for it. A ca-mismatch is re-decided once the
+// CA source has caught up (casource: a live read, or a short wait for the
+// watch), so a CA rotation racing the cache is never denied.
 func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision {
 	if in.Fingerprints == nil {
 		in.Fingerprints = h.Fingerprints
 	}
 	cfg := h.Config.Current()
-	m := cfg.Match(in.Kind, in.Name, in.Labels)
-	if m.Owner == nil || !policy.NeedsCA(in) {
+	m := cfg.MatchInput(in)
+	if !cfg.NeedsOwnerCA(m, in) {
 		return cfg.DecideMatched(m, in)
 	}
 	req := casource.Request{Owner: m.Owner, Annotations: in.Annotations, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}
-	res := h.resolve(ctx, m.Owner.Name, req, false)
+	res := h.resolve(ctx, m.Owner, req, false)
 	in.CA = res.CAResult
 	d := cfg.DecideMatched(m, in)
-	if !res.Cached || !hasRule(&d, policy.RuleCAMismatch) {
+	if !(res.Cached || res.Watched) || !hasRule(&d, policy.RuleCAMismatch) {
 		return d
 	}
-	in.CA = h.resolve(ctx, m.Owner.Name, req, true).CAResult
+	// The same foreign CA was confirmed moments ago: the source had that
+	// long to deliver a rotation, so deny without waiting again (a storm
+	// of replicas each writing its own CA waits once per CA, not per write).
+	key := mismatchKey(&d)
+	if h.mismatches.recent(key, time.Now()) {
+		h.Metrics.CALiveRereads.WithLabelValues("recent").Inc()
+		return d
+	}
+	in.CA = h.resolve(ctx, m.Owner, req, true).CAResult
 	d = cfg.DecideMatched(m, in)
 	outcome := "confirmed"
 	if !hasRule(&d, policy.RuleCAMismatch) {
 		outcome = "rotated"
+	} else {
+		h.mismatches.add(mismatchKey(&d), time.Now())
 	}
 	h.Metrics.CALiveRereads.WithLabelValues(outcome).Inc()
 	return d
 }
 
-func (h *Handler) resolve(ctx context.Context, mapping string, req casource.Request, live bool) casource.Result {
+func (h *Handler) resolve(ctx context.Context, owner *policy.Owner, req casource.Request, live bool) casource.Result {
 	res := h.CA.Resolve(ctx, req, live)
 	if res.Err != nil || res.Stale {
-		h.Metrics.CASourceErrors.WithLabelValues(mapping, res.Source).Inc()
+		h.Metrics.CASourceErrors.WithLabelValues(owner.Name, sourceLabel(owner, res.Source)).Inc()
 		reason := "source unreadable"
 		if res.Err != nil {
 			reason = res.Err.Error()
 		}
-		requestLog(ctx).Info("owner CA source error", "mapping", mapping, "source", res.Source, "stale", res.Stale, "reason", reason)
+		requestLog(ctx).Info("owner CA source error", "mapping", owner.Name, "source", res.Source, "stale", res.Stale, "reason", reason)
 	}
 	// A cached answer was exported when it was read (here or by the
 	// CAExpiryWatcher): only a read can change the gauge.
 	if res.Err == nil && !res.Cached && !res.Set.NotAfter().IsZero() {
-		h.Metrics.OwnerCAExpiry.WithLabelValues(mapping).Set(float64(res.Set.NotAfter().Unix()))
+		h.Metrics.OwnerCAExpiry.WithLabelValues(owner.Name).Set(float64(res.Set.NotAfter().Unix()))
 	}
 	return res
+}
+
+// sourceLabel is the source label of a CA source error: the configured
+// source's description, bounded by the configuration; for
+// injectedByCertManager, whose source a request's annotation names, only
+// the source kind (a label value per annotation value would grow without
+// bound).
+func sourceLabel(owner *policy.Owner, source string) string {
+	if owner.CA.InjectedByCertManager != nil {
+		return "injectedByCertManager"
+	}
+	return source
 }
 
 // observe counts, logs and records a decision, and feeds flapping detection.
@@ -164,7 +190,13 @@ func (h *Handler) observe(ctx context.Context, d *policy.Decision) {
 		return
 	}
 	if report, flapping := h.flapDetector().Observe(d, h.now()); flapping {
-		h.Metrics.FlappingDetected.WithLabelValues(d.Mapping, string(report.Kind), report.Name).Inc()
+		// The name label only for a name the mapping lists: a selector
+		// mapping claims names requests choose (the Event names it).
+		name := ""
+		if h.Config.Current().NamesConfiguration(report.Kind, report.Name) {
+			name = report.Name
+		}
+		h.Metrics.FlappingDetected.WithLabelValues(d.Mapping, string(report.Kind), name).Inc()
 		h.Recorder.RecordFlapping(ctx, d.Mapping, report)
 	}
 }

@@ -200,17 +200,27 @@ func Test_Handler_Review(t *testing.T) {
 			expDecision: "koordinator/not-owner/deny",
 			expRecords:  []string{"koordinator/not-owner/deny"},
 		},
-		"if an intruder writes a foreign CA decided on a cached CA, re-read live once, confirm and deny with both violations and fingerprints": {
+		"if an intruder writes a foreign CA, deny with not-owner only and never resolve the owner's CA": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				return request(t, admissionv1.Update, policy.KindValidating, intruder, &koordForeign, &koord)
 			},
 			resolver: &fakeResolver{Cached: caResult(t, koordSource, true, f.Owner.PEM), Live: caResult(t, koordSource, false, f.Owner.PEM)},
-			expResp: denied(koordDenial("UPDATE", policy.KindValidating, intruderNotOwnerKoord, caMismatch("koord-0.example.com", koordSource, f.Owner.Short(), f.Foreign.Short())), map[string]string{
-				"decision": "deny", "rule": "not-owner", "mapping": "koordinator",
-				"violations": intruderNotOwnerKoord + " | " + caMismatch("koord-0.example.com", koordSource, f.Owner.Short(), f.Foreign.Short()),
+			expResp: denied(koordDenial("UPDATE", policy.KindValidating, intruderNotOwnerKoord), map[string]string{
+				"decision": "deny", "rule": "not-owner", "mapping": "koordinator", "violations": intruderNotOwnerKoord,
 			}),
 			expDecision: "koordinator/not-owner/deny",
 			expRecords:  []string{"koordinator/not-owner/deny"},
+		},
+		"if the owner writes a foreign CA decided on a cached CA, look again once, confirm and deny with fingerprints": {
+			req: func(t *testing.T) *admissionv1.AdmissionRequest {
+				return request(t, admissionv1.Update, policy.KindValidating, koordManager, &koordForeign, &koord)
+			},
+			resolver: &fakeResolver{Cached: caResult(t, koordSource, true, f.Owner.PEM), Live: caResult(t, koordSource, false, f.Owner.PEM)},
+			expResp: denied(
+				fmt.Sprintf(`webhook-guard denied UPDATE of ValidatingWebhookConfiguration "koord" by %q (mapping "koordinator", enforce); %s`, koordManager, caMismatch("koord-0.example.com", koordSource, f.Owner.Short(), f.Foreign.Short())),
+				map[string]string{"decision": "deny", "rule": "ca-mismatch", "mapping": "koordinator", "violations": caMismatch("koord-0.example.com", koordSource, f.Owner.Short(), f.Foreign.Short())}),
+			expDecision: "koordinator/ca-mismatch/deny",
+			expRecords:  []string{"koordinator/ca-mismatch/deny"},
 			expCalls:    2,
 			expLive:     1,
 			expRereads:  map[string]float64{"confirmed": 1},
@@ -592,4 +602,53 @@ func Test_LogRecorder(t *testing.T) {
 		`"level"=0 "msg"="decision recorded" "mapping"="koordinator" "mode"="audit" "rule"="not-owner" "outcome"="audit" "operation"="UPDATE" "kind"="ValidatingWebhookConfiguration" "name"="koord" "subject"="bob" "dryRun"=false "violations"=["not-owner: userInfo: x"]`,
 		`"level"=0 "msg"="caBundle flapping detected" "mapping"="koordinator" "kind"="MutatingWebhookConfiguration" "name"="koord" "distinctBundles"=4 "window"="10m0s" "writers"=["a" "b"]`,
 	}, lines)
+}
+
+// Under a storm of replicas each writing its own CA, the guard waits for
+// its CA watches once per foreign CA, not once per write.
+func Test_Handler_Decide_confirmedMismatchIsNotWaitedForAgain(t *testing.T) {
+	f := testFixtures(t)
+	cfg := mustLoad(t, guardConfigDoc(f))
+	watched := caResult(t, "Secret koordinator-system/webhook-certs (key ca.crt)", false, f.Owner.PEM)
+	watched.Watched = true
+	tests := map[string]struct {
+		writes      [][]byte
+		expLive     int
+		expRereads  map[string]float64
+		expOutcomes []policy.Outcome
+	}{
+		"if the same foreign CA is written twice, wait for the watches only the first time": {
+			writes:      [][]byte{f.Foreign.PEM, f.Foreign.PEM},
+			expLive:     1,
+			expRereads:  map[string]float64{"confirmed": 1, "recent": 1},
+			expOutcomes: []policy.Outcome{policy.OutcomeDeny, policy.OutcomeDeny},
+		},
+		"if another foreign CA is written, wait for the watches again": {
+			writes:      [][]byte{f.Foreign.PEM, f.OwnerNew.PEM},
+			expLive:     2,
+			expRereads:  map[string]float64{"confirmed": 2},
+			expOutcomes: []policy.Outcome{policy.OutcomeDeny, policy.OutcomeDeny},
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			m := NewMetrics(prometheus.NewRegistry())
+			res := &fakeResolver{Cached: watched, Live: watched}
+			h := &Handler{Config: StaticConfig{Config: cfg}, CA: res, Metrics: m, Recorder: &fakeRecorder{}}
+			var outcomes []policy.Outcome
+			for _, b := range test.writes {
+				in := &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: "koord",
+					User:        policy.User{Username: koordManager},
+					OldWebhooks: []policy.Webhook{{Name: "w", CABundle: f.Owner.PEM}},
+					Webhooks:    []policy.Webhook{{Name: "w", CABundle: b}}}
+				d := h.Decide(t.Context(), in)
+				outcomes = append(outcomes, d.Outcome)
+			}
+			assert.Equal(t, test.expOutcomes, outcomes)
+			assert.Equal(t, test.expLive, res.liveCalls, "live resolver calls")
+			for outcome, v := range test.expRereads {
+				assert.Equal(t, v, toFloat64(t, m.CALiveRereads.WithLabelValues(outcome)), "ca_live_rereads_total{outcome=%q}", outcome)
+			}
+		})
+	}
 }

@@ -26,8 +26,10 @@ type Metrics struct {
 	// CASourceErrors counts failed CA source reads by mapping and source
 	// (the source description, e.g. "Secret ns/name (key ca.crt)").
 	CASourceErrors *prometheus.CounterVec
-	// CALiveRereads counts live re-reads before a ca-mismatch denial, by
-	// outcome: confirmed (still a mismatch) | rotated (the fresh CA allowed it).
+	// CALiveRereads counts the second looks at the owner's CA before a
+	// ca-mismatch denial (a wait for the CA watches to catch up), by
+	// outcome: confirmed (still a mismatch) | rotated (the fresh CA allowed
+	// it) | recent (the same mismatch was confirmed moments ago: no wait).
 	CALiveRereads *prometheus.CounterVec
 	// FlappingDetected counts flapping reports by mapping, kind and name.
 	FlappingDetected *prometheus.CounterVec
@@ -66,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"mapping", "source"}),
 		CALiveRereads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhook_guard_ca_live_rereads_total",
-			Help: "Live CA re-reads before a ca-mismatch denial, by outcome (confirmed, rotated).",
+			Help: "Second looks at the owner's CA before a ca-mismatch denial, by outcome (confirmed, rotated, recent).",
 		}, []string{"outcome"}),
 		FlappingDetected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhook_guard_flapping_detected_total",

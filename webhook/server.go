@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"os"
+	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
@@ -80,16 +82,21 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 
 	metrics := NewMetrics(ctrlmetrics.Registry)
 	store := NewConfigStore(cfg)
-	// The API reader does direct GETs: no informers, so no list/watch
-	// permission on Secrets is ever needed.
-	resolver := casource.New(mgr.GetAPIReader(), casource.Options{TTL: o.CATTL, MaxStale: o.CAMaxStale})
+	// Admissions read owners' CA sources from watches of exactly those
+	// objects (list/watch by metadata.name, so RBAC names each one): no API
+	// call per admission. Policy mode's syncer reads them directly.
+	resolver, err := newWatchingResolver(mgr, scheme, o.CAMaxStale)
+	if err != nil {
+		return err
+	}
+	direct := casource.New(mgr.GetAPIReader(), casource.Options{TTL: o.CATTL, MaxStale: o.CAMaxStale})
 	reloader := NewConfigReloader(o.ConfigPath, data, store, o.ConfigReloadInterval, metrics, log.WithName("config"))
-	reloader.OnReload = func(*policy.Config) { resolver.Invalidate() }
+	reloader.OnReload = func(*policy.Config) { resolver.Invalidate(); direct.Invalidate() }
 	if err := mgr.Add(reloader); err != nil {
 		return err
 	}
 	if o.PolicyMode {
-		if err := addPolicySync(mgr, o, store, resolver, reloader, log.WithName("policy")); err != nil {
+		if err := addPolicySync(mgr, o, store, direct, reloader, log.WithName("policy")); err != nil {
 			return err
 		}
 	}
@@ -101,8 +108,10 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 	reports := records.New(records.Options{
-		Client:        reportClient,
-		Events:        mgr.GetEventRecorder("webhook-guard"),
+		Client: reportClient,
+		// Written synchronously, so the last flush on shutdown is stored
+		// before the process exits, each Event with its latest note.
+		Events:        records.NewEventWriter(reportClient, "webhook-guard", eventInstance(), log.WithName("events")),
 		FlushInterval: o.RecordsFlushInterval,
 		MaxResults:    o.RecordsMaxResults,
 		Metrics:       records.NewMetrics(ctrlmetrics.Registry),
@@ -152,4 +161,26 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	log.Info("starting", "config", o.ConfigPath, "owners", len(cfg.Spec.Owners), "defaultMode", cfg.Spec.DefaultMode,
 		"listen", fmt.Sprintf("%s:%d", o.BindAddress, o.Port), "path", Path)
 	return mgr.Start(ctx)
+}
+
+// newWatchingResolver is the admissions' CA resolver: watches started by the
+// manager's lifetime (stopped on shutdown).
+func newWatchingResolver(mgr ctrl.Manager, scheme *runtime.Scheme, maxStale time.Duration) (*casource.Resolver, error) {
+	c, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	watches := casource.NewWatchReader(c, casource.WatchOptions{})
+	if err := mgr.Add(watches); err != nil {
+		return nil, err
+	}
+	return casource.NewWatching(watches, casource.Options{MaxStale: maxStale}), nil
+}
+
+// eventInstance is the Events' reportingInstance: the pod (its hostname).
+func eventInstance() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "webhook-guard"
 }

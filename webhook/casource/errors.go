@@ -12,7 +12,7 @@ func getError(desc string, err error) error {
 	case apierrors.IsNotFound(err):
 		return &SourceError{Source: desc, Reason: "it does not exist", Definitive: true}
 	case apierrors.IsForbidden(err):
-		return &SourceError{Source: desc, Reason: "the guard may not read it (" + err.Error() + "); grant get on it in the chart's values", Definitive: true}
+		return &SourceError{Source: desc, Reason: "the guard may not read it (" + err.Error() + "); grant get, list and watch on it (by name) in the chart's values", Definitive: true}
 	}
 	return &SourceError{Source: desc, Reason: err.Error()}
 }

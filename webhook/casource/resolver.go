@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,15 @@ import (
 const (
 	DefaultTTL      = 30 * time.Second
 	DefaultMaxStale = 5 * time.Minute
+	// DefaultGrace is how long a watching resolver waits, before a
+	// ca-mismatch denial, for its watches to deliver a change of the source.
+	DefaultGrace = time.Second
 )
+
+// maxCachedSources bounds the answers a Resolver keeps. Sources are the
+// configured ones plus, for injectedByCertManager, those a writer's
+// annotations name; past the bound the cache starts over.
+const maxCachedSources = 1024
 
 // Options tune the cache.
 type Options struct {
@@ -31,6 +40,9 @@ type Options struct {
 	MaxStale time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Grace (watching resolvers only) bounds the wait of a live Resolve for
+	// the watches to deliver a change of the source; DefaultGrace when zero.
+	Grace time.Duration
 }
 
 // Request names what to resolve: the owner, and the annotations of the
@@ -49,6 +61,10 @@ type Result struct {
 	Cached bool
 	// Stale is true when a read failed and an older cached answer was served.
 	Stale bool
+	// Watched is true when the answer came from watches, which may not yet
+	// have delivered a change written just before the request; a live
+	// Resolve waits briefly for them.
+	Watched bool
 	// Source describes the source, for metrics and messages.
 	Source string
 }
@@ -57,6 +73,8 @@ type Result struct {
 type Resolver struct {
 	reader client.Reader
 	opts   Options
+	// watch, when set, serves every read from watches (NewWatching).
+	watch *WatchReader
 
 	mu      sync.Mutex
 	cache   map[string]cacheEntry
@@ -83,6 +101,10 @@ type readCall struct {
 type cacheEntry struct {
 	set    policy.CASet
 	readAt time.Time
+	// err and gen: a watching resolver's answer (a definitive error is an
+	// answer too), valid while the watches' generation is gen.
+	err error
+	gen uint64
 }
 
 // New returns a Resolver reading through reader.
@@ -96,7 +118,84 @@ func New(reader client.Reader, opts Options) *Resolver {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
 	return &Resolver{reader: reader, opts: opts, cache: map[string]cacheEntry{}, flights: map[string]*flight{}}
+}
+
+// NewWatching returns a Resolver that reads every source through watches
+// (WatchReader): no API call per admission, in steady state or under a
+// storm of denials. A live Resolve does not read either: it waits up to
+// Options.Grace for the watches to deliver a change of the source, so a CA
+// rotated just before the request is seen without a read per denial.
+func NewWatching(w *WatchReader, opts Options) *Resolver {
+	r := New(w, opts)
+	r.watch = w
+	// No TTL applies to watched answers: MaxStale stands on its own.
+	if opts.MaxStale > 0 {
+		r.opts.MaxStale = opts.MaxStale
+	}
+	return r
+}
+
+// resolveWatched answers from the watches' stores, memoized until any
+// watched object changes.
+func (r *Resolver) resolveWatched(ctx context.Context, src source, live bool) Result {
+	gen := r.watch.Generation()
+	set, err := r.readWatched(ctx, src, gen)
+	if live {
+		for deadline := time.Now().Add(r.opts.Grace); ; {
+			remaining := time.Until(deadline)
+			if remaining <= 0 || !r.watch.WaitForChange(ctx, gen, remaining) {
+				break
+			}
+			gen = r.watch.Generation()
+			next, nextErr := r.readWatched(ctx, src, gen)
+			changed := !slices.Equal(next.Fingerprints(), set.Fingerprints()) || errText(nextErr) != errText(err)
+			set, err = next, nextErr
+			if changed {
+				break // the source changed: decide on it (another object's change keeps waiting)
+			}
+		}
+	}
+	res := Result{CAResult: policy.CAResult{Resolved: true, Set: set, Err: err}, Watched: true, Source: src.key}
+	// The watches cannot reach the API server: their stores serve for
+	// MaxStale (counted as stale), then caBundle changes fail closed.
+	if since, brokenErr := r.watch.Broken(); !since.IsZero() && err == nil {
+		if r.opts.Now().Sub(since) > r.opts.MaxStale {
+			res.Set, res.Err = policy.CASet{}, &SourceError{Source: src.key, Reason: fmt.Sprintf("its watch has failed for %s: %v", r.opts.Now().Sub(since).Round(time.Second), brokenErr)}
+		} else {
+			res.Stale = true
+		}
+	}
+	return res
+}
+
+func (r *Resolver) readWatched(ctx context.Context, src source, gen uint64) (policy.CASet, error) {
+	r.mu.Lock()
+	entry, ok := r.cache[src.key]
+	r.mu.Unlock()
+	if ok && entry.gen == gen {
+		return entry.set, entry.err
+	}
+	set, err := src.read(ctx, r.watch)
+	if err == nil || IsDefinitive(err) {
+		r.mu.Lock()
+		if len(r.cache) >= maxCachedSources {
+			clear(r.cache)
+		}
+		r.cache[src.key] = cacheEntry{set: set, err: err, gen: gen}
+		r.mu.Unlock()
+	}
+	return set, err
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // Resolve returns the owner's CA set. With live false a fresh cached answer
@@ -106,6 +205,9 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	src, err := sourceOf(req)
 	if err != nil {
 		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: "unknown"}
+	}
+	if r.watch != nil {
+		return r.resolveWatched(ctx, src, live)
 	}
 	now := r.opts.Now()
 	r.mu.Lock()
@@ -130,6 +232,9 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: src.key}
 	}
 	r.mu.Lock()
+	if len(r.cache) >= maxCachedSources {
+		clear(r.cache)
+	}
 	r.cache[src.key] = cacheEntry{set: set, readAt: now}
 	r.mu.Unlock()
 	return Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Source: src.key}

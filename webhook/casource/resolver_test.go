@@ -316,9 +316,9 @@ func Test_Resolver_Resolve(t *testing.T) {
 		"if the Secret holds a private key where the CA belongs, fail with InvalidData": {
 			req: e.request("secret-private-key", nil),
 			exp: failed("Secret koordinator-system/private-key (key ca.crt)", &SourceError{
-				Source: "Secret koordinator-system/private-key (key ca.crt)", Reason: `the data PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE`, Definitive: true, InvalidData: true,
+				Source: "Secret koordinator-system/private-key (key ca.crt)", Reason: `the data holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`, Definitive: true, InvalidData: true,
 			}),
-			expErr:         `cannot read the owner's CA from Secret koordinator-system/private-key (key ca.crt): the data PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE`,
+			expErr:         `cannot read the owner's CA from Secret koordinator-system/private-key (key ca.crt): the data holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`,
 			expInvalidData: true,
 		},
 		"if the source is a ConfigMap with the CA in data, read it": {
@@ -337,9 +337,9 @@ func Test_Resolver_Resolve(t *testing.T) {
 		"if the ConfigMap's certificate does not parse, fail with InvalidData": {
 			req: e.request("configmap-garbage", nil),
 			exp: failed("ConfigMap app/ca-garbage (key ca.crt)", &SourceError{
-				Source: "ConfigMap app/ca-garbage (key ca.crt)", Reason: "the data PEM block 0 is not a valid certificate: x509: malformed certificate", Definitive: true, InvalidData: true,
+				Source: "ConfigMap app/ca-garbage (key ca.crt)", Reason: "the data holds no certificate kube-apiserver can use (PEM block 0 is not a valid certificate: x509: malformed certificate; kube-apiserver skips such blocks)", Definitive: true, InvalidData: true,
 			}),
-			expErr:         "cannot read the owner's CA from ConfigMap app/ca-garbage (key ca.crt): the data PEM block 0 is not a valid certificate: x509: malformed certificate",
+			expErr:         "cannot read the owner's CA from ConfigMap app/ca-garbage (key ca.crt): the data holds no certificate kube-apiserver can use (PEM block 0 is not a valid certificate: x509: malformed certificate; kube-apiserver skips such blocks)",
 			expInvalidData: true,
 		},
 		"if the ConfigMap does not exist, fail definitively naming it": {
@@ -488,7 +488,7 @@ func Test_Resolver_Resolve_forbidden(t *testing.T) {
 
 	assert.Equal(t, failed("Secret koordinator-system/webhook-certs (key ca.crt)", &SourceError{
 		Source:     "Secret koordinator-system/webhook-certs (key ca.crt)",
-		Reason:     "the guard may not read it (" + forbidden.Error() + "); grant get on it in the chart's values",
+		Reason:     "the guard may not read it (" + forbidden.Error() + "); grant get, list and watch on it (by name) in the chart's values",
 		Definitive: true,
 	}), got)
 }
@@ -716,7 +716,7 @@ func Test_getError(t *testing.T) {
 		},
 		"if reading is forbidden, the answer is definitive and says how to grant it": {
 			err: apierrors.NewForbidden(gr, "x", errors.New("no")),
-			exp: &SourceError{Source: "S", Reason: `the guard may not read it (secrets "x" is forbidden: no); grant get on it in the chart's values`, Definitive: true},
+			exp: &SourceError{Source: "S", Reason: `the guard may not read it (secrets "x" is forbidden: no); grant get, list and watch on it (by name) in the chart's values`, Definitive: true},
 		},
 		"if the API server times out, the answer is not definitive": {
 			err: apierrors.NewTimeoutError("slow", 1),

@@ -104,6 +104,12 @@ func (r *Recorder) add(rk reportKey, ds ...*delta) {
 	defer r.mu.Unlock()
 	results := r.pending[rk]
 	if results == nil {
+		if len(r.pending) >= maxPendingReports {
+			// Configurations are named by requests (a denied CREATE of a
+			// fresh name): what waits for the next flush stays bounded.
+			r.opts.Metrics.DroppedResults.Add(float64(len(ds)))
+			return
+		}
 		results = map[resultKey]*delta{}
 		r.pending[rk] = results
 	}
@@ -123,6 +129,14 @@ func (r *Recorder) add(rk reportKey, ds ...*delta) {
 // maxPendingFactor bounds the distinct results one report aggregates
 // between flushes, as a multiple of MaxResults.
 const maxPendingFactor = 4
+
+// Bounds of one flush: the configurations with pending records, and the
+// Events written (the first configurations in name order get theirs; every
+// record still reaches its report).
+const (
+	maxPendingReports = 4096
+	maxFlushEvents    = 128
+)
 
 // NeedLeaderElection is false: every replica flushes what it answered.
 func (r *Recorder) NeedLeaderElection() bool { return false }
@@ -165,9 +179,12 @@ func (r *Recorder) Flush(ctx context.Context) {
 		}
 		return keys[i].name < keys[j].name
 	})
+	events := 0
 	for _, rk := range keys {
 		deltas := sorted(pending[rk])
-		r.emitEvents(rk, deltas)
+		if events < maxFlushEvents {
+			events += r.emitEvents(rk, deltas)
+		}
 		if failed, err := r.writeReports(ctx, rk, deltas); err != nil {
 			if meta.IsNoMatchError(err) || isNotServed(err) {
 				if r.opts.Now().Sub(r.missingAPI) > 10*time.Minute {
@@ -289,10 +306,10 @@ func reasonOf(d *delta) (reason, eventType string) {
 const maxEventLines = 5
 
 // emitEvents emits one Event per reason for a configuration, summarizing
-// every result of that reason in this interval.
-func (r *Recorder) emitEvents(rk reportKey, deltas []*delta) {
+// every result of that reason in this interval, and returns how many.
+func (r *Recorder) emitEvents(rk reportKey, deltas []*delta) int {
 	if r.opts.Events == nil {
-		return
+		return 0
 	}
 	type agg struct {
 		eventType string
@@ -344,6 +361,7 @@ func (r *Recorder) emitEvents(rk reportKey, deltas []*delta) {
 		r.opts.Events.Eventf(obj, nil, a.eventType, reason, action, "%s", note)
 		r.opts.Metrics.EventsEmitted.WithLabelValues(reason).Inc()
 	}
+	return len(reasons)
 }
 
 func orNone(s, alt string) string {

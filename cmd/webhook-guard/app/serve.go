@@ -65,8 +65,8 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	wh.StringVar(&o.CertDir, "cert-dir", "", "Directory holding tls.crt and tls.key, as mounted from a cert-manager Secret; reloaded on change.")
 	wh.StringVar(&o.TLSMinVersion, "tls-min-version", "VersionTLS12", "Minimum TLS version: VersionTLS12 or VersionTLS13.")
 	wh.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", nil, "TLS 1.2 cipher suites (IANA names); default: Go's secure suites.")
-	wh.DurationVar(&o.CATTL, "ca-cache-ttl", casource.DefaultTTL, "How long an owner's CA read is cached; a mismatch is always re-read live before denying.")
-	wh.DurationVar(&o.CAMaxStale, "ca-max-stale", casource.DefaultMaxStale, "How long a cached CA serves while its source cannot be read; then caBundle changes fail closed.")
+	wh.DurationVar(&o.CATTL, "ca-cache-ttl", casource.DefaultTTL, "How long policy mode's syncer caches an owner's CA read (admissions read owners' CAs from watches of exactly those objects).")
+	wh.DurationVar(&o.CAMaxStale, "ca-max-stale", casource.DefaultMaxStale, "How long a cached or watched CA serves while the API server cannot be reached; then caBundle changes fail closed.")
 
 	kube := pflag.NewFlagSet("Kubernetes", pflag.ExitOnError)
 	kube.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty.")

@@ -1,0 +1,345 @@
+package casource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Defaults for WatchOptions.
+const (
+	// DefaultMaxWatches bounds the objects watched at once: far above the
+	// CA sources a configuration names (each is one to three objects).
+	DefaultMaxWatches = 256
+	// DefaultSyncTimeout is how long the first Get of an object waits for
+	// its watch's initial list.
+	DefaultSyncTimeout = 5 * time.Second
+)
+
+// WatchOptions tune a WatchReader.
+type WatchOptions struct {
+	// MaxWatches bounds the objects watched at once; the least recently
+	// read watch is stopped to make room.
+	MaxWatches int
+	// SyncTimeout bounds the wait for a new watch's initial list.
+	SyncTimeout time.Duration
+}
+
+// WatchReader is a client.Reader that answers Get from watches: the first
+// Get of an object starts a list/watch of exactly that object (field
+// selector metadata.name, which kube-apiserver authorizes as a request for
+// that name, so RBAC can keep naming each CA source by resourceNames), and
+// every later Get is served from the watch's store without an API call. So
+// in steady state, and under a storm of denials, reading an owner's CA costs
+// no request to the API server, and a change of the object is seen as soon
+// as the watch delivers it.
+//
+// Only CA sources are read through it, and a subject that is no writer
+// never makes the guard resolve a CA, so the objects watched are the ones
+// the configuration names (and, for injectedByCertManager, the ones its
+// writers' annotations name); MaxWatches bounds them regardless.
+type WatchReader struct {
+	client client.WithWatch
+	opts   WatchOptions
+
+	mu      sync.Mutex
+	ctx     context.Context // from Start; watches stop with it
+	watches map[watchKey]*objectWatch
+	gen     uint64
+	changed chan struct{} // closed (and replaced) on every change
+	// brokenSince is when a list or watch call last started failing (zero
+	// while they succeed), brokenErr its last error: the stores may be
+	// stale meanwhile (the API server unreachable).
+	brokenSince time.Time
+	brokenErr   error
+}
+
+var _ client.Reader = &WatchReader{}
+
+type watchKey struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+}
+
+func (k watchKey) String() string {
+	if k.namespace == "" {
+		return k.gvk.Kind + " " + k.name
+	}
+	return k.gvk.Kind + " " + k.namespace + "/" + k.name
+}
+
+type objectWatch struct {
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+	lastUsed time.Time
+
+	errMu   sync.Mutex
+	lastErr error // the last list/watch error, for a Get that finds the watch unsynced
+}
+
+// NewWatchReader returns a reader watching through c. Watches run once
+// Start is called (the manager calls it); a Get before that starts them
+// under the Get's context.
+func NewWatchReader(c client.WithWatch, opts WatchOptions) *WatchReader {
+	if opts.MaxWatches <= 0 {
+		opts.MaxWatches = DefaultMaxWatches
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	return &WatchReader{client: c, opts: opts, watches: map[watchKey]*objectWatch{}, changed: make(chan struct{})}
+}
+
+// NeedLeaderElection is false: every replica decides admissions.
+func (r *WatchReader) NeedLeaderElection() bool { return false }
+
+// Start records the lifetime of the watches and stops them all when ctx ends.
+func (r *WatchReader) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, w := range r.watches {
+		w.stop()
+		delete(r.watches, k)
+	}
+	return nil
+}
+
+// Generation counts the changes seen by every watch; WaitForChange waits
+// for it to move.
+func (r *WatchReader) Generation() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
+// WaitForChange waits until a watched object changed after generation gen,
+// ctx ends or timeout passes, and reports whether something changed.
+func (r *WatchReader) WaitForChange(ctx context.Context, gen uint64, timeout time.Duration) bool {
+	r.mu.Lock()
+	if r.gen != gen {
+		r.mu.Unlock()
+		return true
+	}
+	ch := r.changed
+	r.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (r *WatchReader) bump() {
+	r.mu.Lock()
+	r.gen++
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// Broken reports since when list/watch calls have been failing, and the
+// last error; a zero time while they succeed.
+func (r *WatchReader) Broken() (time.Time, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.brokenSince, r.brokenErr
+}
+
+// observe records the outcome of a list or watch call.
+func (r *WatchReader) observe(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.brokenSince, r.brokenErr = time.Time{}, nil
+		return
+	}
+	if r.brokenSince.IsZero() {
+		r.brokenSince = time.Now()
+	}
+	r.brokenErr = err
+}
+
+// Watched is how many objects are watched.
+func (r *WatchReader) Watched() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.watches)
+}
+
+// Get copies the watched object into obj, starting its watch on first use.
+// A missing object is a NotFound error, as from the API server; a watch that
+// cannot list within SyncTimeout returns its last error.
+func (r *WatchReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	gvk, err := apiutil.GVKForObject(obj, r.client.Scheme())
+	if err != nil {
+		return err
+	}
+	k := watchKey{gvk: gvk, namespace: key.Namespace, name: key.Name}
+	w, err := r.watch(ctx, k)
+	if err != nil {
+		return err
+	}
+	if !w.informer.HasSynced() {
+		syncCtx, cancel := context.WithTimeout(ctx, r.opts.SyncTimeout)
+		synced := cache.WaitForCacheSync(syncCtx.Done(), w.informer.HasSynced)
+		cancel()
+		if !synced {
+			w.errMu.Lock()
+			last := w.lastErr
+			w.errMu.Unlock()
+			if last == nil {
+				last = fmt.Errorf("the watch of %s has not listed it within %s", k, r.opts.SyncTimeout)
+			}
+			return last
+		}
+	}
+	storeKey := key.Name
+	if key.Namespace != "" {
+		storeKey = key.Namespace + "/" + key.Name
+	}
+	item, exists, err := w.informer.GetStore().GetByKey(storeKey)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		mapping, err := r.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return err
+		}
+		return apierrors.NewNotFound(mapping.Resource.GroupResource(), key.Name)
+	}
+	src, ok := item.(runtime.Object)
+	if !ok {
+		return fmt.Errorf("the watch of %s stored a %T", k, item)
+	}
+	// Copy, as controller-runtime's cache reader does: the stored object is shared.
+	reflect.Indirect(reflect.ValueOf(obj)).Set(reflect.Indirect(reflect.ValueOf(src.DeepCopyObject())))
+	return nil
+}
+
+// List is not served: only single objects are watched.
+func (r *WatchReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("casource.WatchReader serves Get only")
+}
+
+// watch returns the watch of k, starting it (and stopping the least
+// recently used one beyond MaxWatches) when there is none.
+func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.watches[k]; ok {
+		w.lastUsed = time.Now()
+		return w, nil
+	}
+	lw, example, err := r.listWatch(k)
+	if err != nil {
+		return nil, err
+	}
+	parent := r.ctx
+	if parent == nil {
+		parent = context.WithoutCancel(ctx)
+	}
+	wctx, stop := context.WithCancel(parent)
+	w := &objectWatch{informer: cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{}), stop: stop, lastUsed: time.Now()}
+	_ = w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		w.errMu.Lock()
+		w.lastErr = err
+		w.errMu.Unlock()
+	})
+	onChange := func(any) { r.bump() }
+	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onChange,
+		UpdateFunc: func(any, any) { r.bump() },
+		DeleteFunc: onChange,
+	}); err != nil {
+		stop()
+		return nil, err
+	}
+	go w.informer.RunWithContext(wctx)
+	r.watches[k] = w
+	for len(r.watches) > r.opts.MaxWatches {
+		var oldest watchKey
+		var oldestAt time.Time
+		for key, other := range r.watches {
+			if key != k && (oldestAt.IsZero() || other.lastUsed.Before(oldestAt)) {
+				oldest, oldestAt = key, other.lastUsed
+			}
+		}
+		r.watches[oldest].stop()
+		delete(r.watches, oldest)
+	}
+	return w, nil
+}
+
+// listWatch lists and watches the one object k names.
+func (r *WatchReader) listWatch(k watchKey) (*cache.ListWatch, runtime.Object, error) {
+	scheme := r.client.Scheme()
+	example, err := scheme.New(k.gvk)
+	if err != nil {
+		return nil, nil, err
+	}
+	listGVK := k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List")
+	newList := func() (client.ObjectList, error) {
+		o, err := scheme.New(listGVK)
+		if err != nil {
+			return nil, err
+		}
+		l, ok := o.(client.ObjectList)
+		if !ok {
+			return nil, fmt.Errorf("%s is not a list", listGVK)
+		}
+		return l, nil
+	}
+	byName := fields.OneTermEqualSelector("metadata.name", k.name).String()
+	opts := func(o metav1.ListOptions) []client.ListOption {
+		o.FieldSelector = byName
+		out := []client.ListOption{&client.ListOptions{Raw: &o}}
+		if k.namespace != "" {
+			out = append(out, client.InNamespace(k.namespace))
+		}
+		return out
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, err := newList()
+			if err != nil {
+				return nil, err
+			}
+			err = r.client.List(ctx, l, opts(o)...)
+			r.observe(err)
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			l, err := newList()
+			if err != nil {
+				return nil, err
+			}
+			w, err := r.client.Watch(ctx, l, opts(o)...)
+			r.observe(err)
+			return w, err
+		},
+		DisableChunking: true,
+	}, example, nil
+}
