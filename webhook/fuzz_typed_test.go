@@ -24,7 +24,7 @@ import (
 // FuzzTypedReview is differential: it builds reviews the way kube-apiserver
 // encodes them (typed admission/v1 and admissionregistration/v1 objects
 // marshalled to JSON) from fuzzed users, groups, labels, annotations,
-// entries and bundles, sends them through the production path (ReviewHandler:
+// entries and bundles, sends them through the production path (Handler.ServeHTTP:
 // decode, CA resolution, decision, encoding), and compares the answer with
 // the decision on the typed input itself (no JSON decoding): the same
 // verdict, the same rule, the same message.
@@ -43,13 +43,13 @@ func FuzzTypedReview(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := &Handler{
+	h := newHandler(f, HandlerOptions{
 		Config:   StaticConfig{Config: cfg},
 		CA:       casource.New(fake.NewClientBuilder().WithScheme(s).WithRuntimeObjects(objs...).Build(), casource.Options{}),
 		Metrics:  NewMetrics(prometheus.NewRegistry()),
 		Recorder: LogRecorder{Log: logr.Discard()},
-	}
-	rh := &ReviewHandler{Handler: h, Log: logr.Discard()}
+		Log:      logr.Discard(),
+	})
 
 	headered := func(p []byte) []byte {
 		b, _ := pem.Decode(p)
@@ -138,7 +138,7 @@ func FuzzTypedReview(f *testing.F) {
 		rec := httptest.NewRecorder()
 		hreq := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
 		hreq.Header.Set("Content-Type", "application/json")
-		rh.ServeHTTP(rec, hreq)
+		h.ServeHTTP(rec, hreq)
 		var out admissionv1.AdmissionReview
 		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
 			t.Fatalf("the answer is not an AdmissionReview with a response (%v): %s", err, rec.Body.String())

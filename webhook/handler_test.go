@@ -634,7 +634,7 @@ func Test_Handler_Decide_confirmedMismatchIsNotWaitedForAgain(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := NewMetrics(prometheus.NewRegistry())
 			res := &fakeResolver{Cached: watched, Live: watched}
-			h := &Handler{Config: StaticConfig{Config: cfg}, CA: res, Metrics: m, Recorder: &fakeRecorder{}}
+			h := newHandler(t, HandlerOptions{Config: StaticConfig{Config: cfg}, CA: res, Metrics: m, Recorder: &fakeRecorder{}})
 			var outcomes []policy.Outcome
 			for _, b := range test.writes {
 				in := &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: "koord",
