@@ -606,7 +606,7 @@ func Test_Decide(t *testing.T) {
 			}(),
 			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
 			expViolations: []Violation{sharedTeamAAmbiguous},
-			expRecord: true,
+			expRecord:     true,
 		},
 		"if the owner removes an entry that carried a caBundle, deny with ca-mismatch: removing it empties it": {
 			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
@@ -646,7 +646,7 @@ func Test_Decide(t *testing.T) {
 			}(),
 			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
 			expViolations: []Violation{sharedTeamAAmbiguous},
-			expRecord: true,
+			expRecord:     true,
 		},
 		"if two label selectors match a break-glass subject's write, allow, warn and record": {
 			input: func() Input {
@@ -656,7 +656,7 @@ func Test_Decide(t *testing.T) {
 			}(),
 			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expViolations: []Violation{sharedTeamAAmbiguous},
-			expRecord: true,
+			expRecord:     true,
 		},
 	}
 
