@@ -72,6 +72,31 @@ image-binaries:
 	    -o $(IMAGE_DIR)/linux_$$arch/webhook-guard ./cmd/webhook-guard; \
 	done
 
+# `make release`: everything a release publishes, built locally into
+# bin/release (nothing is pushed; .github/workflows/release.yaml publishes
+# it on a tag). Binaries are built like the image's (-trimpath,
+# -buildvcs=false); archives get the last commit's time, root ownership and
+# sorted names, so the same commit gives the same bytes.
+RELEASE_DIR := $(BIN)/release
+RELEASE_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: release
+release: image ## Build bin/release: binaries (linux/darwin amd64/arm64), kubectl-webhook_guard archives, the image, the chart, a krew manifest, an SPDX SBOM and SHA256SUMS.
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	epoch="$$(git log -1 --format=%ct)"; \
+	for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+	  GOTOOLCHAIN=auto CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -buildvcs=false -trimpath -ldflags '$(LDFLAGS)' \
+	    -o $(RELEASE_DIR)/webhook-guard_$${os}_$${arch} ./cmd/webhook-guard; \
+	  stage="$$(mktemp -d)"; install -m 0755 $(RELEASE_DIR)/webhook-guard_$${os}_$${arch} "$$stage/kubectl-webhook_guard"; \
+	  tar --sort=name --mtime="@$$epoch" --owner=0 --group=0 --numeric-owner -C "$$stage" -cf - kubectl-webhook_guard \
+	    | gzip -9n > $(RELEASE_DIR)/kubectl-webhook_guard_$${os}_$${arch}.tar.gz; \
+	  rm -rf "$$stage"; \
+	done
+	cp $(IMAGE_DIR)/webhook-guard-v$(VERSION).oci.tar $(RELEASE_DIR)/
+	$(BIN)/helm package charts/webhook-guard --destination $(RELEASE_DIR)
+	go run ./hack/release --dir $(RELEASE_DIR) --version $(VERSION) --source-date-epoch "$$(git log -1 --format=%ct)"
+	@ls -l $(RELEASE_DIR)
+
 .PHONY: tools
 tools: ## Build kube-apiserver, kube-controller-manager, etcd and helm from the Go module proxy into bin/ (once per machine).
 	hack/build-control-plane.sh
