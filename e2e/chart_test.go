@@ -45,6 +45,9 @@ var chartReleases = []chartRelease{
 	// OpenReports CRDs, CertificateRequestPolicies, spread constraints, extra
 	// args/env/volumes/objects, PDB minAvailable, reader roles.
 	{name: "wg-options", namespace: "wg-options", values: []string{"charts/testdata/values-options.yaml"}},
+	// The GuardConfig kept in a ConfigMap of the user's (GitOps); the static
+	// shape with its manifest sidecar, whose config volume names that ConfigMap.
+	{name: "wg-existing-config", namespace: "wg-existing-config", set: []string{"config.existingConfigMap=gitops-guard-config", "staticManifestSync.enabled=true"}},
 }
 
 // chartTemplate renders a release with bin/helm.
