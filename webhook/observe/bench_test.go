@@ -17,7 +17,7 @@ import (
 // observer, not the records' aggregation.
 type discard struct{}
 
-func (discard) RecordDecision(context.Context, *policy.Decision)           {}
+func (discard) RecordDecision(context.Context, *policy.Decision)          {}
 func (discard) RecordFlapping(context.Context, string, policy.FlapReport) {}
 
 // BenchmarkObservedChange is the CPU and allocation cost of one watch
