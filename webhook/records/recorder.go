@@ -279,12 +279,12 @@ func writeResult(create bool, err error) string {
 	return "error"
 }
 
-// Event reasons, one Event per (report, reason) per flush.
+// Event reasons, one Event per (report, reason) per flush; a rule that names
+// its own reason has it in policy's rule table (unmanaged: UnmanagedWrite).
 const (
 	ReasonWouldDeny  = "WouldDeny"
 	ReasonDenied     = "Denied"
 	ReasonBreakGlass = "BreakGlass"
-	ReasonUnmanaged  = "UnmanagedWrite"
 	ReasonFlapping   = "CABundleFlapping"
 )
 
@@ -293,7 +293,7 @@ func reasonOf(d *delta) (reason, eventType string) {
 	case d.key.Decision == DecisionFlapping:
 		return ReasonFlapping, corev1.EventTypeWarning
 	case d.key.Rule == string(policy.RuleUnmanaged):
-		return ReasonUnmanaged, corev1.EventTypeNormal
+		return policy.RuleUnmanaged.Info().EventReason, corev1.EventTypeNormal
 	case d.key.Decision == string(policy.OutcomeDeny):
 		return ReasonDenied, corev1.EventTypeWarning
 	case d.key.Decision == string(policy.OutcomeBreakGlass):

@@ -174,7 +174,7 @@ func printSummary(out io.Writer, d *policy.Decision) {
 		mapping = "(none: unmanaged)"
 	}
 	fmt.Fprintf(out, "mapping:  %s\n", mapping)
-	fmt.Fprintf(out, "rule:     %s\n", d.Rule)
+	fmt.Fprintf(out, "rule:     %s (%s)\n", d.Rule, d.Rule.Info().Summary)
 	if len(d.Violations) > 0 {
 		fmt.Fprintln(out, "violations:")
 		for _, v := range d.Violations {
