@@ -114,12 +114,29 @@ func decodeError(review *admissionReview, err error) error {
 	if errors.As(err, &sem) && review.Request != nil {
 		for _, field := range []struct{ ptr, name string }{{"/request/object", fieldObject}, {"/request/oldObject", fieldOldObject}} {
 			if p := string(sem.JSONPointer); p == field.ptr || strings.HasPrefix(p, field.ptr+"/") {
-				return inputErrorf("%s does not decode as a %s: %v", field.name, review.Request.Kind.Kind, err)
+				return inputErrorf("%s does not decode as a %s: %v", field.name, review.Request.Kind.Kind, stableJSONError{err})
 			}
 		}
 	}
-	return fmt.Errorf("cannot decode the AdmissionReview: %w", err)
+	return fmt.Errorf("cannot decode the AdmissionReview: %w", stableJSONError{err})
 }
+
+// stableJSONError fixes the wording of a go-json-experiment error. The module
+// words a semantic error "json: cannot ..." or "json: unable to ...", picked
+// at random once per process so that callers do not depend on the text. The
+// guard's answers must read the same in every process (check and the server
+// agree, a denial a user searched for is found again), so the verb is fixed.
+type stableJSONError struct{ err error }
+
+func (e stableJSONError) Error() string {
+	msg := e.err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unable to "); ok {
+		return "json: cannot " + rest
+	}
+	return msg
+}
+
+func (e stableJSONError) Unwrap() error { return e.err }
 
 const fieldObject, fieldOldObject = "request.object", "request.oldObject"
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -424,3 +425,30 @@ func (w wrapped) Unwrap() error { return w.err }
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+func Test_stableJSONError(t *testing.T) {
+	cases := map[string]struct {
+		msg, exp string
+	}{
+		"if the module chose 'unable to', say 'cannot'": {
+			msg: `json: unable to unmarshal JSON string into Go slice within "/request/object/webhooks"`,
+			exp: `json: cannot unmarshal JSON string into Go slice within "/request/object/webhooks"`,
+		},
+		"if the module chose 'cannot', keep it": {
+			msg: `json: cannot unmarshal JSON string into Go slice within "/request/object/webhooks"`,
+			exp: `json: cannot unmarshal JSON string into Go slice within "/request/object/webhooks"`,
+		},
+		"if 'unable to' is not the verb, leave the message alone": {
+			msg: `json: cannot unmarshal: unable to parse`,
+			exp: `json: cannot unmarshal: unable to parse`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			inner := errors.New(tc.msg)
+			err := stableJSONError{inner}
+			assert.Equal(t, tc.exp, err.Error())
+			assert.ErrorIs(t, err, inner)
+		})
+	}
+}
