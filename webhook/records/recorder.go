@@ -134,7 +134,7 @@ const maxPendingFactor = 4
 // Events written (the first configurations in name order get theirs; every
 // record still reaches its report).
 const (
-	maxPendingReports = 4096
+	maxPendingReports = 1024
 	maxFlushEvents    = 128
 )
 
