@@ -19,9 +19,10 @@ import (
 // TestReportIdentity checks what Policy Reporter relies on, against the real
 // API server: a finding keeps its resultID across flushes while its count
 // grows, the report is owned by its configuration (scope and owner carry the
-// configuration's uid, accepted by the API server), and a denied CREATE of a
+// configuration's uid, accepted by the API server), a denied CREATE of a
 // name that never comes to exist goes to its mapping's report, not to a
-// report of its own.
+// report of its own, and the garbage collector deletes the report with its
+// configuration.
 func TestReportIdentity(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, framework.Options{ReportCRDs: true, GuardArgs: []string{"--records-flush-interval", flushInterval.String()}})
@@ -83,5 +84,14 @@ func TestReportIdentity(t *testing.T) {
 	})
 	err = reports.Get(ctx, types.NamespacedName{Name: records.ReportName(policy.KindValidating, enforcedName)}, &reportsv1alpha1.ClusterReport{})
 	assert.True(t, apierrors.IsNotFound(err), "a report of its own was written for a configuration that does not exist: %v", err)
+
+	// kube-controller-manager's garbage collector deletes the report with
+	// its configuration.
+	framework.StartGarbageCollector(t, f.env.Admin)
+	require.NoError(t, f.admin.Delete(ctx, framework.Validating, auditedName, metav1.DeleteOptions{}))
+	framework.Eventually(t, 30*time.Second, "the garbage collector deletes the report of the deleted configuration", func() bool {
+		err := reports.Get(ctx, types.NamespacedName{Name: records.ReportName(policy.KindValidating, auditedName)}, &reportsv1alpha1.ClusterReport{})
+		return apierrors.IsNotFound(err)
+	})
 
 }
