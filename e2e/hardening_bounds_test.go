@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -394,5 +395,39 @@ func TestHardeningSIGTERMFlushesRecordsAndEvents(t *testing.T) {
 	}
 	if len(missingReports) > 0 {
 		t.Errorf("the ClusterReport does not count the run's %d would-denies for %s", perRun, strings.Join(missingReports, ", "))
+	}
+}
+
+// TestHardeningBundleAndRelabelRules through kube-apiserver: a caBundle
+// whose only certificate carries PEM headers (kube-apiserver would trust
+// nothing in it) is a ca-mismatch even though it is the owner's CA, the
+// owner's CA beside a headered foreign block is admitted, and an unmanaged
+// configuration relabelled into a selector mapping is decided by it.
+func TestHardeningBundleAndRelabelRules(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, framework.Options{Config: hardeningConfig()})
+	ctx := t.Context()
+	f.create(t, framework.Validating, enforcedName, f.ownerCA.PEM)
+	headered := func(p []byte) []byte {
+		block, _ := pem.Decode(p)
+		block.Headers = map[string]string{"Proc-Type": "4,ENCRYPTED"}
+		return pem.EncodeToMemory(block)
+	}
+	_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, headered(f.ownerCA.PEM))
+	requireDenied(t, err, "ca-mismatch", "holds no certificate kube-apiserver can use", "carries PEM headers")
+	foreign := framework.NewCA(t, "headered-foreign")
+	if _, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, append(append([]byte{}, f.ownerCA.PEM...), headered(foreign.PEM)...)); err != nil {
+		t.Errorf("the owner's CA beside a headered block kube-apiserver skips was denied: %v", err)
+	}
+
+	f.create(t, framework.Validating, "unlabelled-webhooks", f.ownerCA.PEM)
+	_, err = f.intruder.Mutate(ctx, framework.Validating, "unlabelled-webhooks", metav1.UpdateOptions{}, func(m *metav1.ObjectMeta, _ [][]byte) {
+		m.Labels = map[string]string{guardedLabel: "true"}
+	})
+	requireDenied(t, err, "not-owner", `mapping "labelled"`)
+	if _, err := f.owner.Mutate(ctx, framework.Validating, "unlabelled-webhooks", metav1.UpdateOptions{}, func(m *metav1.ObjectMeta, _ [][]byte) {
+		m.Labels = map[string]string{guardedLabel: "true"}
+	}); err != nil {
+		t.Errorf("the selector mapping's writer could not label the configuration into its mapping: %v", err)
 	}
 }
