@@ -341,3 +341,33 @@ func TestObserverQuietThreeReplicasWriteNothing(t *testing.T) {
 			delta("GET"), delta("PUT"), delta("POST"), delta("PATCH"), delta("DELETE"))
 	}
 }
+
+// TestObserverStaticShapeSeesBreakGlass: in the static shape a break-glass
+// subject's foreign CA is allowed (break-glass always is); the observer
+// records the change as observed, beside admission's break-glass record,
+// each marked for what it is.
+func TestObserverStaticShapeSeesBreakGlass(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, framework.Options{ReportCRDs: true, GuardArgs: []string{"--records-flush-interval", "1s"}})
+	f.create(t, framework.Validating, enforcedName, f.ownerCA.PEM)
+	foreign := framework.NewCA(t, "break-glass-foreign-ca")
+	if _, err := f.admin.Mutate(t.Context(), framework.Validating, enforcedName, metav1.UpdateOptions{FieldManager: "hand-edit"}, setAll(foreign.PEM)); err != nil {
+		t.Fatalf("the break-glass admin's write was refused: %v", err)
+	}
+	g := f.env.Guard
+	framework.Eventually(t, 10*time.Second, "the observer records the change", func() bool {
+		return g.Metric(t, "webhook_guard_observed_changes_total", map[string]string{"mapping": enforcedMapping, "rule": "ca-mismatch", "decision": "deny"}) == 1
+	})
+	kubeconfig := f.env.Kubeconfig(t, envtest.User{Name: "e2e-reviewer", Groups: []string{"system:masters"}})
+	var res reviewResult
+	framework.Eventually(t, 15*time.Second, "review shows the observed change beside admission's break-glass record", func() bool {
+		res, _ = reviewJSON(t, "--kubeconfig", kubeconfig, "--mapping", enforcedMapping)
+		observed := slices.ContainsFunc(res.Findings, func(fd reviewFinding) bool {
+			return fd.Origin == "observed" && fd.Rule == "ca-mismatch" && fd.Subject == policy.ObservedSubjectPrefix+"hand-edit"
+		})
+		decided := slices.ContainsFunc(res.Findings, func(fd reviewFinding) bool {
+			return fd.Origin == "" && fd.Decision == "break-glass"
+		})
+		return observed && decided
+	})
+}

@@ -63,6 +63,9 @@ func Test_decideObserved(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			in := tc.input
+			m := cfg.MatchInput(&in)
+			assert.Equal(t, m.Owner != nil && m.Owner.CA.PEM == "" && NeedsCA(&in), cfg.NeedsOwnerCA(m, &in),
+				"an observed caBundle change needs the owner's CA although its subject is no writer")
 			d := cfg.Decide(&in)
 			assert.True(t, d.Observed)
 			assert.Equal(t, tc.expMapping, d.Mapping)
