@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ type checkOptions struct {
 func newCheckCommand() *cobra.Command {
 	o := &checkOptions{}
 	cmd := &cobra.Command{
-		Use:   "check --config guard.yaml --review review.json [--objects objects.yaml] [-o text|json]",
+		Use:   "check --config guard.yaml --review review.json [--objects objects.yaml] [-o table|json|yaml]",
 		Short: "Evaluate one AdmissionReview offline against a GuardConfig",
 		Long: `Evaluate one AdmissionReview (JSON or YAML) against a GuardConfig, without a
 cluster, through the same decoder and decision as 'serve'. CA sources
@@ -51,7 +50,7 @@ server's 400 answer).`,
 	cmd.Flags().StringVar(&o.configPath, "config", "", "GuardConfig file (required).")
 	cmd.Flags().StringVar(&o.reviewPath, "review", "", "AdmissionReview file, JSON or YAML (required).")
 	cmd.Flags().StringVar(&o.objectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, Certificates, Issuers and ClusterIssuers that CA sources resolve against.")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "Output: text (a summary) or json (the AdmissionReview with its response).")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output: table (a summary), json or yaml (the AdmissionReview with its response), the vocabulary of scan and review. text is the old name of table.")
 	cmd.Flags().StringVar(&o.guardServiceAccount, "policy-guard-service-account", "", "As serve's flag: the guard's own service account (namespace/name), the one writer besides break-glass of policy mode's generated objects.")
 	return cmd
 }
@@ -63,8 +62,12 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	if o.configPath == "" || o.reviewPath == "" {
 		return invalid("--config and --review are required")
 	}
-	if o.output != "text" && o.output != "json" {
-		return invalid("--output must be text or json, got %q", o.output)
+	if o.output == "text" {
+		// The old name, kept so that scripts written for it keep working.
+		o.output = "table"
+	}
+	if err := validOutput(o.output); err != nil {
+		return err
 	}
 	cfg, _, err := webhook.LoadConfigFile(o.configPath)
 	if err != nil {
@@ -104,10 +107,8 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	}
 	v := h.Review(ctx, body)
 
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reviewAnswer{APIVersion: v.APIVersion, Kind: "AdmissionReview", Response: v.Response}); err != nil {
+	if o.output != "table" {
+		if err := printStructured(out, o.output, reviewAnswer{APIVersion: v.APIVersion, Kind: "AdmissionReview", Response: v.Response}); err != nil {
 			return err
 		}
 	} else if v.Decision != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/check")
@@ -92,7 +93,7 @@ func Test_check_invalidInput(t *testing.T) {
 		},
 		"if the output format is unknown, say which are supported": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", samples + "reviews/owner.json", "-o", "xml"},
-			stderr: "error: --output must be text or json, got \"xml\"\n",
+			stderr: "error: --output must be table, json or yaml, got \"xml\"\n",
 		},
 	}
 	for name, test := range tests {
@@ -109,7 +110,7 @@ func Test_check_invalidInput(t *testing.T) {
 // Test_check_yaml: a review in YAML is converted to JSON and answered
 // exactly as the same review in JSON.
 func Test_check_yaml(t *testing.T) {
-	for _, output := range []string{"text", "json"} {
+	for _, output := range []string{"table", "text", "json", "yaml"} {
 		t.Run("if the output is "+output+", YAML and JSON give the same answer and exit code", func(t *testing.T) {
 			run := func(review string) (int, string) {
 				var stdout, stderr bytes.Buffer
@@ -142,4 +143,17 @@ func assertGolden(t *testing.T, golden string, got []byte) {
 
 func goldenName(name string) string {
 	return strings.NewReplacer(" ", "_", ",", "", "'", "", "(", "", ")", "", "+", "and", ":", "", "-", "-").Replace(name) + ".golden"
+}
+
+// Test_check_outputYAML: -o yaml prints the same answer as -o json.
+func Test_check_outputYAML(t *testing.T) {
+	run := func(output string) string {
+		var stdout, stderr bytes.Buffer
+		code := Main([]string{"check", "--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml", "--review", samples + "reviews/intruder.json", "-o", output}, &stdout, &stderr)
+		require.Equal(t, ExitDenied, code, "stderr: %s", stderr.String())
+		return stdout.String()
+	}
+	fromYAML, err := yaml.YAMLToJSON([]byte(run("yaml")))
+	require.NoError(t, err)
+	assert.JSONEq(t, run("json"), string(fromYAML))
 }
