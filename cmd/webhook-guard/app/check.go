@@ -20,7 +20,7 @@ import (
 )
 
 type checkOptions struct {
-	configPath  string
+	source      configSource
 	reviewPath  string
 	objectsPath string
 	output      string
@@ -31,7 +31,7 @@ type checkOptions struct {
 func newCheckCommand() *cobra.Command {
 	o := &checkOptions{}
 	cmd := &cobra.Command{
-		Use:   "check --config guard.yaml --review review.json [--objects objects.yaml] [-o table|json|yaml]",
+		Use:   "check --config guard.yaml|--values values.yaml --review review.json [--objects objects.yaml] [-o table|json|yaml]",
 		Short: "Evaluate one AdmissionReview offline against a GuardConfig",
 		Long: `Evaluate one AdmissionReview (JSON or YAML) against a GuardConfig, without a
 cluster, through the same decoder and decision as 'serve'. CA sources
@@ -47,7 +47,7 @@ server's 400 answer).`,
 			return runCheck(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&o.configPath, "config", "", "GuardConfig file (required).")
+	o.source.addFiles(cmd, " (this or --values is required)")
 	cmd.Flags().StringVar(&o.reviewPath, "review", "", "AdmissionReview file, JSON or YAML (required).")
 	cmd.Flags().StringVar(&o.objectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, Certificates, Issuers and ClusterIssuers that CA sources resolve against.")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output: table (a summary), json or yaml (the AdmissionReview with its response), the vocabulary of scan and review. text is the old name of table.")
@@ -59,8 +59,8 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.configPath == "" || o.reviewPath == "" {
-		return invalid("--config and --review are required")
+	if o.reviewPath == "" {
+		return invalid("--review is required")
 	}
 	if o.output == "text" {
 		// The old name, kept so that scripts written for it keep working.
@@ -69,9 +69,9 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	if err := validOutput(o.output); err != nil {
 		return err
 	}
-	cfg, _, err := webhook.LoadConfigFile(o.configPath)
+	cfg, err := o.source.loadRequired(ctx)
 	if err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	body, err := readReview(o.reviewPath)
 	if err != nil {

@@ -77,11 +77,11 @@ func Test_check_invalidInput(t *testing.T) {
 		},
 		"if the config has an unknown field, name its path": {
 			args:   []string{"--config", "testdata/invalid/unknown-field.yaml", "--review", samples + "reviews/owner.json"},
-			stderr: "error: config testdata/invalid/unknown-field.yaml: cannot decode GuardConfig: unknown field \"owners[0].writer\"\n",
+			stderr: "error: --config testdata/invalid/unknown-field.yaml: cannot decode GuardConfig: unknown field \"owners[0].writer\"\n",
 		},
 		"if a mapping has two CA sources, name the mapping's ca field": {
 			args:   []string{"--config", "testdata/invalid/two-ca-sources.yaml", "--review", samples + "reviews/owner.json"},
-			stderr: "error: config testdata/invalid/two-ca-sources.yaml: owners[0].ca: Invalid value: \"configMap, secret\": exactly one CA source may be set; the owner's CA must come from a single place\n",
+			stderr: "error: --config testdata/invalid/two-ca-sources.yaml: owners[0].ca: Invalid value: \"configMap, secret\": exactly one CA source may be set; the owner's CA must come from a single place\n",
 		},
 		"if a YAML review repeats a key, reject it as the server rejects a repeated JSON member": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/duplicate-key.yaml"},
@@ -89,7 +89,7 @@ func Test_check_invalidInput(t *testing.T) {
 		},
 		"if the config file does not exist, name it": {
 			args:   []string{"--config", "testdata/nope.yaml", "--review", samples + "reviews/owner.json"},
-			stderr: "error: config testdata/nope.yaml: open testdata/nope.yaml: no such file or directory\n",
+			stderr: "error: --config: open testdata/nope.yaml: no such file or directory\n",
 		},
 		"if the output format is unknown, say which are supported": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", samples + "reviews/owner.json", "-o", "xml"},
@@ -156,4 +156,24 @@ func Test_check_outputYAML(t *testing.T) {
 	fromYAML, err := yaml.YAMLToJSON([]byte(run("yaml")))
 	require.NoError(t, err)
 	assert.JSONEq(t, run("json"), string(fromYAML))
+}
+
+// Test_check_values: a Helm values file given as --values decides like the
+// GuardConfig the chart renders from it; given as --config it is refused
+// with the hint to use --values.
+func Test_check_values(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := Main(append([]string{"check", "--objects", samples + "objects.yaml", "--review", samples + "reviews/intruder.json", "-o", "json"}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	fromConfigCode, fromConfig, _ := run("--config", samples+"guard-koordinator-audit.yaml")
+	fromValuesCode, fromValues, stderr := run("--values", samples+"values-koordinator.yaml")
+	assert.Empty(t, stderr)
+	assert.Equal(t, fromConfigCode, fromValuesCode)
+	assert.Equal(t, fromConfig, fromValues)
+
+	code, _, stderr := run("--config", samples+"values-koordinator.yaml")
+	assert.Equal(t, ExitInvalid, code)
+	assert.Contains(t, stderr, "hint: this is a Helm values file (top-level config:), pass it as --values")
 }

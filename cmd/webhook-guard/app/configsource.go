@@ -33,10 +33,39 @@ type configSource struct {
 }
 
 func (s *configSource) add(cmd *cobra.Command, what string) {
-	cmd.Flags().StringVar(&s.path, "config", "", "GuardConfig file"+what+".")
-	cmd.Flags().StringVar(&s.values, "values", "", "Helm values file of the chart: its config key is the GuardConfig.")
+	s.addFiles(cmd, what)
 	cmd.Flags().BoolVar(&s.fromCluster, "from-cluster", false, "Read the installed GuardConfig: ConfigMap --config-map (key "+configMapKey+") in the namespace -n (default "+defaultReleaseNamespace+").")
 	cmd.Flags().StringVar(&s.configMap, "config-map", defaultConfigMap, "The chart's GuardConfig ConfigMap, for --from-cluster (<release fullname>-config).")
+}
+
+// addFiles adds the sources that need no cluster, --config and --values,
+// for the offline commands.
+func (s *configSource) addFiles(cmd *cobra.Command, what string) {
+	cmd.Flags().StringVar(&s.path, "config", "", "GuardConfig file"+what+".")
+	cmd.Flags().StringVar(&s.values, "values", "", "Helm values file of the chart: its config key is the GuardConfig.")
+}
+
+// name says where the GuardConfig came from, for headers and messages.
+func (s *configSource) name() string {
+	switch {
+	case s.path != "":
+		return s.path
+	case s.values != "":
+		return s.values + " (config)"
+	case s.fromCluster:
+		return "ConfigMap " + s.configMap
+	}
+	return ""
+}
+
+// loadRequired is load for the commands that cannot run without a
+// GuardConfig and take it from files only.
+func (s *configSource) loadRequired(ctx context.Context) (*policy.Config, error) {
+	cfg, err := s.load(ctx, nil)
+	if err == nil && cfg == nil {
+		return nil, invalid("--config or --values is required")
+	}
+	return cfg, err
 }
 
 // load returns the GuardConfig, or nil when no source was given.

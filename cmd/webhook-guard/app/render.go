@@ -39,7 +39,7 @@ const (
 type renderStaticOptions struct {
 	url                string
 	caFile             string
-	configPath         string
+	source             configSource
 	failurePolicy      string
 	timeoutSeconds     int32
 	outputDir          string
@@ -97,7 +97,7 @@ is never locked out.`,
 	f := cmd.Flags()
 	f.StringVar(&o.url, "url", "https://127.0.0.1:9443"+webhook.Path, "URL kube-apiserver calls; https, reachable from the apiserver (loopback for the static shape).")
 	f.StringVar(&o.caFile, "ca-file", "", "PEM CA that signed the guard's serving certificate (ca.crt of its cert-manager Secret). Required.")
-	f.StringVar(&o.configPath, "config", "", "GuardConfig whose breakGlass subjects are exempted by matchConditions.")
+	o.source.addFiles(cmd, " whose breakGlass subjects are exempted by matchConditions")
 	f.StringVar(&o.failurePolicy, "failure-policy", "Fail", "Fail: writes to webhook configurations are rejected while the guard is down (break-glass excepted). Ignore: they pass unguarded.")
 	f.Int32Var(&o.timeoutSeconds, "timeout-seconds", 5, "How long kube-apiserver waits for the guard (1-30).")
 	f.StringVar(&o.outputDir, "output-dir", "", "Write the files here instead of printing them.")
@@ -152,11 +152,11 @@ func (o *renderStaticOptions) render() (static, admission []byte, err error) {
 		return nil, nil, fmt.Errorf("--ca-file %s: the data %w", o.caFile, err)
 	}
 	var breakGlass policy.Subjects
-	if o.configPath != "" {
-		cfg, _, err := webhook.LoadConfigFile(o.configPath)
-		if err != nil {
-			return nil, nil, err
-		}
+	cfg, err := o.source.load(context.Background(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg != nil {
 		breakGlass = cfg.Spec.BreakGlass
 	}
 	vwc := StaticWebhook(o.url, ca, breakGlass, o.failurePolicy, o.timeoutSeconds)

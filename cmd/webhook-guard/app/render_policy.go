@@ -19,7 +19,7 @@ import (
 )
 
 type renderPolicyOptions struct {
-	configPath          string
+	source              configSource
 	objectsPath         string
 	namespace           string
 	guardServiceAccount string
@@ -28,7 +28,7 @@ type renderPolicyOptions struct {
 func newRenderPolicyCommand() *cobra.Command {
 	o := &renderPolicyOptions{}
 	cmd := &cobra.Command{
-		Use:   "policy --config guard.yaml [--objects objects.yaml] [--namespace NS]",
+		Use:   "policy --config guard.yaml|--values values.yaml [--objects objects.yaml] [--namespace NS]",
 		Short: "Render the ValidatingAdmissionPolicies, bindings and param ConfigMaps of policy mode",
 		Long: `Policy mode enforces the owner mappings with CEL inside kube-apiserver, for
 clusters whose control plane can't load the static webhook (managed
@@ -51,7 +51,7 @@ mode cannot.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.configPath, "config", "", "GuardConfig file (required).")
+	o.source.addFiles(cmd, " (this or --values is required)")
 	f.StringVar(&o.objectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, cert-manager objects (and webhook configurations, for injectedByCertManager) that CA sources resolve against.")
 	f.StringVar(&o.namespace, "namespace", "webhook-guard", "Namespace of the param ConfigMaps (the guard's namespace).")
 	f.StringVar(&o.guardServiceAccount, "guard-service-account", "", "The guard's service account (namespace/name); when set, a policy lets only it (and break-glass) create or change the param ConfigMaps.")
@@ -62,9 +62,6 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.configPath == "" {
-		return invalid("--config is required")
-	}
 	if msgs := validation.IsDNS1123Label(o.namespace); len(msgs) > 0 {
 		return invalid("--namespace %q: %s", o.namespace, strings.Join(msgs, "; "))
 	}
@@ -73,9 +70,9 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 			return invalid("--guard-service-account must be \"namespace/name\", got %q", sa)
 		}
 	}
-	cfg, _, err := webhook.LoadConfigFile(o.configPath)
+	cfg, err := o.source.loadRequired(ctx)
 	if err != nil {
-		return invalid("%v", err)
+		return err
 	}
 	scheme, err := webhook.NewScheme()
 	if err != nil {
@@ -107,7 +104,7 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 	for _, b := range objs.Bindings {
 		docs = append(docs, b)
 	}
-	fmt.Fprintf(out, "# webhook-guard policy mode, generated from %s: %d mapping(s)\n", o.configPath, len(cfg.Spec.Owners))
+	fmt.Fprintf(out, "# webhook-guard policy mode, generated from %s: %d mapping(s)\n", o.source.name(), len(cfg.Spec.Owners))
 	for _, d := range docs {
 		b, err := marshalClean(d)
 		if err != nil {

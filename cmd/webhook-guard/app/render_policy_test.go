@@ -73,7 +73,7 @@ func Test_renderPolicy_invalid(t *testing.T) {
 	}{
 		"if no config is given, say it is required": {
 			args:   nil,
-			stderr: "error: --config is required\n",
+			stderr: "error: --config or --values is required\n",
 		},
 		"if the namespace is not a DNS label, say so": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--namespace", "Guard"},
