@@ -119,7 +119,7 @@ func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision 
 	res := h.resolve(ctx, m.Owner, req, false)
 	in.CA = res.CAResult
 	d := cfg.DecideMatched(m, in)
-	if !(res.Cached || res.Watched) || !hasRule(&d, policy.RuleCAMismatch) {
+	if !res.Cached && !res.Watched || !hasRule(&d, policy.RuleCAMismatch) {
 		return d
 	}
 	// The same foreign CA was confirmed moments ago: the source had that

@@ -121,10 +121,6 @@ func SBOM(binary, version string, created time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the module graph of %s: %w", binary, err)
 	}
-	type checksum struct {
-		Algorithm string `json:"algorithm"`
-		Value     string `json:"checksumValue"`
-	}
 	type extRef struct {
 		Category string `json:"referenceCategory"`
 		Type     string `json:"referenceType"`

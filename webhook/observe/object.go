@@ -81,7 +81,7 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		}
 	}
 	for _, mf := range m.ManagedFields {
-		if mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:caBundle"`)) {
+		if mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:caBundle"`)) {
 			out.ManagedFields = append(out.ManagedFields, mf)
 		}
 	}
@@ -95,11 +95,11 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 func caBundleManagers(m *metav1.ObjectMeta, webhooks []string) []policy.FieldManager {
 	var out []policy.FieldManager
 	for _, mf := range m.ManagedFields {
-		if mf.FieldsV1 == nil || !bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:caBundle"`)) {
+		if mf.FieldsV1 == nil || !bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:caBundle"`)) {
 			continue
 		}
 		var set fieldpath.Set
-		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(mf.FieldsV1.GetRawReader()); err != nil {
 			continue // not ours to validate: kube-apiserver wrote it
 		}
 		for _, name := range webhooks {

@@ -68,9 +68,9 @@ func vwc(rv string, bundle []byte, manager string, at time.Time) *admv1.Validati
 			Annotations: map[string]string{lastApplied: strings.Repeat("x", 1000), "team": "a"},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "creator", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:webhooks":{".":{},"k:{\"name\":\"w.example.io\"}":{".":{},"f:name":{},"f:rules":{}}}}`)}},
+					FieldsV1: metav1.NewFieldsV1(`{"f:webhooks":{".":{},"k:{\"name\":\"w.example.io\"}":{".":{},"f:name":{},"f:rules":{}}}}`)},
 				{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", Time: &metav1.Time{Time: at},
-					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:webhooks":{"k:{\"name\":\"w.example.io\"}":{"f:clientConfig":{"f:caBundle":{}}}}}`)}},
+					FieldsV1: metav1.NewFieldsV1(`{"f:webhooks":{"k:{\"name\":\"w.example.io\"}":{"f:clientConfig":{"f:caBundle":{}}}}}`)},
 			},
 		},
 		Webhooks: []admv1.ValidatingWebhook{{Name: "w.example.io", ClientConfig: admv1.WebhookClientConfig{CABundle: bundle}, SideEffects: nil}},

@@ -239,7 +239,7 @@ func foldAuditLog(res *ReviewResult, o *reviewOptions, since time.Time) error {
 		if err != nil {
 			return invalid("--audit-log: %v", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read-only: a close error loses nothing
 		r = f
 	}
 	found, sum, err := readAuditLog(r)
