@@ -19,6 +19,13 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// Reset drops what was written (a retried process starts a fresh log).
+func (b *Buffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
 // String returns everything written so far.
 func (b *Buffer) String() string {
 	b.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -93,6 +94,10 @@ type Guard struct {
 	// ExtraEnv ("NAME=value") is added to the process's environment.
 	ExtraEnv []string
 
+	// movablePort lets Start pick another webhook port when the one chosen
+	// was taken meanwhile; false when a manifest already points at Port.
+	movablePort bool
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -126,6 +131,8 @@ func (e *Env) StartReplica(t testing.TB) *Guard {
 		env: e, Bin: e.Guard.Bin, ConfigPath: e.Guard.ConfigPath, CertDir: e.Guard.CertDir, Kubeconfig: e.Guard.Kubeconfig,
 		Port: FreePort(t), MetricsAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)), HealthAddr: fmt.Sprintf("127.0.0.1:%d", FreePort(t)),
 		Log: &Buffer{}, ExtraArgs: e.Guard.ExtraArgs, ExtraEnv: e.Guard.ExtraEnv,
+		// Nothing points at a replica's webhook port yet, so it may move too.
+		movablePort: true,
 	}
 	g.Start(t)
 	return g
@@ -133,12 +140,44 @@ func (e *Env) StartReplica(t testing.TB) *Guard {
 
 // Start runs the guard and waits until /readyz answers 200. The process is
 // stopped by t.Cleanup; its log is printed if the test failed.
+//
+// FreePort's ports are only free "a moment ago": parallel tests can take one
+// before the guard binds it. When the guard exits with "address already in
+// use", Start picks fresh metrics and health ports (and a webhook port, when
+// nothing points at it yet) and tries again, at most three times.
 func (g *Guard) Start(t testing.TB) {
+	t.Helper()
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		err := g.start(t)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortTaken) || attempt == attempts {
+			t.Fatal(err)
+		}
+		t.Logf("webhook-guard attempt %d: %v; retrying on fresh ports", attempt, err)
+		g.Log.Reset()
+		g.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		g.HealthAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		if g.movablePort {
+			g.Port = FreePort(t)
+		}
+	}
+}
+
+// errPortTaken marks a guard that exited because a port it was given had
+// been taken since FreePort chose it.
+var errPortTaken = errors.New("a port was taken before the guard bound it")
+
+// start runs the guard once. It returns an error when the guard exits or is
+// not ready within 30 s, having stopped it.
+func (g *Guard) start(t testing.TB) error {
 	t.Helper()
 	g.mu.Lock()
 	if g.cmd != nil {
 		g.mu.Unlock()
-		t.Fatal("guard already running")
+		return errors.New("guard already running")
 	}
 	cmd := exec.Command(g.Bin, g.Args()...)
 	cmd.Env = append(os.Environ(), g.ExtraEnv...)
@@ -147,7 +186,7 @@ func (g *Guard) Start(t testing.TB) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		g.mu.Unlock()
-		t.Fatalf("start webhook-guard serve: %v", err)
+		return fmt.Errorf("start webhook-guard serve: %w", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -170,7 +209,13 @@ func (g *Guard) Start(t testing.TB) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
-			t.Fatalf("webhook-guard serve exited before it was ready (%v): %s\n--- log ---\n%s", cmd.ProcessState, strings.Join(g.Args(), " "), g.Log.Tail(40))
+			g.Stop(t)
+			log := g.Log.Tail(40)
+			err := fmt.Errorf("webhook-guard serve exited before it was ready (%v): %s\n--- log ---\n%s", cmd.ProcessState, strings.Join(g.Args(), " "), log)
+			if strings.Contains(log, "address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		default:
 		}
 		resp, err := client.Get("http://" + g.HealthAddr + "/readyz")
@@ -178,7 +223,7 @@ func (g *Guard) Start(t testing.TB) {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
 		} else {
@@ -186,7 +231,8 @@ func (g *Guard) Start(t testing.TB) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("webhook-guard did not become ready within 30s (GET /readyz: %s)\n--- log ---\n%s", last, g.Log.Tail(40))
+	g.Stop(t)
+	return fmt.Errorf("webhook-guard did not become ready within 30s (GET /readyz: %s)\n--- log ---\n%s", last, g.Log.Tail(40))
 }
 
 // Stop terminates the guard (SIGTERM, then SIGKILL after 10 s). It is safe
