@@ -631,19 +631,6 @@ func Test_rbacIsLeastPrivilege(t *testing.T) {
 								}
 							}
 						case "secrets", "configmaps":
-							if policyShape(name) && res == "configmaps" && o.Kind == "ClusterRole" && slices.Equal(r.Verbs, []string{"get"}) {
-								// kube-apiserver requires get on every ConfigMap
-								// to create a policy with paramKind ConfigMap.
-								continue
-							}
-							if policyShape(name) && res == "configmaps" && o.Kind == "Role" && strings.HasSuffix(o.Metadata.Name, "-policy-params") {
-								// Policy mode's param ConfigMaps, in the release
-								// namespace only.
-								if !slices.Equal(r.Verbs, []string{"get", "list", "create", "update", "delete"}) {
-									t.Errorf("%s rules[%d] grants %v on configmaps; want get, list, create, update, delete", where, i, r.Verbs)
-								}
-								continue
-							}
 							if o.Kind == "ClusterRole" {
 								t.Errorf("%s rules[%d] grants %s cluster-wide; CA sources are read through Roles with resourceNames", where, i, res)
 							}

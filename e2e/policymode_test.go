@@ -34,8 +34,8 @@ package e2e
 //     not a policy-mode scenario.
 
 import (
-	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -60,48 +60,46 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
-// policyNamespace holds the param ConfigMaps: the guard's own namespace.
-const policyNamespace = framework.GuardNamespace
-
 // policyOptions start kube-apiserver without the static manifest and the
-// guard in policy mode, with the RBAC policy mode needs.
+// guard in policy mode, with the RBAC policy mode needs: no ConfigMap
+// access (the owners' CAs are in the policies).
 func policyOptions(extraArgs ...string) framework.Options {
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	return framework.Options{
 		NoStaticManifest: true,
 		GuardArgs: append([]string{
 			"--policy-mode",
-			"--policy-namespace", policyNamespace,
 			"--policy-guard-service-account", framework.GuardNamespace + "/" + framework.GuardServiceAccount,
 		}, extraArgs...),
 		GuardRules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: all},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: all},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
 		},
 	}
 }
 
-// paramCA reads the CA bytes of a mapping's param ConfigMap.
-func paramCA(t testing.TB, f *fixture, mapping string) []byte {
+// policyHoldsCA reports whether every generated policy of mapping compares
+// changed caBundles with exactly pem (the base64 literal isOwnerCA writes).
+func policyHoldsCA(t testing.TB, f *fixture, mapping string, pem []byte) bool {
 	t.Helper()
-	cm, err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).Get(context.Background(), vap.ParamName(mapping), metav1.GetOptions{})
+	want := `string(w.clientConfig.caBundle) == "` + base64.StdEncoding.EncodeToString(pem) + `")`
+	p, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), vap.PolicyName(mapping), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false
 	}
 	if err != nil {
-		t.Fatalf("get the param of %s: %v", mapping, err)
+		t.Fatalf("get the policy of %s: %v", mapping, err)
 	}
-	return cm.BinaryData[vap.ParamKey]
+	return strings.Contains(variableOf(p, "badWebhooks"), want)
 }
 
-// waitPolicyActive waits until the guard copied the owner's CA into the
-// params and kube-apiserver enforces both mappings' policies (a dry-run
-// UPDATE by the intruder is denied in enforce and warned about in audit).
+// waitPolicyActive waits until the guard wrote the owner's CA into both
+// mappings' policies and kube-apiserver enforces them (a dry-run UPDATE by
+// the intruder is denied in enforce and warned about in audit).
 func waitPolicyActive(t testing.TB, f *fixture) {
 	t.Helper()
-	framework.Eventually(t, 20*time.Second, "the guard copies the owner's CA into both params", func() bool {
-		return bytes.Equal(paramCA(t, f, enforcedMapping), f.ownerCA.PEM) && bytes.Equal(paramCA(t, f, auditedMapping), f.ownerCA.PEM)
+	framework.Eventually(t, 20*time.Second, "the guard writes the owner's CA into both policies", func() bool {
+		return policyHoldsCA(t, f, enforcedMapping, f.ownerCA.PEM) && policyHoldsCA(t, f, auditedMapping, f.ownerCA.PEM)
 	})
 	ctx := context.Background()
 	for _, name := range []string{enforcedName, auditedName} {
@@ -179,8 +177,8 @@ func TestPolicyModeEnforces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Items) != 3 {
-			t.Fatalf("%d generated policies; want 3 (two mappings, protect-params)", len(list.Items))
+		if len(list.Items) != 2 {
+			t.Fatalf("%d generated policies; want 2 (one per mapping)", len(list.Items))
 		}
 		for i := range list.Items {
 			if w := tc.Check(&list.Items[i]); len(w) > 0 {
@@ -287,22 +285,10 @@ func TestPolicyModeEnforces(t *testing.T) {
 			t.Fatalf("the owner writing its CA into the mutating configuration was rejected: %v", err)
 		}
 	})
-
-	t.Run("only the guard may change the param ConfigMaps", func(t *testing.T) {
-		// The intruder may write ConfigMaps (RBAC), but not the guard's params.
-		cms := f.intruder.Kube.CoreV1().ConfigMaps(policyNamespace)
-		cm, err := cms.Get(ctx, vap.ParamName(enforcedMapping), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.BinaryData[vap.ParamKey] = framework.NewCA(t, "intruder").PEM
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		requirePolicyDenied(t, err, vap.ProtectParamsName, "only system:serviceaccount:webhook-guard:webhook-guard")
-	})
 }
 
 // TestPolicyModeCARotation: rotating the owner's CA Secret updates the
-// param within a few seconds, and the owner's next write with the new CA is
+// policy within a few seconds, and the owner's next write with the new CA is
 // allowed.
 func TestPolicyModeCARotation(t *testing.T) {
 	f := newFixture(t, policyOptions())
@@ -319,15 +305,15 @@ func TestPolicyModeCARotation(t *testing.T) {
 	}{{"old+new", both}, {"new", next.PEM}} {
 		start := time.Now()
 		f.setOwnerCA(t, step.pem)
-		framework.Eventually(t, 10*time.Second, "the param follows the Secret ("+step.name+")", func() bool {
-			return bytes.Equal(paramCA(t, f, enforcedMapping), step.pem)
+		framework.Eventually(t, 10*time.Second, "the policy follows the Secret ("+step.name+")", func() bool {
+			return policyHoldsCA(t, f, enforcedMapping, step.pem)
 		})
 		latency := time.Since(start)
-		t.Logf("rotation to %s: the param followed the Secret after %s", step.name, latency.Round(time.Millisecond))
+		t.Logf("rotation to %s: the policy followed the Secret after %s", step.name, latency.Round(time.Millisecond))
 		if latency > 5*time.Second {
-			t.Errorf("the param took %s to follow the Secret; want a few seconds (--policy-sync-interval 2s)", latency)
+			t.Errorf("the policy took %s to follow the Secret; want a few seconds (--policy-sync-interval 2s)", latency)
 		}
-		// kube-apiserver's policy informer sees the new param within
+		// kube-apiserver's policy informer sees the new policy within
 		// moments; the owner's next write with the new bundle is allowed.
 		var err error
 		framework.Eventually(t, 5*time.Second, "the owner's write of "+step.name+" is allowed", func() bool {
@@ -358,8 +344,8 @@ func TestPolicyModeThreeReplicasWriteNothing(t *testing.T) {
 		return totalSyncs(t, replicas) > syncs && totalWrites(t, replicas) == before
 	})
 	rvs := generatedVersions(t, f)
-	if len(rvs) != 8 {
-		t.Fatalf("%d generated objects; want 8 (2 params; 3 policies and 3 bindings: two mappings and protect-params): %v", len(rvs), rvs)
+	if len(rvs) != 4 {
+		t.Fatalf("%d generated objects; want 4 (a policy and a binding per mapping): %v", len(rvs), rvs)
 	}
 	writes := make([]float64, len(replicas))
 	for i, g := range replicas {
@@ -448,11 +434,8 @@ func generatedVersions(t testing.TB, f *fixture) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, o := range generatedMeta(t, f) {
-		kind := "ConfigMap"
-		switch o.(type) {
-		case *admv1.ValidatingAdmissionPolicy:
-			kind = "ValidatingAdmissionPolicy"
-		case *admv1.ValidatingAdmissionPolicyBinding:
+		kind := "ValidatingAdmissionPolicy"
+		if _, ok := o.(*admv1.ValidatingAdmissionPolicyBinding); ok {
 			kind = "ValidatingAdmissionPolicyBinding"
 		}
 		out[kind+"/"+o.GetName()] = o.GetResourceVersion()
@@ -546,7 +529,7 @@ func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
 // Test_chartPolicyShapeWithChartRBAC runs `webhook-guard serve` with the
 // policy shape's Deployment args and nothing but the chart's RBAC, on an API
 // server without the static manifest: the leader generates the policy
-// objects (the chart's ClusterRole and param Role suffice: no "forbidden"),
+// objects (the chart's ClusterRole suffices: no "forbidden"),
 // and kube-apiserver then audits a stranger's write through them.
 func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
 	rel := chartRelease{name: "wg", namespace: "webhook-guard", values: []string{"config/samples/values-koordinator.yaml"}, set: []string{"shape=policy"}}
@@ -594,18 +577,14 @@ func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
 	})
 	guardLog := startChartGuard(t, framework.GuardBinary(t), append(serveArgs, "--kubeconfig="+kubeconfigPath), healthAddr)
 
-	framework.Eventually(t, 30*time.Second, "the leader writes the owner's CA into the param", func() bool {
-		cm, err := admin.CoreV1().ConfigMaps(rel.namespace).Get(t.Context(), vap.ParamName("koordinator"), metav1.GetOptions{})
-		return err == nil && bytes.Equal(cm.BinaryData[vap.ParamKey], ownerCA.PEM)
+	framework.Eventually(t, 30*time.Second, "the leader writes the owner's CA into the policy", func() bool {
+		p, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(t.Context(), vap.PolicyName("koordinator"), metav1.GetOptions{})
+		return err == nil && strings.Contains(variableOf(p, "badWebhooks"), base64.StdEncoding.EncodeToString(ownerCA.PEM))
 	})
-	// Params first, bindings last within a pass: wait for the bindings too.
-	framework.Eventually(t, 10*time.Second, "the leader creates both bindings", func() bool {
-		for _, name := range []string{vap.PolicyName("koordinator"), vap.ProtectParamsName} {
-			if _, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(t.Context(), name, metav1.GetOptions{}); err != nil {
-				return false
-			}
-		}
-		return true
+	// Policies first, bindings last within a pass: wait for the binding too.
+	framework.Eventually(t, 10*time.Second, "the leader creates the binding", func() bool {
+		_, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(t.Context(), vap.PolicyName("koordinator"), metav1.GetOptions{})
+		return err == nil
 	})
 
 	const name = "koord-validating-webhook-configuration"
@@ -644,9 +623,9 @@ const policyAnchor = "webhook-guard-policy-anchor"
 // TestPolicyModeSafe shows that the policy shape can deny nothing but what
 // its mappings decide, whatever happens to the guard: label-selected
 // deletecollections and generateName CREATEs are decided like any request;
-// only break-glass (and kube-controller-manager) may delete a param, and
-// with the guard stopped and a param deleted nothing but that mapping is
-// affected, until the guard recreates it; and after an
+// with the guard stopped and the owners' CA source gone, only caBundle
+// changes of the mappings are denied and everything else is decided as
+// before, until the source is back; and after an
 // uninstall (guard stopped, its namespace deleted, the anchor ClusterRole
 // deleted) the garbage collector leaves no generated object and every write
 // is admitted. kube-controller-manager runs its garbage collector and
@@ -665,7 +644,7 @@ func TestPolicyModeSafe(t *testing.T) {
 	framework.StartControllerManager(t, f.env.Admin, "garbagecollector", "namespace")
 	waitPolicyActive(t, f)
 	framework.Eventually(t, 20*time.Second, "every generated object is owned by the anchor", func() bool {
-		return len(generatedObjects(t, f)) == 8 && len(unanchored(t, f)) == 0
+		return len(generatedObjects(t, f)) == 4 && len(unanchored(t, f)) == 0
 	})
 
 	// The intruder may deletecollection webhook configurations (RBAC), so
@@ -724,24 +703,29 @@ func TestPolicyModeSafe(t *testing.T) {
 		f.admin.MustGet(t, framework.Validating, enforcedName)
 	})
 
-	t.Run("with the guard stopped and a param deleted, nothing but that mapping is affected, and the guard restores it", func(t *testing.T) {
-		f.env.Guard.Stop(t)
-		param := vap.ParamName(enforcedMapping)
-		cms := f.intruder.Kube.CoreV1().ConfigMaps(policyNamespace)
-		// The intruder may delete ConfigMaps there (RBAC); protect-params
-		// refuses it.
-		err := cms.Delete(ctx, param, metav1.DeleteOptions{})
-		requirePolicyDenied(t, err, vap.ProtectParamsName, "may delete the policy mode's parameter ConfigMaps")
-		if err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).Delete(ctx, param, metav1.DeleteOptions{}); err != nil {
-			t.Fatalf("break-glass deleting the param: %v", err)
+	t.Run("with the guard stopped and the CA source gone, only caBundle changes of the mappings are denied", func(t *testing.T) {
+		// Both mappings read the one CA Secret. Once it is gone the guard
+		// writes policies holding no CA (caBundle changes fail closed);
+		// then the guard stops, and nothing the policies depend on is left
+		// in its namespace or anywhere else.
+		secrets := f.env.AdminKube.CoreV1().Secrets(appNamespace)
+		if err := secrets.Delete(ctx, caSecret, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		// kube-apiserver skips a binding whose param is missing
-		// (parameterNotFoundAction Allow): once it has seen the deletion,
-		// the mapping's policy no longer runs. Nothing else is affected.
-		framework.Eventually(t, 20*time.Second, "kube-apiserver skips the mapping whose param is gone", func() bool {
-			_, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/probe", time.Now().String())
-			return err == nil
+		framework.Eventually(t, 20*time.Second, "the guard writes policies holding no CA", func() bool {
+			return !policyHoldsCA(t, f, enforcedMapping, f.ownerCA.PEM) && !policyHoldsCA(t, f, auditedMapping, f.ownerCA.PEM)
 		})
+		f.env.Guard.Stop(t)
+		var err error
+		// kube-apiserver's policy informer sees the rewritten policy within
+		// moments; until then the old one answers ca-mismatch.
+		framework.Eventually(t, 10*time.Second, "kube-apiserver denies the owner's caBundle change as ca-unavailable", func() bool {
+			_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, framework.NewCA(t, "next").PEM)
+			return err != nil && strings.Contains(err.Error(), "ca-unavailable")
+		})
+		requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-unavailable", "cannot be verified", "Secret app-system/"+caSecret)
+		_, err = f.owner.SetCABundle(ctx, framework.Mutating, enforcedName, framework.NewCA(t, "next").PEM)
+		requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-unavailable")
 		for _, kind := range []framework.Kind{framework.Validating, framework.Mutating} {
 			for _, c := range []*framework.Client{f.intruder, f.owner, f.admin} {
 				if _, err := c.SetCABundle(ctx, kind, unrelated, framework.NewCA(t, "anyone").PEM); err != nil {
@@ -756,23 +740,33 @@ func TestPolicyModeSafe(t *testing.T) {
 					t.Errorf("%s: break-glass's caBundle change was refused: %v", kind, err)
 				}
 			}
+			_, err := f.intruder.Annotate(ctx, kind, enforcedName, "e2e/by", "intruder")
+			requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "not-owner")
 		}
-		// The other mapping's param is there: it decides as before.
+		// The audited mapping decides as before: it warns.
 		f.intruder.Warnings.Take()
 		if _, err := f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/by", "intruder"); err != nil {
 			t.Fatalf("the audited mapping refused the intruder: %v", err)
 		}
 		requireWarning(t, f.intruder.Warnings.Take(), vap.PolicyName(auditedMapping), "would deny", "not-owner")
 
-		// The guard recreates the param on its first pass, and the mapping
-		// is enforced again.
+		// The source comes back and the guard restarts: the owner's CA is
+		// in the policy again and its caBundle writes pass.
+		f.setOwnerCA(t, f.ownerCA.PEM)
 		f.env.Guard.Start(t)
-		framework.Eventually(t, 20*time.Second, "the guard recreates the param and the mapping is enforced again", func() bool {
-			_, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/probe", time.Now().String())
-			return err != nil
+		framework.Eventually(t, 20*time.Second, "the guard writes the owner's CA back into the policy", func() bool {
+			return policyHoldsCA(t, f, enforcedMapping, f.ownerCA.PEM)
 		})
-		_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, framework.NewCA(t, "foreign").PEM)
-		requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch")
+		framework.Eventually(t, 10*time.Second, "kube-apiserver checks caBundles against the owner's CA again", func() bool {
+			_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, framework.NewCA(t, "foreign").PEM)
+			return err != nil && strings.Contains(err.Error(), "ca-mismatch")
+		})
+		if _, err := f.admin.SetCABundle(ctx, framework.Validating, enforcedName, framework.NewCA(t, "break-glass").PEM); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, f.ownerCA.PEM); err != nil {
+			t.Errorf("the owner's change back to its own CA was refused: %v", err)
+		}
 	})
 
 	t.Run("after uninstall nothing is left that could deny a write", func(t *testing.T) {
@@ -874,12 +868,15 @@ func generatedMeta(t testing.TB, f *fixture) []metav1.Object {
 	for i := range bs.Items {
 		out = append(out, &bs.Items[i])
 	}
-	cms, err := f.env.AdminKube.CoreV1().ConfigMaps(policyNamespace).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cms.Items {
-		out = append(out, &cms.Items[i])
-	}
 	return out
+}
+
+// variableOf is the expression of the policy's variable called name.
+func variableOf(p *admv1.ValidatingAdmissionPolicy, name string) string {
+	for _, v := range p.Spec.Variables {
+		if v.Name == name {
+			return v.Expression
+		}
+	}
+	return ""
 }

@@ -59,19 +59,16 @@ type Options struct {
 	// Policy mode
 
 	// PolicyMode runs the leader-elected controller that keeps policy mode's
-	// ValidatingAdmissionPolicies, bindings and param ConfigMaps in step
-	// with the mappings and the owners' CA sources (policy/vap).
+	// ValidatingAdmissionPolicies and bindings in step with the mappings
+	// and the owners' CA sources (policy/vap).
 	PolicyMode bool
-	// PolicyNamespace holds the param ConfigMaps; default: the pod's namespace.
-	PolicyNamespace string
 	// PolicySyncInterval is how often the owners' CAs are re-read and the
 	// generated objects compared with the live ones.
 	PolicySyncInterval time.Duration
 	// PolicyGuardServiceAccount ("namespace/name") is the guard's own
-	// identity; when set, a generated policy lets only it (and break-glass)
-	// create or change the param ConfigMaps, and the handler lets only it
-	// (and break-glass) change the generated policies and bindings when the
-	// static webhook routes their writes to the guard.
+	// identity; when set, the handler lets only it (and break-glass) change
+	// the generated policies and bindings when the static webhook routes
+	// their writes to the guard.
 	PolicyGuardServiceAccount string
 	// PolicyAnchor names the ClusterRole every generated object is owned
 	// by, so that deleting it (uninstall) garbage-collects them.
@@ -222,13 +219,6 @@ func (o *Options) completePolicyMode() []string {
 	}
 	if o.PolicySyncInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Sprintf("--policy-sync-interval must be >= 100ms, got %s", o.PolicySyncInterval))
-	}
-	if o.PolicyNamespace == "" {
-		if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
-			o.PolicyNamespace = strings.TrimSpace(string(ns))
-		} else {
-			errs = append(errs, "--policy-namespace is required outside a cluster when --policy-mode is set")
-		}
 	}
 	return errs
 }

@@ -15,16 +15,14 @@ import (
 // and a pass right after every configuration reload.
 func addPolicySync(mgr ctrl.Manager, o *Options, store *ConfigStore, resolver *casource.Resolver, reloader *ConfigReloader, log logr.Logger) error {
 	syncer := &policysync.Syncer{
-		Client:              mgr.GetClient(),
-		Reader:              mgr.GetAPIReader(),
-		Config:              store.Current,
-		CA:                  resolver,
-		Namespace:           o.PolicyNamespace,
-		GuardServiceAccount: o.PolicyGuardServiceAccount,
-		Anchor:              o.PolicyAnchor,
-		Interval:            o.PolicySyncInterval,
-		Metrics:             policysync.NewMetrics(ctrlmetrics.Registry),
-		Log:                 log,
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Config:   store.Current,
+		CA:       resolver,
+		Anchor:   o.PolicyAnchor,
+		Interval: o.PolicySyncInterval,
+		Metrics:  policysync.NewMetrics(ctrlmetrics.Registry),
+		Log:      log,
 	}
 	prev := reloader.OnReload
 	reloader.OnReload = func(cfg *policy.Config) {

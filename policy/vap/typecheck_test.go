@@ -65,7 +65,7 @@ func typeChecker(t *testing.T) *validating.TypeChecker {
 // Test_generatedPoliciesTypeCheck asserts that kube-controller-manager
 // would report no type-check warning for any generated policy: every
 // expression compiles against the real schemas of both webhook
-// configuration kinds and of the ConfigMap param.
+// configuration kinds.
 func Test_generatedPoliciesTypeCheck(t *testing.T) {
 	tc := typeChecker(t)
 	for name, cfg := range map[string]string{
@@ -111,12 +111,13 @@ func Test_matchConditionsTypeCheck(t *testing.T) {
 }
 
 // Test_typeCheckerSeesTheSchemas is the negative control: the checker
-// above does resolve the webhook configuration and ConfigMap schemas, so an
-// expression comparing caBundle (bytes) with data (strings) is reported.
+// above does resolve the webhook configuration schemas, so an expression
+// comparing caBundle (bytes to the type checker) with a string literal is
+// reported; the generated policies compare string(caBundle) instead.
 func Test_typeCheckerSeesTheSchemas(t *testing.T) {
 	tc := typeChecker(t)
 	p := generate(t, namesConfig).Policies[0].DeepCopy()
-	p.Spec.Validations = []admv1.Validation{{Expression: `object.webhooks.all(w, w.clientConfig.caBundle == params.data.caBundle)`}}
+	p.Spec.Validations = []admv1.Validation{{Expression: `object.webhooks.all(w, w.clientConfig.caBundle == "b3duZXIgQ0E=")`}}
 	warnings := tc.Check(p)
 	require.Len(t, warnings, 1)
 	assert.Equal(t, "spec.validations[0].expression", warnings[0].FieldRef)

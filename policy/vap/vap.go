@@ -1,6 +1,6 @@
-// Package vap generates policy mode: the ValidatingAdmissionPolicies,
-// bindings and parameter ConfigMaps that enforce a GuardConfig's owner
-// mappings inside kube-apiserver, with CEL, where the static webhook cannot
+// Package vap generates policy mode: the ValidatingAdmissionPolicies and
+// bindings that enforce a GuardConfig's owner mappings inside
+// kube-apiserver, with CEL, where the static webhook cannot
 // be installed (managed control planes): kube-apiserver evaluates
 // ValidatingAdmissionPolicies for webhook configuration objects, while it
 // never calls API-registered webhooks for them (docs/policy-shape.md).
@@ -12,15 +12,15 @@
 // What CEL cannot express, compared with the webhook (see also
 // docs/policy-shape.md):
 //   - PEM parsing. A changed caBundle must equal the owner's CA bytes exactly
-//     (the param ConfigMap's binaryData): a rotation bundle holding old+new,
+//     (held in the policy itself): a rotation bundle holding old+new,
 //     a re-encoded PEM, extra whitespace or a different certificate order
 //     is a ca-mismatch here although the webhook would allow it.
-//   - Live re-reads. The policy compares with the param ConfigMap as the
-//     guard last wrote it; a caBundle written with a new CA before the guard
+//   - Live re-reads. The policy compares with the CA as the guard last
+//     wrote it into the policy; a caBundle written with a new CA before the guard
 //     has copied the rotated CA source (within --policy-sync-interval) is
 //     denied, and the owner's retry succeeds.
 //   - Fingerprints of what was found: the denial names the expected CA
-//     fingerprints (from the param) and the webhook entries, not the found one.
+//     fingerprints and the webhook entries, not the found one.
 //   - Flapping detection, records and `review`: kube-apiserver's audit log
 //     (validationActions Audit) is the only record.
 //   - Break-glass writes pass silently (matchConditions skip them); the
@@ -32,31 +32,31 @@
 //     are both enforced (each mapping's writers are denied by the other's
 //     policy), instead of an ambiguous-owner decision.
 //   - unmanaged: audit has no equivalent.
+//
+// The owner's CA is a literal in the policy rather than in a param object.
+// kube-apiserver cannot run a policy whose param is missing: a binding's
+// parameterNotFoundAction either fails it for every request it matches
+// (unrelated configurations and break-glass included) or skips it (the
+// mapping goes unenforced). Either way the policy's safety would hang on an
+// object in the guard's namespace that others may delete. With the CA in the
+// policy, a mapping's decisions live in its own policy and binding, and an
+// unreadable CA source fails closed on caBundle changes and nothing else.
 package vap
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
-)
-
-// The identities kube-controller-manager deletes objects as: its garbage
-// collector and namespace controller with per-controller service account
-// credentials (the usual setup), and kube-controller-manager itself without.
-const (
-	GarbageCollectorUser    = "system:serviceaccount:kube-system:generic-garbage-collector"
-	NamespaceControllerUser = "system:serviceaccount:kube-system:namespace-controller"
-	ControllerManagerUser   = "system:kube-controller-manager"
 )
 
 // Labels on every generated object, so the guard finds (and deletes) what
@@ -67,32 +67,14 @@ const (
 	LabelMapping   = "webhook-guard.io/mapping"
 )
 
-// Names and keys of the generated objects.
-const (
-	// NamePrefix starts every generated name.
-	NamePrefix = "webhook-guard-"
-	// ParamPrefix starts the param ConfigMaps' names.
-	ParamPrefix = "webhook-guard-ca-"
-	// ProtectParamsName names the policy and binding that keep everyone but
-	// the guard from creating or changing the param ConfigMaps.
-	ProtectParamsName = "webhook-guard-protect-params"
-	// ParamKey is the binaryData key holding the owner's CA bytes. It is a
-	// CEL identifier, so the policies read it as params.binaryData.caBundle:
-	// the one comparison with a caBundle that both type-checks and works at
-	// runtime (docs/policy-shape.md).
-	ParamKey = "caBundle"
-	// DataSource, DataFingerprints and DataError are data keys read only by
-	// messages: where the CA came from, its short fingerprints, and why it
-	// could not be resolved.
-	DataSource       = "source"
-	DataFingerprints = "fingerprints"
-	DataError        = "error"
-)
+// NamePrefix starts every generated name.
+const NamePrefix = "webhook-guard-"
 
 // CA is one mapping's resolved CA.
 type CA struct {
 	// PEM is the owner's CA bytes exactly as its source holds them; nil when
 	// the source could not be resolved (caBundle changes then fail closed).
+	// The policy holds them, and compares each changed caBundle with them.
 	PEM []byte
 	// Source describes where PEM was read.
 	Source string
@@ -113,20 +95,14 @@ func CAFromError(err error) CA { return CA{Err: err.Error()} }
 // Input is what the generator needs.
 type Input struct {
 	Config *policy.Config
-	// Namespace holds the param ConfigMaps (the guard's namespace).
-	Namespace string
 	// CAs are the mappings' CAs, by mapping name. A mapping without an entry
-	// is generated with an empty param (caBundle changes fail closed).
+	// is generated with no CA (caBundle changes fail closed).
 	CAs map[string]CA
-	// GuardServiceAccount ("namespace/name") is the guard's identity; when
-	// set, a policy lets only it (and break-glass) create or change the param
-	// ConfigMaps.
-	GuardServiceAccount string
 	// Anchor, when set, becomes an owner reference of every generated
 	// object: a cluster-scoped object that uninstalling the guard deletes
 	// (the chart's anchor ClusterRole), so that kube-apiserver's garbage
-	// collector removes the policies, bindings and params with it and
-	// nothing the guard generated can deny a write after it is gone.
+	// collector removes the policies and bindings with it and nothing the
+	// guard generated can deny a write after it is gone.
 	Anchor *metav1.OwnerReference
 }
 
@@ -139,31 +115,23 @@ func AnchorReference(name string, uid types.UID) *metav1.OwnerReference {
 
 // Objects are the generated objects, each list sorted by name.
 type Objects struct {
-	Policies   []*admv1.ValidatingAdmissionPolicy
-	Bindings   []*admv1.ValidatingAdmissionPolicyBinding
-	ConfigMaps []*corev1.ConfigMap
+	Policies []*admv1.ValidatingAdmissionPolicy
+	Bindings []*admv1.ValidatingAdmissionPolicyBinding
 }
 
 // PolicyName is the policy and binding name of a mapping.
 func PolicyName(mapping string) string { return NamePrefix + mapping }
-
-// ParamName is the param ConfigMap name of a mapping.
-func ParamName(mapping string) string { return ParamPrefix + mapping }
 
 // Generate builds the objects for every mapping.
 func Generate(in Input) (*Objects, error) {
 	if in.Config == nil {
 		return nil, fmt.Errorf("no configuration")
 	}
-	if msgs := validation.IsDNS1123Label(in.Namespace); len(msgs) > 0 {
-		return nil, fmt.Errorf("namespace %q: %s", in.Namespace, strings.Join(msgs, "; "))
-	}
 	spec := &in.Config.Spec
 	out := &Objects{}
-	var params []string
 	for i := range spec.Owners {
 		o := &spec.Owners[i]
-		for _, name := range []string{PolicyName(o.Name), PolicyName(o.Name) + "-selected", ParamName(o.Name)} {
+		for _, name := range []string{PolicyName(o.Name), PolicyName(o.Name) + "-selected"} {
 			if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 				return nil, fmt.Errorf("owners[%s]: generated name %q: %s", o.Name, name, strings.Join(msgs, "; "))
 			}
@@ -173,9 +141,7 @@ func Generate(in Input) (*Objects, error) {
 		if !ok {
 			ca = CA{Err: "the guard has not resolved the owner's CA"}
 		}
-		out.ConfigMaps = append(out.ConfigMaps, paramConfigMap(in.Namespace, o.Name, ca))
-		params = append(params, ParamName(o.Name))
-		m := mappingPolicy{spec: spec, owner: o, mode: mode, namespace: in.Namespace}
+		m := mappingPolicy{spec: spec, owner: o, mode: mode, ca: ca}
 		if len(o.Match.Validating)+len(o.Match.Mutating) > 0 {
 			p, b := m.build(PolicyName(o.Name), nil)
 			out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
@@ -192,11 +158,6 @@ func Generate(in Input) (*Objects, error) {
 			out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
 		}
 	}
-	if in.GuardServiceAccount != "" && len(params) > 0 {
-		slices.Sort(params)
-		p, b := protectParams(spec, in.Namespace, in.GuardServiceAccount, params)
-		out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
-	}
 	if in.Anchor != nil {
 		for _, o := range out.Policies {
 			o.OwnerReferences = []metav1.OwnerReference{*in.Anchor}
@@ -204,13 +165,9 @@ func Generate(in Input) (*Objects, error) {
 		for _, o := range out.Bindings {
 			o.OwnerReferences = []metav1.OwnerReference{*in.Anchor}
 		}
-		for _, o := range out.ConfigMaps {
-			o.OwnerReferences = []metav1.OwnerReference{*in.Anchor}
-		}
 	}
 	slices.SortFunc(out.Policies, func(a, b *admv1.ValidatingAdmissionPolicy) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(out.Bindings, func(a, b *admv1.ValidatingAdmissionPolicyBinding) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(out.ConfigMaps, func(a, b *corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -232,32 +189,12 @@ func labelValue(s string) string {
 	return strings.Trim(s[:63], ".-_")
 }
 
-func paramConfigMap(namespace, mapping string, ca CA) *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: ParamName(mapping), Namespace: namespace, Labels: Labels(mapping)},
-		Data:       map[string]string{},
-	}
-	if len(ca.PEM) > 0 {
-		cm.BinaryData = map[string][]byte{ParamKey: slices.Clone(ca.PEM)}
-		cm.Data[DataSource] = ca.Source
-		cm.Data[DataFingerprints] = strings.Join(ca.Fingerprints, ",")
-	} else {
-		reason := ca.Err
-		if reason == "" {
-			reason = "the owner's CA is empty"
-		}
-		cm.Data[DataError] = reason
-	}
-	return cm
-}
-
 // mappingPolicy builds the policy of one mapping.
 type mappingPolicy struct {
-	spec      *policy.GuardConfig
-	owner     *policy.Owner
-	mode      policy.Mode
-	namespace string
+	spec  *policy.GuardConfig
+	owner *policy.Owner
+	mode  policy.Mode
+	ca    CA
 }
 
 // requestName is the name of the object the request is about. CEL's
@@ -311,7 +248,6 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(o.Name)},
 		Spec: admv1.ValidatingAdmissionPolicySpec{
-			ParamKind: &admv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
 			MatchConstraints: &admv1.MatchResources{
 				NamespaceSelector: &metav1.LabelSelector{},
 				ObjectSelector:    objectSelector,
@@ -326,25 +262,21 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				}}},
 				MatchPolicy: ptr.To(admv1.Equivalent),
 			},
-			// A param that cannot be read, or an expression that errors,
-			// denies (enforce) or is audited (audit): fail closed, as the
-			// webhook's ca-unavailable.
+			// An expression that errors denies (enforce) or is audited
+			// (audit): fail closed.
 			FailurePolicy:   ptr.To(admv1.Fail),
 			MatchConditions: conds,
 			Variables: []admv1.Variable{
 				{Name: "name", Expression: requestName},
 				{Name: "username", Expression: requestUser},
 				{Name: "isWriter", Expression: isWriter},
-				// A param holding no CA (its source could not be read) fails
-				// closed on every caBundle change and on nothing else.
-				{Name: "hasCA", Expression: `params != null && has(params.binaryData) && has(params.binaryData.` + ParamKey + `)`},
 				// The webhooks[] entries whose caBundle the request added or
 				// changed to something other than the owner's CA bytes, or
 				// emptied. An unchanged caBundle, or an empty one on a new
 				// entry (cainjector fills it later), is never checked; a
 				// DELETE (object is null) changes none.
 				{Name: "badWebhooks", Expression: `object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
-					`!(` + oldHasSameBundle + ` || (variables.hasCA && w.clientConfig.caBundle == params.binaryData.` + ParamKey + `)) : ` +
+					`!(` + oldHasSameBundle + ` || ` + m.isOwnerCA() + `) : ` +
 					oldHasBundle + `).map(w, w.name) : []`},
 			},
 			Validations: []admv1.Validation{
@@ -356,7 +288,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				},
 				{
 					Expression:        `size(variables.badWebhooks) == 0`,
-					Message:           fmt.Sprintf("webhook-guard: ca-mismatch (mapping %q): a caBundle is not the owner's CA", o.Name),
+					Message:           m.caMismatchFallback(),
 					MessageExpression: m.caMismatchMessage(),
 					Reason:            ptr.To(metav1.StatusReasonForbidden),
 				},
@@ -371,22 +303,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(o.Name)},
 		Spec: admv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName: name,
-			ParamRef: &admv1.ParamRef{
-				Name:      ParamName(o.Name),
-				Namespace: m.namespace,
-				// Never Deny: kube-apiserver fails a binding whose param is
-				// missing before any matchCondition runs and whatever its
-				// validationActions, so every write to every configuration of
-				// the matched kinds (unrelated ones and break-glass included)
-				// would be denied while it is gone. With Allow kube-apiserver
-				// skips the binding while its param is missing (it does not
-				// evaluate the policy with a null param): the mapping is not
-				// enforced until the guard recreates the param, which only the
-				// guard, kube-controller-manager's collectors and break-glass
-				// may delete (protectParams).
-				ParameterNotFoundAction: ptr.To(admv1.AllowAction),
-			},
+			PolicyName:        name,
 			ValidationActions: actions,
 		},
 	}
@@ -395,15 +312,32 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 
 // newHasBundle says entry w of the request's object carries a caBundle;
 // oldHasSameBundle and oldHasBundle look up entry w in the stored object by
-// name (names are unique within a configuration). caBundle is a base64
-// string at runtime and bytes to the type checker; comparing two caBundles,
-// or a caBundle with binaryData, is consistent under both (see
-// docs/policy-shape.md). Every optional field is read after has().
+// name (names are unique within a configuration). Comparing two caBundles
+// is consistent whatever their runtime type (see isOwnerCA). Every optional
+// field is read after has().
 const (
 	newHasBundle     = `(has(w.clientConfig) && has(w.clientConfig.caBundle))`
 	oldHasSameBundle = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle) && o.clientConfig.caBundle == w.clientConfig.caBundle))`
 	oldHasBundle     = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle)))`
 )
+
+// isOwnerCA is CEL that is true when entry w's caBundle is the owner's CA
+// bytes, false for every caBundle when the owner's CA could not be resolved
+// (caBundle changes fail closed; nothing else depends on the CA).
+//
+// The type checker calls caBundle bytes, while at runtime kube-apiserver
+// hands CEL the object as JSON converts it, where a []byte is its standard
+// base64 string. string() of that string is the string itself (and
+// type-checks as string(bytes)), so the comparison with the base64 of the
+// owner's CA works at runtime and passes the type checker; comparing with a
+// bytes literal would type-check and then fail every request at runtime.
+// TestPolicyModeEnforces shows it on the real kube-apiserver.
+func (m mappingPolicy) isOwnerCA() string {
+	if len(m.ca.PEM) == 0 {
+		return "false"
+	}
+	return `string(w.clientConfig.caBundle) == ` + CELString(base64.StdEncoding.EncodeToString(m.ca.PEM))
+}
 
 // prefix is the start of every message, worded as the webhook's.
 func (m mappingPolicy) prefix() string {
@@ -421,71 +355,28 @@ func (m mappingPolicy) notOwnerMessage() string {
 		CELString(fmt.Sprintf("; hint: if it should own this configuration, add it to owners[%s].writers", m.owner.Name))
 }
 
-func (m mappingPolicy) caMismatchMessage() string {
-	return m.prefix() + ` + "ca-mismatch: the caBundle of webhook(s) " + variables.badWebhooks.join(", ") + ` +
-		`(variables.hasCA ? ` +
-		`" is not byte-identical to the owner's CA from " + (has(params.data) && has(params.data.source) ? params.data.source : "its source") + ` +
-		`" [expected CA " + (has(params.data) && has(params.data.fingerprints) ? params.data.fingerprints : "?") + "]; hint: write the owner's CA exactly as its source holds it (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too" : ` +
-		`" cannot be verified: the guard could not resolve the owner's CA (" + (has(params.data) && has(params.data.error) ? params.data.error : "unknown") + "); caBundle changes fail closed until the source can be read")`
+// caMismatchFallback is the message kube-apiserver uses if the message
+// expression cannot be evaluated.
+func (m mappingPolicy) caMismatchFallback() string {
+	if len(m.ca.PEM) == 0 {
+		return fmt.Sprintf("webhook-guard: ca-unavailable (mapping %q): the owner's CA could not be resolved; caBundle changes fail closed", m.owner.Name)
+	}
+	return fmt.Sprintf("webhook-guard: ca-mismatch (mapping %q): a caBundle is not the owner's CA", m.owner.Name)
 }
 
-// protectParams lets only the guard (and break-glass) create, update or
-// delete the param ConfigMaps, and kube-controller-manager's garbage
-// collector and namespace controller delete them (uninstall). ConfigMaps are
-// not exempt from VAP, so the policy mode protects its own parameters. A
-// binding skips its policy while its param is missing (see build), so a
-// param deleted by anyone else would switch its mapping off.
-func protectParams(spec *policy.GuardConfig, namespace, guardSA string, params []string) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
-	guard := policy.ServiceAccountUsername(guardSA)
-	deleters := []string{guard, GarbageCollectorUser, NamespaceControllerUser, ControllerManagerUser}
-	conds := []admv1.MatchCondition{{Name: "param-configmap", Expression: requestName + " in " + celList(params)}}
-	if bg, ok := SubjectsExpression(spec.BreakGlass); ok {
-		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
+func (m mappingPolicy) caMismatchMessage() string {
+	if len(m.ca.PEM) == 0 {
+		reason := m.ca.Err
+		if reason == "" {
+			reason = "the owner's CA is empty"
+		}
+		return m.prefix() + ` + "ca-unavailable: the caBundle of webhook(s) " + variables.badWebhooks.join(", ") + ` +
+			CELString(fmt.Sprintf(" cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read", reason))
 	}
-	p := &admv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: ProtectParamsName, Labels: Labels("")},
-		Spec: admv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace}},
-				ObjectSelector:    &metav1.LabelSelector{},
-				ResourceRules: []admv1.NamedRuleWithOperations{{RuleWithOperations: admv1.RuleWithOperations{
-					Operations: []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete},
-					Rule: admv1.Rule{
-						APIGroups:   []string{""},
-						APIVersions: []string{"v1"},
-						Resources:   []string{"configmaps"},
-						Scope:       ptr.To(admv1.NamespacedScope),
-					},
-				}}},
-				MatchPolicy: ptr.To(admv1.Equivalent),
-			},
-			FailurePolicy:   ptr.To(admv1.Fail),
-			MatchConditions: conds,
-			Validations: []admv1.Validation{
-				{
-					Expression: `request.operation == "DELETE" || ` + requestUser + " == " + CELString(guard),
-					Message:    fmt.Sprintf("webhook-guard: only %s may create or change the policy mode's parameter ConfigMaps (they hold the owners' CAs)", guard),
-					Reason:     ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					Expression: `request.operation != "DELETE" || ` + requestUser + " in " + celList(deleters),
-					Message: fmt.Sprintf("webhook-guard: only %s and kube-controller-manager's garbage collector and namespace controller may delete the policy mode's parameter ConfigMaps: "+
-						"while one is missing kube-apiserver skips its mapping's policy; hint: uninstall the chart, or remove the mapping from the guard's configuration", guard),
-					Reason: ptr.To(metav1.StatusReasonForbidden),
-				},
-			},
-		},
-	}
-	b := &admv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: ProtectParamsName, Labels: Labels("")},
-		Spec: admv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        ProtectParamsName,
-			ValidationActions: []admv1.ValidationAction{admv1.Deny},
-		},
-	}
-	return p, b
+	return m.prefix() + ` + "ca-mismatch: the caBundle of webhook(s) " + variables.badWebhooks.join(", ") + ` +
+		CELString(fmt.Sprintf(" is not byte-identical to the owner's CA from %s [expected CA %s]; "+
+			"hint: write the owner's CA exactly as its source holds it (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too",
+			m.ca.Source, strings.Join(m.ca.Fingerprints, ",")))
 }
 
 // SubjectsExpression is CEL that is true for the subjects, matched exactly

@@ -86,7 +86,7 @@ func generate(t *testing.T, cfg string) *Objects {
 	for _, o := range c.Spec.Owners {
 		cas[o.Name] = CA{PEM: []byte("owner CA of " + o.Name), Source: "test source of " + o.Name, Fingerprints: []string{"0123456789abcdef"}}
 	}
-	objs, err := Generate(Input{Config: c, Namespace: "webhook-guard", CAs: cas, GuardServiceAccount: "webhook-guard/webhook-guard"})
+	objs, err := Generate(Input{Config: c, CAs: cas})
 	require.NoError(t, err)
 	return objs
 }
@@ -99,36 +99,41 @@ func Test_Generate(t *testing.T) {
 			names[b.Name] = b.Spec.ValidationActions
 		}
 		assert.Equal(t, map[string][]admv1.ValidationAction{
-			"webhook-guard-koordinator":    {admv1.Deny},
-			"webhook-guard-audited":        {admv1.Warn, admv1.Audit},
-			"webhook-guard-protect-params": {admv1.Deny},
+			"webhook-guard-koordinator": {admv1.Deny},
+			"webhook-guard-audited":     {admv1.Warn, admv1.Audit},
 		}, names)
 	})
-	t.Run("if mappings are generated, each binding refers to its param ConfigMap and is skipped, never failed, while it is missing", func(t *testing.T) {
+	t.Run("if mappings are generated, nothing refers to a param: each binding names its policy only", func(t *testing.T) {
 		objs := generate(t, namesConfig)
 		b := objs.Bindings[1]
 		require.Equal(t, "webhook-guard-koordinator", b.Name)
 		assert.Equal(t, "webhook-guard-koordinator", b.Spec.PolicyName)
-		assert.Equal(t, &admv1.ParamRef{Name: "webhook-guard-ca-koordinator", Namespace: "webhook-guard", ParameterNotFoundAction: ptrTo(admv1.AllowAction)}, b.Spec.ParamRef)
+		assert.Nil(t, b.Spec.ParamRef)
+		assert.Nil(t, objs.Policies[1].Spec.ParamKind)
 		assert.Equal(t, map[string]string{LabelManagedBy: ManagedBy, LabelMapping: "koordinator"}, b.Labels)
 	})
-	t.Run("if the CA is resolved, the param holds its bytes in binaryData and its source in data", func(t *testing.T) {
-		objs := generate(t, namesConfig)
-		require.Len(t, objs.ConfigMaps, 2)
-		cm := objs.ConfigMaps[1]
-		assert.Equal(t, "webhook-guard-ca-koordinator", cm.Name)
-		assert.Equal(t, "webhook-guard", cm.Namespace)
-		assert.Equal(t, map[string][]byte{"caBundle": []byte("owner CA of koordinator")}, cm.BinaryData)
-		assert.Equal(t, map[string]string{"source": "test source of koordinator", "fingerprints": "0123456789abcdef"}, cm.Data)
+	t.Run("if the CA is resolved, the policy compares a changed caBundle with its base64 and names its source and fingerprints", func(t *testing.T) {
+		p := generate(t, namesConfig).Policies[1]
+		// base64("owner CA of koordinator")
+		assert.Contains(t, variable(t, p, "badWebhooks"), `string(w.clientConfig.caBundle) == "b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`)
+		msg := p.Spec.Validations[1].MessageExpression
+		assert.Contains(t, msg, `ca-mismatch`)
+		assert.Contains(t, msg, `from test source of koordinator [expected CA 0123456789abcdef]`)
 	})
-	t.Run("if the CA is not resolved, the param holds no CA and says why", func(t *testing.T) {
+	t.Run("if the CA is not resolved, every changed caBundle is bad and the message says why; nothing else changes", func(t *testing.T) {
 		c := load(t, namesConfig)
-		objs, err := Generate(Input{Config: c, Namespace: "ns", CAs: map[string]CA{"koordinator": {Err: "Secret koordinator-system/webhook-certs: not found"}}})
+		objs, err := Generate(Input{Config: c, CAs: map[string]CA{"koordinator": {Err: "Secret koordinator-system/webhook-certs: not found"}}})
 		require.NoError(t, err)
-		assert.Nil(t, objs.ConfigMaps[1].BinaryData)
-		assert.Equal(t, map[string]string{"error": "Secret koordinator-system/webhook-certs: not found"}, objs.ConfigMaps[1].Data)
-		assert.Equal(t, map[string]string{"error": "the guard has not resolved the owner's CA"}, objs.ConfigMaps[0].Data)
-		assert.Len(t, objs.Policies, 2, "no guard service account, no protect-params policy")
+		for _, p := range objs.Policies {
+			bad := variable(t, p, "badWebhooks")
+			assert.NotContains(t, bad, "string(w.clientConfig.caBundle)", p.Name)
+			assert.Contains(t, bad, "|| false)", p.Name)
+			assert.Equal(t, "variables.isWriter", p.Spec.Validations[0].Expression, p.Name)
+		}
+		assert.Contains(t, objs.Policies[1].Spec.Validations[1].MessageExpression, `ca-unavailable`)
+		assert.Contains(t, objs.Policies[1].Spec.Validations[1].MessageExpression, `(Secret koordinator-system/webhook-certs: not found)`)
+		assert.Contains(t, objs.Policies[0].Spec.Validations[1].MessageExpression, `(the guard has not resolved the owner's CA)`)
+		assert.Len(t, objs.Policies, 2)
 	})
 	t.Run("if a mapping names configurations, matchConditions select them by kind and name and skip break-glass", func(t *testing.T) {
 		p := generate(t, namesConfig).Policies[1]
@@ -159,30 +164,18 @@ func Test_Generate(t *testing.T) {
 		require.Equal(t, "webhook-guard-injected", p.Name)
 		assert.Equal(t, `(has(request.userInfo.username) && request.userInfo.username in ["system:serviceaccount:cert-manager:cert-manager-cainjector"])`, variable(t, p, "isWriter"))
 	})
-	t.Run("if a mapping has names and a selector, two policies share its param", func(t *testing.T) {
+	t.Run("if a mapping has names and a selector, two policies hold the same CA", func(t *testing.T) {
 		objs := generate(t, bothConfig)
-		require.Len(t, objs.Policies, 3)
+		require.Len(t, objs.Policies, 2)
 		assert.Equal(t, "webhook-guard-both", objs.Policies[0].Name)
 		assert.Equal(t, "webhook-guard-both-selected", objs.Policies[1].Name)
-		assert.Equal(t, objs.Bindings[0].Spec.ParamRef, objs.Bindings[1].Spec.ParamRef)
+		assert.Equal(t, variable(t, objs.Policies[0], "badWebhooks"), variable(t, objs.Policies[1], "badWebhooks"))
 		assert.Empty(t, objs.Policies[1].Spec.MatchConditions, "no break-glass in this config")
-	})
-	t.Run("if the guard's service account is given, only it may create or update the param ConfigMaps, and only it and the collectors delete them", func(t *testing.T) {
-		objs := generate(t, namesConfig)
-		p := objs.Policies[2]
-		require.Equal(t, ProtectParamsName, p.Name)
-		assert.Equal(t, requestName+` in ["webhook-guard-ca-audited","webhook-guard-ca-koordinator"]`, p.Spec.MatchConditions[0].Expression)
-		assert.Equal(t, `request.operation == "DELETE" || (has(request.userInfo.username) ? request.userInfo.username : "") == "system:serviceaccount:webhook-guard:webhook-guard"`, p.Spec.Validations[0].Expression)
-		assert.Equal(t, `request.operation != "DELETE" || (has(request.userInfo.username) ? request.userInfo.username : "") in `+
-			`["system:serviceaccount:webhook-guard:webhook-guard","system:serviceaccount:kube-system:generic-garbage-collector","system:serviceaccount:kube-system:namespace-controller","system:kube-controller-manager"]`,
-			p.Spec.Validations[1].Expression)
-		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
-		assert.Nil(t, objs.Bindings[2].Spec.ParamRef)
 	})
 	t.Run("if an anchor is given, every generated object is owned by it; else none is owned", func(t *testing.T) {
 		c := load(t, namesConfig)
 		anchor := AnchorReference("webhook-guard-policy-anchor", "0b1c")
-		objs, err := Generate(Input{Config: c, Namespace: "ns", GuardServiceAccount: "ns/guard", Anchor: anchor})
+		objs, err := Generate(Input{Config: c, Anchor: anchor})
 		require.NoError(t, err)
 		want := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "webhook-guard-policy-anchor", UID: "0b1c"}}
 		var owners [][]metav1.OwnerReference
@@ -192,18 +185,10 @@ func Test_Generate(t *testing.T) {
 		for _, o := range objs.Bindings {
 			owners = append(owners, o.OwnerReferences)
 		}
-		for _, o := range objs.ConfigMaps {
-			owners = append(owners, o.OwnerReferences)
-		}
-		assert.Equal(t, [][]metav1.OwnerReference{want, want, want, want, want, want, want, want}, owners)
+		assert.Equal(t, [][]metav1.OwnerReference{want, want, want, want}, owners)
 		for _, p := range generate(t, namesConfig).Policies {
 			assert.Empty(t, p.OwnerReferences, p.Name)
 		}
-	})
-	t.Run("if the namespace is invalid, say so", func(t *testing.T) {
-		_, err := Generate(Input{Config: load(t, namesConfig), Namespace: "Bad_NS"})
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), `namespace "Bad_NS"`)
 	})
 }
 
@@ -214,8 +199,6 @@ func Test_labelValue(t *testing.T) {
 	assert.Equal(t, "a.very-long-mapping-name.that-is-a-valid-dns-subdomain.but-not", got)
 	assert.Equal(t, "koordinator", labelValue("koordinator"))
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // variable is the expression of the policy's variable called name.
 func variable(t *testing.T, p *admv1.ValidatingAdmissionPolicy, name string) string {

@@ -6,9 +6,8 @@ import (
 
 // Kinds and verbs of Metrics.Writes.
 const (
-	KindPolicy    = "ValidatingAdmissionPolicy"
-	KindBinding   = "ValidatingAdmissionPolicyBinding"
-	KindConfigMap = "ConfigMap"
+	KindPolicy  = "ValidatingAdmissionPolicy"
+	KindBinding = "ValidatingAdmissionPolicyBinding"
 
 	VerbCreate = "create"
 	VerbUpdate = "update"
@@ -18,7 +17,7 @@ const (
 // Metrics are the syncer's collectors.
 type Metrics struct {
 	// Writes counts the syncer's successful writes of generated objects.
-	//   kind: ValidatingAdmissionPolicy | ValidatingAdmissionPolicyBinding | ConfigMap
+	//   kind: ValidatingAdmissionPolicy | ValidatingAdmissionPolicyBinding
 	//   verb: create | update | delete
 	// With no change to the mappings or the CAs it stays flat: the guard
 	// must never become a write amplifier itself.
@@ -34,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhook_guard_policy_writes_total",
-			Help: "Writes of policy mode's generated objects (ValidatingAdmissionPolicies, bindings, param ConfigMaps), by kind and verb.",
+			Help: "Writes of policy mode's generated objects (ValidatingAdmissionPolicies and their bindings), by kind and verb.",
 		}, []string{"kind", "verb"}),
 		Syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhook_guard_policy_syncs_total",
@@ -42,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 	}
 	reg.MustRegister(m.Writes, m.Syncs)
-	for _, k := range []string{KindPolicy, KindBinding, KindConfigMap} {
+	for _, k := range []string{KindPolicy, KindBinding} {
 		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
 			m.Writes.WithLabelValues(k, v)
 		}

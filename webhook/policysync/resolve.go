@@ -25,7 +25,7 @@ type Resolution struct {
 	// CAs are the generator's input, by mapping name.
 	CAs map[string]vap.CA
 	// Transient names the mappings whose source could not be asked (API
-	// unreachable, timeouts): the guard keeps their param as it is rather
+	// unreachable, timeouts): the guard keeps their policies as they are rather
 	// than replacing a good CA with an error. Definitive failures (not
 	// found, garbage) are written, so caBundle changes fail closed at once,
 	// as the webhook's.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	admv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,12 +42,6 @@ type Syncer struct {
 	Config func() *policy.Config
 	// CA resolves the owners' CA sources; every pass reads them live.
 	CA CAResolver
-	// Namespace holds the param ConfigMaps.
-	Namespace string
-	// GuardServiceAccount ("namespace/name"), when set, is the only
-	// non-break-glass subject the generated protect-params policy lets
-	// change the param ConfigMaps: the guard itself.
-	GuardServiceAccount string
 	// Anchor, when set, names the ClusterRole every generated object is
 	// owned by (vap.Input.Anchor): deleting it (helm uninstall) makes the
 	// garbage collector delete them. While it does not exist the syncer
@@ -105,7 +98,7 @@ func (s *Syncer) init() {
 // Start runs passes until ctx ends. It implements manager.Runnable.
 func (s *Syncer) Start(ctx context.Context) error {
 	s.init()
-	s.Log.Info("policy mode: syncing the generated objects", "namespace", s.Namespace, "interval", s.Interval.String())
+	s.Log.Info("policy mode: syncing the generated objects", "interval", s.Interval.String())
 	tick := time.NewTicker(s.Interval)
 	defer tick.Stop()
 	for {
@@ -137,15 +130,11 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		return err
 	}
 	res := ResolveCAs(ctx, cfg, s.CA, s.Reader)
-	objs, err := vap.Generate(vap.Input{Config: cfg, Namespace: s.Namespace, CAs: res.CAs, GuardServiceAccount: s.GuardServiceAccount, Anchor: anchor})
+	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs, Anchor: anchor})
 	if err != nil {
 		return err
 	}
 	managed := client.MatchingLabels{vap.LabelManagedBy: vap.ManagedBy}
-	var cms corev1.ConfigMapList
-	if err := s.Reader.List(ctx, &cms, client.InNamespace(s.Namespace), managed); err != nil {
-		return fmt.Errorf("list the param ConfigMaps: %w", err)
-	}
 	var policies admv1.ValidatingAdmissionPolicyList
 	if err := s.Reader.List(ctx, &policies, managed); err != nil {
 		return fmt.Errorf("list ValidatingAdmissionPolicies: %w", err)
@@ -154,30 +143,30 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if err := s.Reader.List(ctx, &bindings, managed); err != nil {
 		return fmt.Errorf("list ValidatingAdmissionPolicyBindings: %w", err)
 	}
-	liveCMs := index(cms.Items)
 	livePolicies := index(policies.Items)
 	liveBindings := index(bindings.Items)
 
-	// A source that could not be asked keeps the param as it is: a good CA
-	// is not replaced by an error because the API server hiccuped.
+	// A source that could not be asked keeps the mapping's live policies as
+	// they are: a good CA is not replaced by an error because the API server
+	// hiccuped. A change of the mapping itself waits for the next pass the
+	// source answers.
+	keep := map[string]bool{}
 	for mapping, terr := range res.Transient {
-		name := vap.ParamName(mapping)
-		for _, cm := range objs.ConfigMaps {
-			if live, ok := liveCMs[name]; ok && cm.Name == name {
-				cm.Data, cm.BinaryData = live.Data, live.BinaryData
-				s.Log.Info("policy mode: the owner's CA source cannot be read; keeping its param as it is", "mapping", mapping, "reason", terr.Error())
+		for _, name := range []string{vap.PolicyName(mapping), vap.PolicyName(mapping) + "-selected"} {
+			if _, ok := livePolicies[name]; ok {
+				keep[name] = true
 			}
 		}
+		s.Log.Info("policy mode: the owner's CA source cannot be read; keeping its policies as they are", "mapping", mapping, "reason", terr.Error())
 	}
 
 	var errs []error
-	// Params first, policies next, bindings last: a binding never points at
-	// a param or policy that does not exist yet.
-	for _, d := range objs.ConfigMaps {
-		errs = append(errs, apply(ctx, s, KindConfigMap, d, liveCMs[d.Name], equalConfigMap, mergeConfigMap))
-	}
+	// Policies first, bindings next: a binding never points at a policy
+	// that does not exist yet.
 	for _, d := range objs.Policies {
-		errs = append(errs, apply(ctx, s, KindPolicy, d, livePolicies[d.Name], equalPolicy, mergePolicy))
+		if !keep[d.Name] {
+			errs = append(errs, apply(ctx, s, KindPolicy, d, livePolicies[d.Name], equalPolicy, mergePolicy))
+		}
 	}
 	for _, d := range objs.Bindings {
 		errs = append(errs, apply(ctx, s, KindBinding, d, liveBindings[d.Name], equalBinding, mergeBinding))
@@ -190,9 +179,6 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	for _, o := range objs.Policies {
 		desired[KindPolicy+"/"+o.Name] = true
 	}
-	for _, o := range objs.ConfigMaps {
-		desired[KindConfigMap+"/"+o.Name] = true
-	}
 	for name, o := range liveBindings {
 		if !desired[KindBinding+"/"+name] {
 			errs = append(errs, s.delete(ctx, KindBinding, o))
@@ -201,11 +187,6 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	for name, o := range livePolicies {
 		if !desired[KindPolicy+"/"+name] {
 			errs = append(errs, s.delete(ctx, KindPolicy, o))
-		}
-	}
-	for name, o := range liveCMs {
-		if !desired[KindConfigMap+"/"+name] {
-			errs = append(errs, s.delete(ctx, KindConfigMap, o))
 		}
 	}
 	return errors.Join(errs...)
@@ -369,8 +350,7 @@ func mergeOwners(live, desired []metav1.OwnerReference) []metav1.OwnerReference 
 	return out
 }
 
-// The guard owns its labels, its owner references and, per kind,
-// data+binaryData or spec. Everything else (other labels, annotations,
+// The guard owns its labels, its owner references and the spec. Everything else (other labels, annotations,
 // managedFields, resourceVersion) is left as it is and never compared.
 
 func metaContains(d, l metav1.Object) bool {
@@ -380,17 +360,6 @@ func metaContains(d, l metav1.Object) bool {
 func mergeMeta(d, o metav1.Object) {
 	o.SetLabels(labels.Merge(o.GetLabels(), d.GetLabels()))
 	o.SetOwnerReferences(mergeOwners(o.GetOwnerReferences(), d.GetOwnerReferences()))
-}
-
-func equalConfigMap(d, l *corev1.ConfigMap) bool {
-	return metaContains(d, l) && equality.Semantic.DeepEqual(d.Data, l.Data) && equality.Semantic.DeepEqual(d.BinaryData, l.BinaryData)
-}
-
-func mergeConfigMap(d, l *corev1.ConfigMap) *corev1.ConfigMap {
-	o := l.DeepCopy()
-	mergeMeta(d, o)
-	o.Data, o.BinaryData = d.Data, d.BinaryData
-	return o
 }
 
 func equalPolicy(d, l *admv1.ValidatingAdmissionPolicy) bool {

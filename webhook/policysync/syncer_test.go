@@ -2,6 +2,7 @@ package policysync
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -20,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
-	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -70,7 +70,7 @@ func newEnv(t *testing.T, cfg string) *env {
 	e := &env{client: cl, metrics: NewMetrics(prometheus.NewRegistry()), config: c}
 	e.syncer = &Syncer{
 		Client: cl, Reader: cl, Config: func() *policy.Config { return e.config }, CA: casource.New(cl, casource.Options{}),
-		Namespace: "webhook-guard", GuardServiceAccount: "webhook-guard/webhook-guard", Metrics: e.metrics, Log: logr.Discard(),
+		Metrics: e.metrics, Log: logr.Discard(),
 	}
 	return e
 }
@@ -81,7 +81,7 @@ func (e *env) writes(kind, verb string) float64 {
 
 func (e *env) total() float64 {
 	var n float64
-	for _, k := range []string{KindPolicy, KindBinding, KindConfigMap} {
+	for _, k := range []string{KindPolicy, KindBinding} {
 		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
 			n += e.writes(k, v)
 		}
@@ -91,19 +91,18 @@ func (e *env) total() float64 {
 
 func Test_Syncer(t *testing.T) {
 	ctx := context.Background()
-	t.Run("if nothing exists, create params, policies and bindings once; a second pass writes nothing", func(t *testing.T) {
+	t.Run("if nothing exists, create policies and bindings once; a second pass writes nothing", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 2.0, e.writes(KindConfigMap, VerbCreate))
-		assert.Equal(t, 3.0, e.writes(KindPolicy, VerbCreate), "two mappings and protect-params")
-		assert.Equal(t, 3.0, e.writes(KindBinding, VerbCreate))
+		assert.Equal(t, 2.0, e.writes(KindPolicy, VerbCreate), "one per mapping")
+		assert.Equal(t, 2.0, e.writes(KindBinding, VerbCreate))
 		before := e.total()
 		for range 5 {
 			require.NoError(t, e.syncer.Sync(ctx))
 		}
 		assert.Equal(t, before, e.total(), "unchanged mappings and CAs must cost no write")
 	})
-	t.Run("if the owner's CA Secret rotates, only its param is updated", func(t *testing.T) {
+	t.Run("if the owner's CA Secret rotates, only its policy is updated", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))
 		var s corev1.Secret
@@ -113,10 +112,8 @@ func Test_Syncer(t *testing.T) {
 		before := e.total()
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, before+1, e.total())
-		assert.Equal(t, 1.0, e.writes(KindConfigMap, VerbUpdate))
-		var cm corev1.ConfigMap
-		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Namespace: "webhook-guard", Name: "webhook-guard-ca-app"}, &cm))
-		assert.Equal(t, s.Data["ca.crt"], cm.BinaryData[vap.ParamKey])
+		assert.Equal(t, 1.0, e.writes(KindPolicy, VerbUpdate))
+		assert.Contains(t, e.badWebhooks(t, "webhook-guard-app"), base64.StdEncoding.EncodeToString(s.Data["ca.crt"]))
 	})
 	t.Run("if someone adds labels or annotations to a generated object, it is not rewritten", func(t *testing.T) {
 		e := newEnv(t, testConfig)
@@ -145,7 +142,7 @@ func Test_Syncer(t *testing.T) {
 	t.Run("if a mapping is removed, its objects are deleted and nothing else", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))
-		unrelated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "webhook-guard", Name: "unrelated"}}
+		unrelated := &admv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "unrelated"}}
 		require.NoError(t, e.client.Create(ctx, unrelated))
 		c := *e.config
 		c.Spec.Owners = c.Spec.Owners[:1]
@@ -153,21 +150,30 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, err)
 		e.config = cfg
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 1.0, e.writes(KindConfigMap, VerbDelete))
 		assert.Equal(t, 1.0, e.writes(KindPolicy, VerbDelete))
 		assert.Equal(t, 1.0, e.writes(KindBinding, VerbDelete))
-		assert.Equal(t, 1.0, e.writes(KindPolicy, VerbUpdate), "protect-params lists one param less")
+		assert.Equal(t, 0.0, e.writes(KindPolicy, VerbUpdate))
 		require.NoError(t, e.client.Get(ctx, client.ObjectKeyFromObject(unrelated), unrelated))
 	})
-	t.Run("if the CA Secret disappears, the param says why and holds no CA (fail closed)", func(t *testing.T) {
+	t.Run("if the CA Secret disappears, the policy holds no CA and says why (caBundle changes fail closed)", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))
 		require.NoError(t, e.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}}))
 		require.NoError(t, e.syncer.Sync(ctx))
-		var cm corev1.ConfigMap
-		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Namespace: "webhook-guard", Name: "webhook-guard-ca-app"}, &cm))
-		assert.Empty(t, cm.BinaryData)
-		assert.Contains(t, cm.Data[vap.DataError], "it does not exist")
+		assert.NotContains(t, e.badWebhooks(t, "webhook-guard-app"), "string(w.clientConfig.caBundle)")
+		p := e.policy(t, "webhook-guard-app")
+		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "it does not exist")
+		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "ca-unavailable")
+	})
+	t.Run("if the CA source cannot be asked, the mapping's policy keeps the CA it holds", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		good := e.badWebhooks(t, "webhook-guard-app")
+		e.syncer.CA = unreachable{}
+		before := e.total()
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, before, e.total(), "nothing is rewritten while the sources cannot be asked")
+		assert.Equal(t, good, e.badWebhooks(t, "webhook-guard-app"))
 	})
 	t.Run("if an anchor is set, every object is created owned by it, and objects from before gain the reference once", func(t *testing.T) {
 		e := newEnv(t, testConfig)
@@ -176,9 +182,8 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.client.Create(ctx, anchor))
 		e.syncer.Anchor = anchor.Name
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 2.0, e.writes(KindConfigMap, VerbUpdate))
-		assert.Equal(t, 3.0, e.writes(KindPolicy, VerbUpdate))
-		assert.Equal(t, 3.0, e.writes(KindBinding, VerbUpdate))
+		assert.Equal(t, 2.0, e.writes(KindPolicy, VerbUpdate))
+		assert.Equal(t, 2.0, e.writes(KindBinding, VerbUpdate))
 		want := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "wg-policy-anchor", UID: anchor.UID}}
 		var b admv1.ValidatingAdmissionPolicyBinding
 		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
@@ -230,6 +235,36 @@ func (d *defaultingClient) Update(ctx context.Context, obj client.Object, opts .
 		b.Spec.ValidationActions = append(b.Spec.ValidationActions, admv1.Audit)
 	}
 	return d.Client.Update(ctx, obj, opts...)
+}
+
+// unreachable is a CA resolver whose sources cannot be asked (the API
+// server does not answer): a transient error, not a definitive one.
+type unreachable struct{}
+
+func (unreachable) Resolve(_ context.Context, _ casource.Request, _ bool) casource.Result {
+	var r casource.Result
+	r.Err = &casource.SourceError{Source: "Secret app/app-ca", Reason: "connection refused"}
+	return r
+}
+
+func (e *env) policy(t *testing.T, name string) *admv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	var p admv1.ValidatingAdmissionPolicy
+	require.NoError(t, e.client.Get(context.Background(), types.NamespacedName{Name: name}, &p))
+	return &p
+}
+
+// badWebhooks is the expression of the policy's badWebhooks variable,
+// where the owner's CA is compared.
+func (e *env) badWebhooks(t *testing.T, name string) string {
+	t.Helper()
+	for _, v := range e.policy(t, name).Spec.Variables {
+		if v.Name == "badWebhooks" {
+			return v.Expression
+		}
+	}
+	t.Fatalf("policy %s has no badWebhooks variable", name)
+	return ""
 }
 
 func mustYAML(t *testing.T, spec policy.GuardConfig) []byte {

@@ -90,11 +90,9 @@ spec:
         - --leader-election-namespace={{ .Release.Namespace }}
         {{- end }}
         {{- if eq .Values.shape "policy" }}
-        # Policy mode: the leader keeps the generated ValidatingAdmissionPolicies,
-        # bindings and param ConfigMaps (in this namespace) in step.
+        # Policy mode: the leader keeps the generated ValidatingAdmissionPolicies
+        # and bindings in step.
         - --policy-mode
-        - --policy-namespace={{ .Release.Namespace }}
-        - --policy-guard-service-account={{ .Release.Namespace }}/{{ include "webhook-guard.serviceAccountName" . }}
         # Every generated object is owned by this ClusterRole (policy-anchor.yaml):
         # helm uninstall deletes it and the garbage collector removes them.
         - --policy-anchor={{ include "webhook-guard.fullname" . }}-policy-anchor

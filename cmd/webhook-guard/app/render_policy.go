@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -28,17 +25,17 @@ type renderPolicyOptions struct {
 func newRenderPolicyCommand() *cobra.Command {
 	o := &renderPolicyOptions{}
 	cmd := &cobra.Command{
-		Use:   "policy --config guard.yaml|--values values.yaml [--objects objects.yaml] [--namespace NS]",
-		Short: "Render the ValidatingAdmissionPolicies, bindings and param ConfigMaps of policy mode",
+		Use:   "policy --config guard.yaml|--values values.yaml [--objects objects.yaml]",
+		Short: "Render the ValidatingAdmissionPolicies and bindings of policy mode",
 		Long: `Policy mode enforces the owner mappings with CEL inside kube-apiserver, for
 clusters whose control plane can't load the static webhook (managed
 clusters): ValidatingAdmissionPolicy is evaluated for webhook configuration
 objects, API-registered webhooks are not.
 
 This prints, per mapping, a ValidatingAdmissionPolicy (not-owner and
-ca-mismatch), its binding (Deny in enforce, Warn+Audit in audit) and the
-param ConfigMap holding the owner's CA bytes in binaryData. CA sources
-resolve against --objects, as 'check' does. 'serve --policy-mode' keeps the
+ca-mismatch, with the owner's CA bytes in the policy itself) and its binding
+(Deny in enforce, Warn+Audit in audit). CA sources resolve against
+--objects, as 'check' does. 'serve --policy-mode' keeps the
 same objects in step with the cluster; apply this output only to try policy
 mode or where the guard does not run.
 
@@ -47,28 +44,32 @@ exactly. See docs/concepts.md (the two shapes) for what the webhook enforces tha
 mode cannot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, name := range []string{"namespace", "guard-service-account"} {
+				if cmd.Flags().Changed(name) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: --%s is ignored: policy mode generates no param ConfigMaps any more\n", name)
+				}
+			}
 			return runRenderPolicy(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	o.source.addFiles(cmd, " (this or --values is required)")
 	f.StringVar(&o.objectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, cert-manager objects (and webhook configurations, for injectedByCertManager) that CA sources resolve against.")
-	f.StringVar(&o.namespace, "namespace", "webhook-guard", "Namespace of the param ConfigMaps (the guard's namespace).")
-	f.StringVar(&o.guardServiceAccount, "guard-service-account", "", "The guard's service account (namespace/name); when set, a policy lets only it (and break-glass) create or change the param ConfigMaps.")
+	// Both configured the param ConfigMaps, which policy mode no longer
+	// generates (the owner's CA is in the policy); accepted, and ignored,
+	// so that scripts written for them keep working.
+	f.StringVar(&o.namespace, "namespace", "", "Ignored.")
+	f.StringVar(&o.guardServiceAccount, "guard-service-account", "", "Ignored.")
+	// Hidden rather than MarkDeprecated: cobra prints deprecation notices
+	// to the command's output, which is the YAML piped into kubectl apply.
+	_ = f.MarkHidden("namespace")
+	_ = f.MarkHidden("guard-service-account")
 	return cmd
 }
 
 func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
-	}
-	if msgs := validation.IsDNS1123Label(o.namespace); len(msgs) > 0 {
-		return invalid("--namespace %q: %s", o.namespace, strings.Join(msgs, "; "))
-	}
-	if sa := o.guardServiceAccount; sa != "" {
-		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
-			return invalid("--guard-service-account must be \"namespace/name\", got %q", sa)
-		}
 	}
 	cfg, err := o.source.loadRequired(ctx)
 	if err != nil {
@@ -85,19 +86,16 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects)
 	for _, owner := range cfg.Spec.Owners {
 		if ca := res.CAs[owner.Name]; ca.Err != "" {
-			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its param holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)
+			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its policy holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)
 		}
 	}
-	objs, err := vap.Generate(vap.Input{Config: cfg, Namespace: o.namespace, CAs: res.CAs, GuardServiceAccount: o.guardServiceAccount})
+	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs})
 	if err != nil {
 		return invalid("%v", err)
 	}
-	// Apply order: params first, so that no binding ever points at a
-	// missing param (which denies), then policies, then bindings.
+	// Apply order: policies first, so that no binding points at a missing
+	// policy.
 	var docs []runtime.Object
-	for _, cm := range objs.ConfigMaps {
-		docs = append(docs, cm)
-	}
 	for _, p := range objs.Policies {
 		docs = append(docs, p)
 	}

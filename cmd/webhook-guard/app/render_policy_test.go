@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -22,15 +22,15 @@ func Test_renderPolicy(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		"if the owner's CA is in a Secret of --objects, its bytes are the param": {
-			args: []string{"--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml", "--guard-service-account", "webhook-guard/webhook-guard"},
+		"if the owner's CA is in a Secret of --objects, the policy compares with its bytes": {
+			args: []string{"--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml"},
 		},
 		"if the CA is injected by cert-manager, the configuration's annotation names it": {
-			args: []string{"--config", samples + "guard-cainjector.yaml", "--objects", "testdata/render-policy/cainjector-objects.yaml", "--namespace", "guard"},
+			args: []string{"--config", samples + "guard-cainjector.yaml", "--objects", "testdata/render-policy/cainjector-objects.yaml"},
 		},
-		"if the CA source is missing, warn and render a param without a CA": {
+		"if the CA source is missing, warn and render a policy without a CA": {
 			args:   []string{"--config", samples + "guard-koordinator-audit.yaml"},
-			stderr: "warning: owners[koordinator]: cannot read the owner's CA from Secret koordinator-system/webhook-certs (key ca.crt): it does not exist; its param holds no CA, so its caBundle changes are denied until the guard resolves it\n",
+			stderr: "warning: owners[koordinator]: cannot read the owner's CA from Secret koordinator-system/webhook-certs (key ca.crt): it does not exist; its policy holds no CA, so its caBundle changes are denied until the guard resolves it\n",
 		},
 	}
 	for name, test := range tests {
@@ -46,24 +46,37 @@ func Test_renderPolicy(t *testing.T) {
 }
 
 // Test_renderPolicy_decodes asserts every document decodes strictly as
-// its typed object, params first.
+// its typed object, policies first, and that the policy compares with the
+// base64 of the Secret's bytes.
 func Test_renderPolicy_decodes(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := Main([]string{"render", "policy", "--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml"}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	docs := strings.Split(stdout.String(), "\n---\n")[1:]
-	require.Len(t, docs, 3)
-	var cm corev1.ConfigMap
-	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[0]), &cm))
-	ca, err := os.ReadFile(samples + "objects.yaml")
-	require.NoError(t, err)
-	assert.NotEmpty(t, cm.BinaryData["caBundle"])
-	assert.True(t, bytes.Contains(ca, bytes.TrimSpace(bytes.Split(cm.BinaryData["caBundle"], []byte("\n"))[1])), "the param holds the Secret's PEM")
+	require.Len(t, docs, 2)
 	var p admv1.ValidatingAdmissionPolicy
-	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), &p))
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[0]), &p))
 	var b admv1.ValidatingAdmissionPolicyBinding
-	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[2]), &b))
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), &b))
 	assert.Equal(t, p.Name, b.Spec.PolicyName)
+	objects, err := os.ReadFile(samples + "objects.yaml")
+	require.NoError(t, err)
+	var secret struct {
+		StringData map[string]string `json:"stringData"`
+	}
+	for _, doc := range strings.Split(string(objects), "\n---\n") {
+		if strings.Contains(doc, "name: webhook-certs") {
+			require.NoError(t, yaml.Unmarshal([]byte(doc+"\n"), &secret))
+		}
+	}
+	require.NotEmpty(t, secret.StringData["ca.crt"])
+	var bad string
+	for _, v := range p.Spec.Variables {
+		if v.Name == "badWebhooks" {
+			bad = v.Expression
+		}
+	}
+	assert.Contains(t, bad, `string(w.clientConfig.caBundle) == "`+base64.StdEncoding.EncodeToString([]byte(secret.StringData["ca.crt"]))+`"`)
 }
 
 func Test_renderPolicy_invalid(t *testing.T) {
@@ -75,14 +88,6 @@ func Test_renderPolicy_invalid(t *testing.T) {
 			args:   nil,
 			stderr: "error: --config or --values is required\n",
 		},
-		"if the namespace is not a DNS label, say so": {
-			args:   []string{"--config", samples + "guard-koordinator.yaml", "--namespace", "Guard"},
-			stderr: "error: --namespace \"Guard\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')\n",
-		},
-		"if the guard's service account is a username, refuse it": {
-			args:   []string{"--config", samples + "guard-koordinator.yaml", "--guard-service-account", "system:serviceaccount:a:b"},
-			stderr: "error: --guard-service-account must be \"namespace/name\", got \"system:serviceaccount:a:b\"\n",
-		},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -92,4 +97,19 @@ func Test_renderPolicy_invalid(t *testing.T) {
 			assert.Equal(t, test.stderr, stderr.String())
 		})
 	}
+}
+
+// Test_renderPolicy_deprecatedFlags: the flags of the param ConfigMaps
+// policy mode no longer generates are accepted with a warning on stderr and
+// change nothing on stdout.
+func Test_renderPolicy_deprecatedFlags(t *testing.T) {
+	base := []string{"render", "policy", "--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml"}
+	var want, stdout, stderr bytes.Buffer
+	require.Equal(t, 0, Main(base, &want, &stderr))
+	stderr.Reset()
+	code := Main(append(base, "--namespace", "Guard", "--guard-service-account", "a/b"), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	assert.Equal(t, want.String(), stdout.String())
+	assert.Equal(t, "warning: --namespace is ignored: policy mode generates no param ConfigMaps any more\n"+
+		"warning: --guard-service-account is ignored: policy mode generates no param ConfigMaps any more\n", stderr.String())
 }

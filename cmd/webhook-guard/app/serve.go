@@ -76,11 +76,16 @@ func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
 	kube.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of the guard's API requests.")
 
 	pm := pflag.NewFlagSet("Policy mode", pflag.ExitOnError)
-	pm.BoolVar(&o.PolicyMode, "policy-mode", false, "Keep policy mode's ValidatingAdmissionPolicies, bindings and param ConfigMaps in step with the mappings and the owners' CAs (leader only).")
-	pm.StringVar(&o.PolicyNamespace, "policy-namespace", "", "Namespace of the param ConfigMaps (default: the pod's namespace).")
+	pm.BoolVar(&o.PolicyMode, "policy-mode", false, "Keep policy mode's ValidatingAdmissionPolicies and bindings in step with the mappings and the owners' CAs (leader only).")
+	// Policy mode no longer generates param ConfigMaps (the owner's CA is in
+	// the policy): the flag is accepted and ignored so that existing
+	// manifests keep starting.
+	var policyNamespace string
+	pm.StringVar(&policyNamespace, "policy-namespace", "", "Ignored.")
+	_ = pm.MarkDeprecated("policy-namespace", "policy mode generates no param ConfigMaps any more; the flag is ignored")
 	pm.DurationVar(&o.PolicySyncInterval, "policy-sync-interval", policysync.DefaultInterval, "How often the owners' CAs are re-read and the generated objects compared (a write happens only on a difference).")
 	pm.StringVar(&o.PolicyAnchor, "policy-anchor", "", "ClusterRole that owns every generated object (owner references): deleting it, as helm uninstall does, makes the garbage collector remove them. While it does not exist nothing is written.")
-	pm.StringVar(&o.PolicyGuardServiceAccount, "policy-guard-service-account", "", "The guard's own service account (namespace/name): a generated policy lets only it (and break-glass) change the param ConfigMaps, and writes of the generated policies the static webhook routes here are denied to anyone else.")
+	pm.StringVar(&o.PolicyGuardServiceAccount, "policy-guard-service-account", "", "The guard's own service account (namespace/name): writes of the generated policies and bindings that the static webhook routes here are denied to anyone else (and break-glass).")
 
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)
 	obs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "127.0.0.1:8080", "Address serving Prometheus /metrics; \"0\" disables it.")
