@@ -21,6 +21,11 @@ type RuleInfo struct {
 	// EventReason is the reason of the Kubernetes Events recorded for this
 	// rule; "" where the outcome names it (Denied, WouldDeny, BreakGlass).
 	EventReason string
+	// Suggest words what `webhook-guard review` suggests for a finding of
+	// this rule, filled in with the finding's facts: the config change, or
+	// the fix in the cluster, that makes it go away. nil only for RuleNone,
+	// which nothing breaks.
+	Suggest func(FindingFacts) string
 }
 
 // ruleTable is every rule the decision can name.
@@ -28,35 +33,42 @@ var ruleTable = map[Rule]RuleInfo{
 	RuleNotOwner: {
 		Priority: 1,
 		Summary:  "the subject is neither a writer of the owning mapping nor break-glass",
+		Suggest:  suggestNotOwner,
 	},
 	RuleAmbiguousOwner: {
 		Priority: 2,
 		Summary:  "the label selectors of several mappings match the configuration",
 		Hint:     "narrow the labelSelector of all but one of these mappings",
+		Suggest:  suggestAmbiguousOwner,
 	},
 	RuleCAUnavailable: {
 		Priority: 3,
 		Summary:  "a caBundle was written but the owner's CA source could not be read",
 		Hint:     "fix the CA source named above; updates that leave caBundle alone are not affected",
+		Suggest:  suggestCAUnavailable,
 	},
 	RuleCAMismatch: {
 		Priority: 4,
 		Summary:  "a written caBundle is invalid, emptied, or not the owner's CA",
+		Suggest:  suggestCAMismatch,
 	},
 	RuleAdmissionPolicyObject: {
 		Priority: 5,
 		Summary:  "someone other than the guard and break-glass wrote an object policy mode generates",
 		Hint:     "change the owner mappings in the GuardConfig instead, the guard regenerates them",
+		Suggest:  suggestAdmissionPolicyObject,
 	},
 	RuleUnmanaged: {
 		Priority:    6,
 		Summary:     "no owner mapping covers the configuration",
 		Hint:        "add it to the match of the mapping of the controller that owns it",
 		EventReason: "UnmanagedWrite",
+		Suggest:     suggestUnmanaged,
 	},
 	RuleBreakGlass: {
 		Priority: 7,
 		Summary:  "a break-glass subject wrote a guarded configuration",
+		Suggest:  suggestBreakGlass,
 	},
 	RuleNone: {
 		Priority: 8,

@@ -54,7 +54,8 @@ func declaredRules(t *testing.T) map[Rule]string {
 }
 
 // Test_ruleTable: every Rule constant has exactly one entry, with its own
-// priority (from 1) and a summary; the table has nothing else.
+// priority (from 1), a summary and, unless it is RuleNone, a review
+// suggestion; the table has nothing else.
 func Test_ruleTable(t *testing.T) {
 	declared := declaredRules(t)
 	priorities := map[int]Rule{}
@@ -69,6 +70,13 @@ func Test_ruleTable(t *testing.T) {
 		}
 		priorities[info.Priority] = rule
 		assert.NotEmpty(t, info.Summary, "%s has no summary", constant)
+		// review lists every recorded finding with its suggestion; only
+		// RuleNone, which nothing breaks, is never one.
+		if rule == RuleNone {
+			assert.Nil(t, info.Suggest, "%s breaks nothing: review has nothing to suggest", constant)
+		} else {
+			assert.NotNil(t, info.Suggest, "%s has no Suggest: webhook-guard review would print no fix for its findings", constant)
+		}
 	}
 	for rule := range ruleTable {
 		assert.Contains(t, declared, rule, "ruleTable has an entry for %q, which is no Rule constant", rule)

@@ -16,6 +16,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/static"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
@@ -136,7 +137,7 @@ func auditFindings(ev *auditv1.Event) []ReviewFinding {
 	base := ReviewFinding{Subject: user, Configuration: string(kind) + "/" + ev.ObjectRef.Name, FirstSeen: at, LastSeen: at, Origin: OriginAuditLog}
 
 	var out []ReviewFinding
-	for _, webhook := range []string{StaticWebhookName, StaticBreakGlassWebhookName} {
+	for _, webhook := range []string{static.WebhookName, static.BreakGlassWebhookName} {
 		decision := ev.Annotations[webhook+"/decision"]
 		if decision == "" {
 			continue

@@ -13,27 +13,18 @@ import (
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
-	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/policy/static"
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
-// Names of the rendered static webhook.
+// The files --output-dir holds: DIR/admission-configuration.yaml, and the
+// manifest in DIR/static, named after the configuration it holds.
 const (
-	StaticConfigName  = "webhook-guard.static.k8s.io"
-	StaticWebhookName = "guard.webhook-guard.io"
-	// StaticBreakGlassWebhookName receives only break-glass subjects' writes,
-	// with failurePolicy Ignore.
-	StaticBreakGlassWebhookName = "break-glass.webhook-guard.io"
-	// StaticPolicyObjectsWebhookName receives writes of policy mode's
-	// generated ValidatingAdmissionPolicies and bindings by anyone but the
-	// guard and break-glass (--guard-service-account).
-	StaticPolicyObjectsWebhookName = "policy-objects.webhook-guard.io"
-	staticFileName                 = StaticConfigName + ".yaml"
-	admissionFileName              = "admission-configuration.yaml"
+	StaticConfigName  = static.ConfigName
+	staticFileName    = StaticConfigName + ".yaml"
+	admissionFileName = "admission-configuration.yaml"
 )
 
 type renderStaticOptions struct {
@@ -142,28 +133,32 @@ func (o *renderStaticOptions) validate() error {
 	return nil
 }
 
-// render builds both documents.
-func (o *renderStaticOptions) render() (static, admission []byte, err error) {
+// render reads the inputs and generates both documents.
+func (o *renderStaticOptions) render() (manifest, admission []byte, err error) {
 	ca, err := os.ReadFile(o.caFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--ca-file: %w", err)
 	}
+	// Checked here as well as in policy/static, to name the flag and the
+	// file rather than the generator's input field.
 	if _, err := policy.ParseBundle(ca); err != nil {
 		return nil, nil, fmt.Errorf("--ca-file %s: the data %w", o.caFile, err)
 	}
-	var breakGlass policy.Subjects
+	in := static.Input{
+		URL:                 o.url,
+		CABundle:            ca,
+		FailurePolicy:       admissionregistrationv1.FailurePolicyType(o.failurePolicy),
+		TimeoutSeconds:      o.timeoutSeconds,
+		GuardServiceAccount: o.guardSA,
+	}
 	cfg, err := o.source.load(context.Background(), nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	if cfg != nil {
-		breakGlass = cfg.Spec.BreakGlass
+		in.BreakGlass = cfg.Spec.BreakGlass
 	}
-	vwc := StaticWebhook(o.url, ca, breakGlass, o.failurePolicy, o.timeoutSeconds)
-	if o.guardSA != "" {
-		ProtectPolicyObjects(vwc, o.guardSA, breakGlass)
-	}
-	static, err = yaml.Marshal(vwc)
+	manifest, err = static.Manifest(in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,24 +166,24 @@ func (o *renderStaticOptions) render() (static, admission []byte, err error) {
 	if dir == "" {
 		dir = DefaultStaticManifestsDir
 	}
-	admission, err = yaml.Marshal(AdmissionConfiguration(dir))
-	return static, admission, err
+	admission, err = static.AdmissionConfiguration(dir)
+	return manifest, admission, err
 }
 
 func (o *renderStaticOptions) renderOnce(out io.Writer) error {
-	static, admission, err := o.render()
+	manifest, admission, err := o.render()
 	if err != nil {
 		return invalid("%v", err)
 	}
 	if o.outputDir == "" {
 		_, err := fmt.Fprintf(out, "# %s: pass its path to kube-apiserver --admission-control-config-file\n%s---\n# %s: place in the staticManifestsDir\n%s",
-			admissionFileName, admission, staticFileName, static)
+			admissionFileName, admission, staticFileName, manifest)
 		return err
 	}
 	if err := writeAtomic(filepath.Join(o.outputDir, admissionFileName), admission); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), static)
+	return writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), manifest)
 }
 
 // watchAndRender re-renders when an input changes. The static manifest is
@@ -199,20 +194,20 @@ func (o *renderStaticOptions) watchAndRender(ctx context.Context, log io.Writer)
 	tick := time.NewTicker(o.watchInterval)
 	defer tick.Stop()
 	for {
-		static, admission, err := o.render()
+		manifest, admission, err := o.render()
 		switch {
 		case err != nil:
 			fmt.Fprintf(log, "render failed, keeping the previous files: %v\n", err)
-		case !bytes.Equal(static, last):
+		case !bytes.Equal(manifest, last):
 			if err := writeAtomic(filepath.Join(o.outputDir, admissionFileName), admission); err != nil {
 				fmt.Fprintf(log, "write failed: %v\n", err)
 				break
 			}
-			if err := writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), static); err != nil {
+			if err := writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), manifest); err != nil {
 				fmt.Fprintf(log, "write failed: %v\n", err)
 				break
 			}
-			last = static
+			last = manifest
 			fmt.Fprintf(log, "rendered %s\n", filepath.Join(o.outputDir, "static", staticFileName))
 		}
 		select {
@@ -220,105 +215,6 @@ func (o *renderStaticOptions) watchAndRender(ctx context.Context, log io.Writer)
 			return nil
 		case <-tick.C:
 		}
-	}
-}
-
-// StaticWebhook is the static ValidatingWebhookConfiguration.
-func StaticWebhook(url string, ca []byte, breakGlass policy.Subjects, failurePolicy string, timeoutSeconds int32) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	fp := admissionregistrationv1.FailurePolicyType(failurePolicy)
-	sideEffects := admissionregistrationv1.SideEffectClassNoneOnDryRun
-	matchPolicy := admissionregistrationv1.Equivalent
-	scope := admissionregistrationv1.ClusterScope
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   StaticConfigName,
-			Labels: map[string]string{"app.kubernetes.io/name": "webhook-guard", "app.kubernetes.io/managed-by": "webhook-guard-render"},
-		},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    StaticWebhookName,
-			AdmissionReviewVersions: []string{"v1"},
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups:   []string{"admissionregistration.k8s.io"},
-					APIVersions: []string{"v1"},
-					Resources:   []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
-					Scope:       &scope,
-				},
-			}},
-			FailurePolicy:  &fp,
-			MatchPolicy:    &matchPolicy,
-			SideEffects:    &sideEffects,
-			TimeoutSeconds: &timeoutSeconds,
-		}},
-	}
-	if expr, ok := vap.SubjectsExpression(breakGlass); ok {
-		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-break-glass", Expression: "!(" + expr + ")"}}
-		// Break-glass writes still reach the guard, through a second entry
-		// that fails open: while the guard is up they are warned about and
-		// recorded; while it is down they pass. That is how "always allowed,
-		// always recorded" and "never locked out by a guard outage" both hold.
-		bg := vwc.Webhooks[0]
-		bg.Name = StaticBreakGlassWebhookName
-		ignore := admissionregistrationv1.Ignore
-		bg.FailurePolicy = &ignore
-		bg.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: expr}}
-		vwc.Webhooks = append(vwc.Webhooks, bg)
-	}
-	return vwc
-}
-
-// ProtectPolicyObjects adds the entry that lets only the guard change the
-// objects policy mode generates. ValidatingAdmissionPolicies and their
-// bindings are exempt from ValidatingAdmissionPolicy but not from static
-// webhooks: where the static webhook is installed, deleting a generated
-// binding (the way to switch policy mode off) is a guarded write like any
-// other. The objectSelector (evaluated on the old and the new object) sends
-// only objects labelled app.kubernetes.io/managed-by=webhook-guard, and
-// matchConditions skip the guard's own writes and break-glass subjects, so
-// kube-apiserver calls the guard only for the writes it denies. The param
-// ConfigMaps are not routed here: ConfigMaps are not exempt from VAP, and
-// policy mode generates a policy protecting them (policy/vap
-// ProtectParamsName), with no call out of kube-apiserver.
-func ProtectPolicyObjects(vwc *admissionregistrationv1.ValidatingWebhookConfiguration, guardSA string, breakGlass policy.Subjects) {
-	e := vwc.Webhooks[0]
-	e.Name = StaticPolicyObjectsWebhookName
-	scope := admissionregistrationv1.ClusterScope
-	e.Rules = []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-		Rule: admissionregistrationv1.Rule{
-			APIGroups:   []string{"admissionregistration.k8s.io"},
-			APIVersions: []string{"v1"},
-			Resources:   []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
-			Scope:       &scope,
-		},
-	}}
-	e.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
-	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + vap.CELString(policy.ServiceAccountUsername(guardSA))}}
-	if expr, ok := vap.SubjectsExpression(breakGlass); ok {
-		e.MatchConditions = append(e.MatchConditions, admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
-	}
-	vwc.Webhooks = append(vwc.Webhooks, e)
-}
-
-// AdmissionConfiguration points the ValidatingAdmissionWebhook plugin at
-// the static manifests directory. kubeConfigFile stays empty: the static
-// webhook carries its own URL and CA.
-func AdmissionConfiguration(staticManifestsDir string) map[string]any {
-	return map[string]any{
-		"apiVersion": "apiserver.config.k8s.io/v1",
-		"kind":       "AdmissionConfiguration",
-		"plugins": []any{map[string]any{
-			"name": "ValidatingAdmissionWebhook",
-			"configuration": map[string]any{
-				"apiVersion":         "apiserver.config.k8s.io/v1",
-				"kind":               "WebhookAdmissionConfiguration",
-				"kubeConfigFile":     "",
-				"staticManifestsDir": staticManifestsDir,
-			},
-		}},
 	}
 }
 

@@ -5,7 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy/static"
 )
 
 // DefaultStaticManifestsDir is where the install recipes (config/recipes)
@@ -32,7 +33,7 @@ The output is byte-for-byte the admission-configuration.yaml that
 			if !filepath.IsAbs(staticManifestsDir) {
 				return invalid("--static-manifests-dir must be absolute (kube-apiserver requires it), got %q", staticManifestsDir)
 			}
-			out, err := yaml.Marshal(AdmissionConfiguration(filepath.Clean(staticManifestsDir)))
+			out, err := static.AdmissionConfiguration(filepath.Clean(staticManifestsDir))
 			if err != nil {
 				return err
 			}

@@ -254,38 +254,20 @@ func foldAuditLog(res *ReviewResult, o *reviewOptions, since time.Time) error {
 	return nil
 }
 
-// suggest turns a finding into the config change (or the fix in the
-// cluster) that makes it go away.
+// suggest fills the finding's facts into its rule's suggestion from the
+// rule table; flapping, found across many requests rather than decided on
+// one, is no rule and has its own.
 func suggest(f ReviewFinding) string {
-	writers := "owners[" + f.Mapping + "].writers"
-	switch f.Rule {
-	case string(policy.RuleNotOwner):
-		if ns, name, ok := policy.ServiceAccountOf(f.Subject); ok {
-			return fmt.Sprintf("add %s/%s to %s.serviceAccounts (if %s owns %s), or stop it writing the configuration", ns, name, writers, f.Subject, f.Configuration)
-		}
-		return fmt.Sprintf("add %q to %s.users (if %s owns %s), or stop it writing the configuration", f.Subject, writers, f.Subject, f.Configuration)
-	case string(policy.RuleCAMismatch):
-		if f.Origin == records.OriginObserved {
-			return fmt.Sprintf("a caBundle not matching the owner's CA (%s) was observed on %s, written by %s (found CA %s; managedFields: %s): make that client use the owner's CA (owners[%s].ca) or stop it writing caBundle; review --audit-log names the user",
-				orDash(f.ExpectedCA), f.Configuration, strings.TrimPrefix(f.Subject, policy.ObservedSubjectPrefix), orDash(f.FoundCA), orDash(f.FieldManagers), f.Mapping)
-		}
-		found := f.FoundCA
-		if found == "" {
-			found = "none: empty or invalid PEM"
-		}
-		return fmt.Sprintf("the caBundle written by %s (CA %s) does not match the owner's CA (%s); %s is a second CA writer: make it use the owner's CA (owners[%s].ca) or stop it writing caBundle",
-			f.Subject, found, orDash(f.ExpectedCA), f.Subject, f.Mapping)
-	case string(policy.RuleCAUnavailable):
-		return fmt.Sprintf("the owner's CA source could not be read when %s wrote caBundle: fix owners[%s].ca or the guard's RBAC to read it", f.Subject, f.Mapping)
-	case string(policy.RuleAmbiguousOwner):
-		return fmt.Sprintf("the label selectors of mappings %s all match %s: narrow all but one", f.Mapping, f.Configuration)
-	case string(policy.RuleUnmanaged):
-		return fmt.Sprintf("no mapping covers %s: add it to the match of the mapping of the controller that owns it", f.Configuration)
-	case string(policy.RuleBreakGlass):
-		return fmt.Sprintf("break-glass write by %s: confirm it was intended; break-glass is always allowed", f.Subject)
-	case records.RuleFlapping:
-		return fmt.Sprintf("caBundle flapping: distinct CAs written by %s; replicas each generating their own CA fight over %s: make them share one CA (owners[%s].ca) and let one writer inject it",
-			orDash(f.Writers), f.Configuration, f.Mapping)
+	facts := policy.FindingFacts{
+		Mapping: f.Mapping, Subject: f.Subject, Configuration: f.Configuration,
+		ExpectedCA: f.ExpectedCA, FoundCA: f.FoundCA,
+		Observed: f.Origin == records.OriginObserved, FieldManagers: f.FieldManagers, Writers: f.Writers,
+	}
+	if f.Rule == records.RuleFlapping {
+		return policy.FlappingSuggestion(facts)
+	}
+	if s := policy.Rule(f.Rule).Info().Suggest; s != nil {
+		return s(facts)
 	}
 	return "see the guard's log for this rule"
 }

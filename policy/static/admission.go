@@ -1,0 +1,36 @@
+package static
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+)
+
+// AdmissionConfiguration is the AdmissionConfiguration file for
+// kube-apiserver's --admission-control-config-file: it points the
+// ValidatingAdmissionWebhook plugin at staticManifestsDir, as kube-apiserver
+// sees that directory. kubeConfigFile stays empty: the static webhook
+// carries its own URL and CA. The directory is written as given, not
+// cleaned, so the file says exactly what the caller asked for.
+func AdmissionConfiguration(staticManifestsDir string) ([]byte, error) {
+	if !filepath.IsAbs(staticManifestsDir) {
+		return nil, fmt.Errorf("staticManifestsDir must be absolute (kube-apiserver requires it), got %q", staticManifestsDir)
+	}
+	// A map rather than k8s.io/apiserver's AdmissionConfiguration type,
+	// whose plugins carry a path field without omitempty: the file holds
+	// only what the plugin needs.
+	return yaml.Marshal(map[string]any{
+		"apiVersion": "apiserver.config.k8s.io/v1",
+		"kind":       "AdmissionConfiguration",
+		"plugins": []any{map[string]any{
+			"name": "ValidatingAdmissionWebhook",
+			"configuration": map[string]any{
+				"apiVersion":         "apiserver.config.k8s.io/v1",
+				"kind":               "WebhookAdmissionConfiguration",
+				"kubeConfigFile":     "",
+				"staticManifestsDir": staticManifestsDir,
+			},
+		}},
+	})
+}

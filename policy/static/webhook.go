@@ -1,0 +1,122 @@
+package static
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+)
+
+// Manifest is the static ValidatingWebhookConfiguration as the YAML file
+// kube-apiserver loads from its staticManifestsDir.
+func Manifest(in Input) ([]byte, error) {
+	vwc, err := ValidatingWebhookConfiguration(in)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(vwc)
+}
+
+// ValidatingWebhookConfiguration is the static ValidatingWebhookConfiguration:
+// the enforcing entry, with break-glass subjects excluded and sent to a
+// fail-open entry of their own, and with Input.GuardServiceAccount the
+// entry guarding policy mode's generated objects.
+func ValidatingWebhookConfiguration(in Input) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	if errs := in.validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("static webhook: %w", errs.ToAggregate())
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   ConfigName,
+			Labels: map[string]string{"app.kubernetes.io/name": "webhook-guard", "app.kubernetes.io/managed-by": "webhook-guard-render"},
+		},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{guardEntry(in)},
+	}
+	if expr, ok := vap.SubjectsExpression(in.BreakGlass); ok {
+		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-break-glass", Expression: "!(" + expr + ")"}}
+		vwc.Webhooks = append(vwc.Webhooks, breakGlassEntry(in, expr))
+	}
+	if in.GuardServiceAccount != "" {
+		vwc.Webhooks = append(vwc.Webhooks, policyObjectsEntry(in))
+	}
+	return vwc, nil
+}
+
+// guardEntry is the enforcing entry: writes of webhook configurations, with
+// the caller's failure policy. The other entries start from it, each from
+// its own copy, so that changing one entry of the result never changes
+// another through a shared pointer.
+func guardEntry(in Input) admissionregistrationv1.ValidatingWebhook {
+	url := in.URL
+	fp := in.FailurePolicy
+	timeout := in.TimeoutSeconds
+	sideEffects := admissionregistrationv1.SideEffectClassNoneOnDryRun
+	matchPolicy := admissionregistrationv1.Equivalent
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:                    WebhookName,
+		AdmissionReviewVersions: []string{"v1"},
+		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: in.CABundle},
+		Rules:                   writesOf("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
+		FailurePolicy:           &fp,
+		MatchPolicy:             &matchPolicy,
+		SideEffects:             &sideEffects,
+		TimeoutSeconds:          &timeout,
+	}
+}
+
+// breakGlassEntry sends break-glass writes to the guard through an entry
+// that fails open: while the guard is up they are warned about and
+// recorded; while it is down they pass. That is how "always allowed, always
+// recorded" and "never locked out by a guard outage" both hold.
+func breakGlassEntry(in Input, breakGlass string) admissionregistrationv1.ValidatingWebhook {
+	e := guardEntry(in)
+	e.Name = BreakGlassWebhookName
+	ignore := admissionregistrationv1.Ignore
+	e.FailurePolicy = &ignore
+	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: breakGlass}}
+	return e
+}
+
+// policyObjectsEntry lets only the guard change the objects policy mode
+// generates. ValidatingAdmissionPolicies and their bindings are exempt from
+// ValidatingAdmissionPolicy but not from static webhooks: where the static
+// webhook is installed, deleting a generated binding (the way to switch
+// policy mode off) is a guarded write like any other. The objectSelector
+// (evaluated on the old and the new object) sends only objects labelled
+// app.kubernetes.io/managed-by=webhook-guard, and matchConditions skip the
+// guard's own writes and break-glass subjects, so kube-apiserver calls the
+// guard only for the writes it denies. The param ConfigMaps are not routed
+// here: ConfigMaps are not exempt from VAP, and policy mode generates a
+// policy protecting them (policy/vap ProtectParamsName), with no call out
+// of kube-apiserver.
+func policyObjectsEntry(in Input) admissionregistrationv1.ValidatingWebhook {
+	e := guardEntry(in)
+	e.Name = PolicyObjectsWebhookName
+	e.Rules = writesOf("validatingadmissionpolicies", "validatingadmissionpolicybindings")
+	e.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
+	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + vap.CELString(policy.ServiceAccountUsername(in.GuardServiceAccount))}}
+	if expr, ok := vap.SubjectsExpression(in.BreakGlass); ok {
+		e.MatchConditions = append(e.MatchConditions, admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
+	}
+	return e
+}
+
+// writesOf is every write of the given cluster-scoped
+// admissionregistration.k8s.io/v1 resources.
+func writesOf(resources ...string) []admissionregistrationv1.RuleWithOperations {
+	scope := admissionregistrationv1.ClusterScope
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{"admissionregistration.k8s.io"},
+			APIVersions: []string{"v1"},
+			Resources:   resources,
+			Scope:       &scope,
+		},
+	}}
+}

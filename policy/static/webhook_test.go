@@ -1,0 +1,213 @@
+package static
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+)
+
+func newCAPEM(t *testing.T) []byte {
+	t.Helper()
+	ca, err := testpki.NewCA("webhook-guard-ca")
+	require.NoError(t, err)
+	return ca.PEM
+}
+
+// validInput is an input every test starts from and changes one field of.
+func validInput(t *testing.T) Input {
+	t.Helper()
+	return Input{
+		URL:            "https://127.0.0.1:9443/validate",
+		CABundle:       newCAPEM(t),
+		FailurePolicy:  admissionregistrationv1.Fail,
+		TimeoutSeconds: 5,
+	}
+}
+
+// entry is what tells the entries of the static configuration apart; the
+// fields every entry shares are checked by Test_ValidatingWebhookConfiguration_sharedFields.
+type entry struct {
+	Name            string
+	FailurePolicy   admissionregistrationv1.FailurePolicyType
+	Resources       []string
+	ObjectSelector  *metav1.LabelSelector
+	MatchConditions []admissionregistrationv1.MatchCondition
+}
+
+func entriesOf(vwc *admissionregistrationv1.ValidatingWebhookConfiguration) []entry {
+	out := make([]entry, 0, len(vwc.Webhooks))
+	for _, w := range vwc.Webhooks {
+		out = append(out, entry{
+			Name:            w.Name,
+			FailurePolicy:   *w.FailurePolicy,
+			Resources:       w.Rules[0].Resources,
+			ObjectSelector:  w.ObjectSelector,
+			MatchConditions: w.MatchConditions,
+		})
+	}
+	return out
+}
+
+func Test_ValidatingWebhookConfiguration(t *testing.T) {
+	breakGlass := policy.Subjects{Groups: []string{"system:masters"}, Users: []string{"admin"}}
+	bgExpr, ok := vap.SubjectsExpression(breakGlass)
+	require.True(t, ok)
+	configurations := []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
+	policyObjects := []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}
+	generated := &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
+	notTheGuard := admissionregistrationv1.MatchCondition{Name: "not-the-guard", Expression: `request.userInfo.username != "system:serviceaccount:webhook-guard:webhook-guard"`}
+	notBreakGlass := admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bgExpr + ")"}
+
+	tests := map[string]struct {
+		change func(*Input)
+		exp    []entry
+	}{
+		"if there are no break-glass subjects, generate the enforcing entry alone, without matchConditions": {
+			change: func(*Input) {},
+			exp:    []entry{{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations}},
+		},
+		"if the failure policy is Ignore, the enforcing entry fails open": {
+			change: func(in *Input) { in.FailurePolicy = admissionregistrationv1.Ignore },
+			exp:    []entry{{Name: WebhookName, FailurePolicy: admissionregistrationv1.Ignore, Resources: configurations}},
+		},
+		"if there are break-glass subjects, exclude them from the enforcing entry and send them to a fail-open entry": {
+			change: func(in *Input) { in.BreakGlass = breakGlass },
+			exp: []entry{
+				{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{notBreakGlass}},
+				{Name: BreakGlassWebhookName, FailurePolicy: admissionregistrationv1.Ignore, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: bgExpr}}},
+			},
+		},
+		"if the guard's service account is given, send writes of the generated policies by anyone else and break-glass to the guard": {
+			change: func(in *Input) { in.BreakGlass, in.GuardServiceAccount = breakGlass, "webhook-guard/webhook-guard" },
+			exp: []entry{
+				{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{notBreakGlass}},
+				{Name: BreakGlassWebhookName, FailurePolicy: admissionregistrationv1.Ignore, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: bgExpr}}},
+				{Name: PolicyObjectsWebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: policyObjects, ObjectSelector: generated, MatchConditions: []admissionregistrationv1.MatchCondition{notTheGuard, notBreakGlass}},
+			},
+		},
+		"if the guard's service account is given without break-glass subjects, skip only the guard's own writes of the generated policies": {
+			change: func(in *Input) { in.GuardServiceAccount = "webhook-guard/webhook-guard" },
+			exp: []entry{
+				{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations},
+				{Name: PolicyObjectsWebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: policyObjects, ObjectSelector: generated, MatchConditions: []admissionregistrationv1.MatchCondition{notTheGuard}},
+			},
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := validInput(t)
+			test.change(&in)
+			vwc, err := ValidatingWebhookConfiguration(in)
+			require.NoError(t, err)
+			assert.Equal(t, ConfigName, vwc.Name)
+			assert.Equal(t, test.exp, entriesOf(vwc))
+		})
+	}
+}
+
+// Test_ValidatingWebhookConfiguration_sharedFields: every entry calls the
+// same guard the same way; only what it receives and how it fails differ.
+func Test_ValidatingWebhookConfiguration_sharedFields(t *testing.T) {
+	in := validInput(t)
+	in.BreakGlass = policy.Subjects{Groups: []string{"system:masters"}}
+	in.GuardServiceAccount = "webhook-guard/webhook-guard"
+	vwc, err := ValidatingWebhookConfiguration(in)
+	require.NoError(t, err)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}, vwc.TypeMeta)
+	require.Len(t, vwc.Webhooks, 3)
+	for _, w := range vwc.Webhooks {
+		assert.Equal(t, []string{"v1"}, w.AdmissionReviewVersions, w.Name)
+		assert.Equal(t, admissionregistrationv1.WebhookClientConfig{URL: &in.URL, CABundle: in.CABundle}, w.ClientConfig, w.Name)
+		assert.Equal(t, admissionregistrationv1.Equivalent, *w.MatchPolicy, w.Name)
+		// Dry runs are decided but not recorded: the guard's records are its
+		// only side effect.
+		assert.Equal(t, admissionregistrationv1.SideEffectClassNoneOnDryRun, *w.SideEffects, w.Name)
+		assert.Equal(t, int32(5), *w.TimeoutSeconds, w.Name)
+		require.Len(t, w.Rules, 1, w.Name)
+		assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}, w.Rules[0].Operations, w.Name)
+		assert.Equal(t, []string{"admissionregistration.k8s.io"}, w.Rules[0].APIGroups, w.Name)
+		assert.Equal(t, []string{"v1"}, w.Rules[0].APIVersions, w.Name)
+		assert.Equal(t, admissionregistrationv1.ClusterScope, *w.Rules[0].Scope, w.Name)
+	}
+
+	// The entries start from copies, not from one another.
+	*vwc.Webhooks[0].FailurePolicy = admissionregistrationv1.Ignore
+	assert.Equal(t, admissionregistrationv1.Fail, *vwc.Webhooks[2].FailurePolicy)
+}
+
+func Test_ValidatingWebhookConfiguration_invalid(t *testing.T) {
+	tests := map[string]struct {
+		change func(*Input)
+		exp    string
+	}{
+		"if the URL is not https, name the field": {
+			change: func(in *Input) { in.URL = "http://127.0.0.1:9443/validate" },
+			exp:    `static webhook: URL: Invalid value: "http://127.0.0.1:9443/validate": must be an https URL`,
+		},
+		"if the URL has no host, say so": {
+			change: func(in *Input) { in.URL = "https:///validate" },
+			exp:    `static webhook: URL: Invalid value: "https:///validate": must name a host`,
+		},
+		"if the URL carries credentials or a query, refuse it as kube-apiserver would": {
+			change: func(in *Input) { in.URL = "https://user@127.0.0.1:9443/validate?x=1" },
+			exp:    `static webhook: [URL: Invalid value: "https://user@127.0.0.1:9443/validate?x=1": must not carry user information, URL: Invalid value: "https://user@127.0.0.1:9443/validate?x=1": must not carry a query or a fragment]`,
+		},
+		"if the CA bundle is not PEM, say what is wrong with it": {
+			change: func(in *Input) { in.CABundle = []byte("not a certificate") },
+			exp:    `static webhook: CABundle: Invalid value: the data is not PEM: no "-----BEGIN CERTIFICATE-----" block found`,
+		},
+		"if the failure policy is unknown, name the choices": {
+			change: func(in *Input) { in.FailurePolicy = "Open" },
+			exp:    `static webhook: FailurePolicy: Unsupported value: "Open": supported values: "Fail", "Ignore"`,
+		},
+		"if the timeout is beyond kube-apiserver's bounds, give them": {
+			change: func(in *Input) { in.TimeoutSeconds = 31 },
+			exp:    `static webhook: TimeoutSeconds: Invalid value: 31: must be in 1..30`,
+		},
+		"if the guard's service account is a username, ask for namespace/name": {
+			change: func(in *Input) { in.GuardServiceAccount = "system:serviceaccount:a:b" },
+			exp:    `static webhook: GuardServiceAccount: Invalid value: "system:serviceaccount:a:b": must be "namespace/name"`,
+		},
+		"if several inputs are wrong, name each": {
+			change: func(in *Input) { in.FailurePolicy, in.TimeoutSeconds = "", 0 },
+			exp:    `static webhook: [FailurePolicy: Unsupported value: "": supported values: "Fail", "Ignore", TimeoutSeconds: Invalid value: 0: must be in 1..30]`,
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			in := validInput(t)
+			test.change(&in)
+			vwc, err := ValidatingWebhookConfiguration(in)
+			assert.EqualError(t, err, test.exp)
+			assert.Nil(t, vwc)
+			manifest, err := Manifest(in)
+			assert.EqualError(t, err, test.exp)
+			assert.Nil(t, manifest)
+		})
+	}
+}
+
+// Test_Manifest: the file is the configuration, and reads back strictly
+// as one (a field kube-apiserver does not know would fail).
+func Test_Manifest(t *testing.T) {
+	in := validInput(t)
+	in.BreakGlass = policy.Subjects{Groups: []string{"system:masters"}}
+	in.GuardServiceAccount = "webhook-guard/webhook-guard"
+	exp, err := ValidatingWebhookConfiguration(in)
+	require.NoError(t, err)
+
+	data, err := Manifest(in)
+	require.NoError(t, err)
+	var got admissionregistrationv1.ValidatingWebhookConfiguration
+	require.NoError(t, yaml.UnmarshalStrict(data, &got))
+	assert.Equal(t, exp, &got)
+	assert.NotContains(t, string(data), "creationTimestamp", "an empty creation time is not part of the file")
+}

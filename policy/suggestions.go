@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FindingFacts are what a report or an audit log holds about a finding: the
+// facts a rule's suggestion is filled in with.
+type FindingFacts struct {
+	// Mapping is the owner mapping; several, comma-separated, for
+	// ambiguous-owner.
+	Mapping string
+	// Subject is who wrote: a username, or for an observed change
+	// ObservedSubjectPrefix and the field managers.
+	Subject string
+	// Configuration is the written object as "Kind/name".
+	Configuration string
+	// ExpectedCA and FoundCA are short fingerprints of the owner's CA and of
+	// the written one; FoundCA is empty when the bundle held no usable
+	// certificate.
+	ExpectedCA string
+	FoundCA    string
+	// Observed marks a change the guard's observer saw in a watch, after the
+	// fact, rather than a request it decided.
+	Observed bool
+	// FieldManagers own the changed caBundles (observed findings).
+	FieldManagers string
+	// Writers wrote the distinct caBundles of a flapping finding.
+	Writers string
+}
+
+// The suggestions of the rule table, in its order. Each names the config
+// change, or the fix in the cluster, that makes the finding go away.
+
+func suggestNotOwner(f FindingFacts) string {
+	writers := "owners[" + f.Mapping + "].writers"
+	if ns, name, ok := ServiceAccountOf(f.Subject); ok {
+		return fmt.Sprintf("add %s/%s to %s.serviceAccounts (if %s owns %s), or stop it writing the configuration", ns, name, writers, f.Subject, f.Configuration)
+	}
+	return fmt.Sprintf("add %q to %s.users (if %s owns %s), or stop it writing the configuration", f.Subject, writers, f.Subject, f.Configuration)
+}
+
+func suggestAmbiguousOwner(f FindingFacts) string {
+	return fmt.Sprintf("the label selectors of mappings %s all match %s: narrow all but one", f.Mapping, f.Configuration)
+}
+
+func suggestCAUnavailable(f FindingFacts) string {
+	return fmt.Sprintf("the owner's CA source could not be read when %s wrote caBundle: fix owners[%s].ca or the guard's RBAC to read it", f.Subject, f.Mapping)
+}
+
+// suggestCAMismatch tells an observed change apart: the observer knows the
+// field managers but not the user, which only the audit log names.
+func suggestCAMismatch(f FindingFacts) string {
+	if f.Observed {
+		return fmt.Sprintf("a caBundle not matching the owner's CA (%s) was observed on %s, written by %s (found CA %s; managedFields: %s): make that client use the owner's CA (owners[%s].ca) or stop it writing caBundle; review --audit-log names the user",
+			orDash(f.ExpectedCA), f.Configuration, strings.TrimPrefix(f.Subject, ObservedSubjectPrefix), orDash(f.FoundCA), orDash(f.FieldManagers), f.Mapping)
+	}
+	found := f.FoundCA
+	if found == "" {
+		found = "none: empty or invalid PEM"
+	}
+	return fmt.Sprintf("the caBundle written by %s (CA %s) does not match the owner's CA (%s); %s is a second CA writer: make it use the owner's CA (owners[%s].ca) or stop it writing caBundle",
+		f.Subject, found, orDash(f.ExpectedCA), f.Subject, f.Mapping)
+}
+
+func suggestAdmissionPolicyObject(f FindingFacts) string {
+	return fmt.Sprintf("%s changed %s, which policy mode generates: change the owner mappings in the GuardConfig instead, the guard regenerates it", f.Subject, f.Configuration)
+}
+
+func suggestUnmanaged(f FindingFacts) string {
+	return fmt.Sprintf("no mapping covers %s: add it to the match of the mapping of the controller that owns it", f.Configuration)
+}
+
+func suggestBreakGlass(f FindingFacts) string {
+	return fmt.Sprintf("break-glass write by %s: confirm it was intended; break-glass is always allowed", f.Subject)
+}
+
+// FlappingSuggestion is the suggestion for a flapping finding. Flapping is
+// no Rule: it is found across many requests (FlapDetector), not decided on
+// one, so it has no entry in the rule table.
+func FlappingSuggestion(f FindingFacts) string {
+	return fmt.Sprintf("caBundle flapping: distinct CAs written by %s; replicas each generating their own CA fight over %s: make them share one CA (owners[%s].ca) and let one writer inject it",
+		orDash(f.Writers), f.Configuration, f.Mapping)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
