@@ -90,10 +90,7 @@ func breakGlassEntry(in Input, breakGlass string) admissionregistrationv1.Valida
 // (evaluated on the old and the new object) sends only objects labelled
 // app.kubernetes.io/managed-by=webhook-guard, and matchConditions skip the
 // guard's own writes and break-glass subjects, so kube-apiserver calls the
-// guard only for the writes it denies. The param ConfigMaps are not routed
-// here: ConfigMaps are not exempt from VAP, and policy mode generates a
-// policy protecting them (policy/vap ProtectParamsName), with no call out
-// of kube-apiserver.
+// guard only for the writes it denies.
 func policyObjectsEntry(in Input) admissionregistrationv1.ValidatingWebhook {
 	e := guardEntry(in)
 	e.Name = PolicyObjectsWebhookName

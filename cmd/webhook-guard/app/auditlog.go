@@ -197,7 +197,7 @@ func mappingOfPolicy(name string) (string, bool) {
 func vapFinding(base ReviewFinding, mapping, decision, message string) ReviewFinding {
 	f := base
 	f.Mapping, f.Decision, f.Rule = mapping, decision, "policy"
-	for _, r := range []policy.Rule{policy.RuleNotOwner, policy.RuleCAMismatch} {
+	for _, r := range []policy.Rule{policy.RuleNotOwner, policy.RuleCAMismatch, policy.RuleCAUnavailable} {
 		if strings.Contains(message, string(r)+":") {
 			f.Rule = string(r)
 			break

@@ -33,3 +33,16 @@ func Test_readAuditLog(t *testing.T) {
 	}, found)
 	assert.Equal(t, "2 malformed line(s) skipped (not audit.k8s.io/v1 Events): line 3, 9", sum.malformedNote())
 }
+
+// Test_vapFinding: a policy-shape message is counted under the rule it
+// names; one naming none is counted as "policy".
+func Test_vapFinding(t *testing.T) {
+	for msg, want := range map[string]string{
+		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy mode); not-owner: userInfo: "x" is not a writer`:                   "not-owner",
+		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy mode); ca-mismatch: the caBundle of webhook(s) a is not ...`:       "ca-mismatch",
+		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy mode); ca-unavailable: the caBundle of webhook(s) a cannot be ...`: "ca-unavailable",
+		`webhook-guard: something else`: "policy",
+	} {
+		assert.Equal(t, want, vapFinding(ReviewFinding{}, "app", "deny", msg).Rule, msg)
+	}
+}
