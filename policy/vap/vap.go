@@ -282,7 +282,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 			Validations: []admv1.Validation{
 				{
 					Expression:        "variables.isWriter",
-					Message:           fmt.Sprintf("webhook-guard: not-owner (mapping %q): the subject is not a writer", o.Name),
+					Message:           fallbackMessage(policy.RuleNotOwner, o.Name),
 					MessageExpression: m.notOwnerMessage(),
 					Reason:            ptr.To(metav1.StatusReasonForbidden),
 				},
@@ -350,18 +350,24 @@ func (m mappingPolicy) prefix() string {
 }
 
 func (m mappingPolicy) notOwnerMessage() string {
-	return m.prefix() + ` + "not-owner: userInfo: \"" + variables.username + "\" is not a writer" + ` +
+	return m.prefix() + ` + ` + CELString(string(policy.RuleNotOwner)+`: userInfo: "`) + ` + variables.username + "\" is not a writer" + ` +
 		`(request.operation == "DELETE" ? "; deleting it (and recreating it) is a takeover" : "") + ` +
 		CELString(fmt.Sprintf("; hint: if it should own this configuration, add it to owners[%s].writers", m.owner.Name))
+}
+
+// fallbackMessage is a validation's static message: the rule and its
+// summary from the rule table, as every report of the rule words it.
+func fallbackMessage(rule policy.Rule, mapping string) string {
+	return fmt.Sprintf("webhook-guard: %s (mapping %q): %s", rule, mapping, rule.Info().Summary)
 }
 
 // caMismatchFallback is the message kube-apiserver uses if the message
 // expression cannot be evaluated.
 func (m mappingPolicy) caMismatchFallback() string {
 	if len(m.ca.PEM) == 0 {
-		return fmt.Sprintf("webhook-guard: ca-unavailable (mapping %q): the owner's CA could not be resolved; caBundle changes fail closed", m.owner.Name)
+		return fallbackMessage(policy.RuleCAUnavailable, m.owner.Name)
 	}
-	return fmt.Sprintf("webhook-guard: ca-mismatch (mapping %q): a caBundle is not the owner's CA", m.owner.Name)
+	return fallbackMessage(policy.RuleCAMismatch, m.owner.Name)
 }
 
 func (m mappingPolicy) caMismatchMessage() string {
@@ -370,10 +376,10 @@ func (m mappingPolicy) caMismatchMessage() string {
 		if reason == "" {
 			reason = "the owner's CA is empty"
 		}
-		return m.prefix() + ` + "ca-unavailable: the caBundle of webhook(s) " + variables.badWebhooks.join(", ") + ` +
-			CELString(fmt.Sprintf(" cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read", reason))
+		return m.prefix() + ` + ` + CELString(string(policy.RuleCAUnavailable)+": the caBundle of webhook(s) ") + ` + variables.badWebhooks.join(", ") + ` +
+			CELString(fmt.Sprintf(" cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read; hint: %s", reason, policy.RuleCAUnavailable.Info().Hint))
 	}
-	return m.prefix() + ` + "ca-mismatch: the caBundle of webhook(s) " + variables.badWebhooks.join(", ") + ` +
+	return m.prefix() + ` + ` + CELString(string(policy.RuleCAMismatch)+": the caBundle of webhook(s) ") + ` + variables.badWebhooks.join(", ") + ` +
 		CELString(fmt.Sprintf(" is not byte-identical to the owner's CA from %s [expected CA %s]; "+
 			"hint: write the owner's CA exactly as its source holds it (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too",
 			m.ca.Source, strings.Join(m.ca.Fingerprints, ",")))

@@ -1,6 +1,7 @@
 package vap
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -210,4 +211,28 @@ func variable(t *testing.T, p *admv1.ValidatingAdmissionPolicy, name string) str
 	}
 	t.Fatalf("policy %s has no variable %q", p.Name, name)
 	return ""
+}
+
+// Test_messagesNameTableRules: every generated validation names, in its
+// static message, a rule of the rule table and words it with the rule's
+// summary, so the policy shape reports rules as the webhook does.
+func Test_messagesNameTableRules(t *testing.T) {
+	c := load(t, namesConfig)
+	for _, cas := range []map[string]CA{nil, {"koordinator": {PEM: []byte("ca"), Source: "s"}, "audited": {PEM: []byte("ca"), Source: "s"}}} {
+		objs, err := Generate(Input{Config: c, CAs: cas})
+		require.NoError(t, err)
+		for _, p := range objs.Policies {
+			for _, v := range p.Spec.Validations {
+				var named policy.Rule
+				for _, r := range policy.Rules() {
+					if strings.HasPrefix(v.Message, "webhook-guard: "+string(r)+" ") {
+						named = r
+					}
+				}
+				require.NotEmpty(t, named, "policy %s: %q names no rule of the table", p.Name, v.Message)
+				assert.True(t, strings.HasSuffix(v.Message, named.Info().Summary), v.Message)
+				assert.Contains(t, v.MessageExpression, `"`+string(named)+`: `, "the message expression names the same rule")
+			}
+		}
+	}
 }
