@@ -11,8 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
 // TestHAThreeReplicasLeaderElection runs three replicas with --leader-elect
@@ -55,7 +55,7 @@ func TestHAThreeReplicasLeaderElection(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "one replica acquires the Lease", func() bool { return len(leaders()) == 1 })
 	leader := leaders()[0]
 	lease := getLease(t, f.env)
-	t.Logf("leader %s holds Lease %s/%s as %q", leader.Addr(), framework.GuardNamespace, webhook.LeaderElectionID, *lease.Spec.HolderIdentity)
+	t.Logf("leader %s holds Lease %s/%s as %q", leader.Addr(), framework.GuardNamespace, app.LeaderElectionID, *lease.Spec.HolderIdentity)
 
 	// Decisions from whichever replica the balancer picks: audits, denials
 	// and allows, none of which writes to the API.
@@ -119,7 +119,7 @@ func grantLeases(t testing.TB, env *framework.Env) {
 
 func getLease(t testing.TB, env *framework.Env) *coordinationv1.Lease {
 	t.Helper()
-	l, err := env.AdminKube.CoordinationV1().Leases(framework.GuardNamespace).Get(t.Context(), webhook.LeaderElectionID, metav1.GetOptions{})
+	l, err := env.AdminKube.CoordinationV1().Leases(framework.GuardNamespace).Get(t.Context(), app.LeaderElectionID, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get the leader election Lease: %v", err)
 	}

@@ -55,7 +55,8 @@ type ServerOptions struct {
 	Port int
 	// CertDir holds tls.crt and tls.key; they are watched and reloaded.
 	CertDir string
-	// TLSOpts apply the TLS policy (Options.TLSConfig).
+	// TLSOpts apply the TLS policy (serve's Options.TLSConfig in
+	// cmd/webhook-guard/app).
 	TLSOpts []func(*tls.Config)
 }
 

@@ -30,9 +30,9 @@ import (
 )
 
 // tlsServer is the Handler served as `serve` serves it: the server NewServer
-// builds (the one Run hands the manager, with its limits and drain) reading
-// tls.crt and tls.key from a cert-manager style directory, with the guard's
-// TLS options, and the Handler registered at Path.
+// builds (the one `serve` hands the manager, with its limits and drain) reading
+// tls.crt and tls.key from a cert-manager style directory, with `serve`'s TLS
+// policy (serveTLS), and the Handler registered at Path.
 type tlsServer struct {
 	dir    string
 	ca     *testCA
@@ -52,14 +52,13 @@ func startTLSServer(t *testing.T, h *Handler) *tlsServer {
 	s.serial = serial
 	s.writeKeyPair(t, certPEM, keyPEM)
 
-	opts := &Options{TLSMinVersion: "VersionTLS12"}
 	port := freePort(t)
 	s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	srv := NewServer(ServerOptions{
 		Host:    "127.0.0.1",
 		Port:    port,
 		CertDir: s.dir,
-		TLSOpts: []func(*tls.Config){opts.TLSConfig},
+		TLSOpts: []func(*tls.Config){serveTLS},
 	})
 	srv.Register(Path, h)
 

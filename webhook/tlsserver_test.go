@@ -14,9 +14,9 @@ import (
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 )
 
-// runningServer is the real webhook server (NewServer, the production TLS
-// policy, limits and drain) serving a handler on 127.0.0.1 over TLS, as
-// Run registers the guard's Handler.
+// runningServer is the real webhook server (NewServer, `serve`'s TLS policy,
+// limits and drain) serving a handler on 127.0.0.1 over TLS, as `serve`
+// registers the guard's Handler.
 type runningServer struct {
 	URL    string
 	Client *http.Client
@@ -29,8 +29,7 @@ func startServer(t testing.TB, h http.Handler) *runningServer {
 	dir := t.TempDir()
 	pool := writeServingCert(t, dir)
 	port := freePort(t)
-	o := &Options{TLSMinVersion: "VersionTLS12"}
-	srv := NewServer(ServerOptions{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: []func(*tls.Config){o.TLSConfig}})
+	srv := NewServer(ServerOptions{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: []func(*tls.Config){serveTLS}})
 	srv.Register(Path, h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -63,6 +62,15 @@ func startServer(t testing.TB, h http.Handler) *runningServer {
 	}}
 	t.Cleanup(client.CloseIdleConnections)
 	return &runningServer{URL: "https://127.0.0.1:" + itoa(port) + Path, Client: client, Stop: stop}
+}
+
+// serveTLS is what `serve`'s Options.TLSConfig (cmd/webhook-guard/app, whose
+// Test_Options_TLSConfig holds it) applies with the default flags. It is
+// restated here because webhook cannot import the command that imports it.
+func serveTLS(cfg *tls.Config) {
+	cfg.MinVersion = tls.VersionTLS12
+	cfg.CipherSuites = nil
+	cfg.NextProtos = []string{"h2", "http/1.1"}
 }
 
 func itoa(i int) string { return big.NewInt(int64(i)).String() }

@@ -14,14 +14,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 func newServeCommand() *cobra.Command {
-	o := &webhook.Options{}
+	o := &Options{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the admission webhook server",
@@ -46,7 +45,7 @@ new file is rejected while the last good one stays in force.`,
 			}
 			restCfg.QPS, restCfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 			restCfg.UserAgent = "webhook-guard/" + Version
-			return webhook.Run(ctrl.SetupSignalHandler(), o, restCfg)
+			return runServe(ctrl.SetupSignalHandler(), o, restCfg)
 		},
 	}
 	addServeFlags(cmd, o)
@@ -54,7 +53,7 @@ new file is rejected while the last good one stays in force.`,
 }
 
 // addServeFlags adds the flags in named sections, each documented.
-func addServeFlags(cmd *cobra.Command, o *webhook.Options) {
+func addServeFlags(cmd *cobra.Command, o *Options) {
 	app := pflag.NewFlagSet("App", pflag.ExitOnError)
 	app.StringVar(&o.ConfigPath, "config", "", "GuardConfig file with the owner mappings (re-read on change).")
 	app.DurationVar(&o.ConfigReloadInterval, "config-reload-interval", 2*time.Second, "How often the config file is checked for changes.")

@@ -1,4 +1,4 @@
-package webhook
+package app
 
 import (
 	"context"
@@ -8,10 +8,7 @@ import (
 	"os"
 	"time"
 
-	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
@@ -27,32 +25,16 @@ import (
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "webhook-guard"
 
-// NewScheme knows the core types, cert-manager's, which CA sources read,
-// and OpenReports', which records are written as.
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := cmapi.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := reportsv1alpha1.Install(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// Run serves admission reviews until ctx ends. The initial configuration
+// runServe serves admission reviews until ctx ends. The initial configuration
 // must load: a guard that starts without its mappings would allow
 // everything, so it refuses to start (and never becomes ready) instead.
-func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
+func runServe(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	log := ctrl.Log.WithName("webhook-guard")
-	cfg, data, err := LoadConfigFile(o.ConfigPath)
+	cfg, data, err := webhook.LoadConfigFile(o.ConfigPath)
 	if err != nil {
 		return err
 	}
-	scheme, err := NewScheme()
+	scheme, err := webhook.NewScheme()
 	if err != nil {
 		return err
 	}
@@ -68,8 +50,8 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		// keep serving while leadership moves.
 		LeaderElectionReleaseOnCancel: true,
 		// Our server: controller-runtime's has no read/write timeouts and
-		// cancels in-flight reviews on SIGTERM (httpserver.go).
-		WebhookServer: NewServer(ServerOptions{
+		// cancels in-flight reviews on SIGTERM (webhook/httpserver.go).
+		WebhookServer: webhook.NewServer(webhook.ServerOptions{
 			Host:    o.BindAddress,
 			Port:    o.Port,
 			CertDir: o.CertDir,
@@ -80,8 +62,8 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return fmt.Errorf("setting up the manager: %w", err)
 	}
 
-	metrics := NewMetrics(ctrlmetrics.Registry)
-	store := NewConfigStore(cfg)
+	metrics := webhook.NewMetrics(ctrlmetrics.Registry)
+	store := webhook.NewConfigStore(cfg)
 	// Admissions read owners' CA sources from watches of exactly those
 	// objects (list/watch by metadata.name, so RBAC names each one): no API
 	// call per admission. Policy mode's syncer reads them directly.
@@ -90,7 +72,7 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 	direct := casource.New(mgr.GetAPIReader(), casource.Options{TTL: o.CATTL, MaxStale: o.CAMaxStale})
-	reloader := NewConfigReloader(o.ConfigPath, data, store, o.ConfigReloadInterval, metrics, log.WithName("config"))
+	reloader := webhook.NewConfigReloader(o.ConfigPath, data, store, o.ConfigReloadInterval, metrics, log.WithName("config"))
 	reloader.OnReload = func(*policy.Config) { resolver.Invalidate(); direct.Invalidate() }
 	if err := mgr.Add(reloader); err != nil {
 		return err
@@ -120,22 +102,22 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	if err := mgr.Add(reports); err != nil {
 		return err
 	}
-	if err := mgr.Add(&CAExpiryWatcher{Config: store, CA: resolver, Metrics: metrics, Interval: CAExpiryInterval, Log: log.WithName("ca-expiry")}); err != nil {
+	if err := mgr.Add(&webhook.CAExpiryWatcher{Config: store, CA: resolver, Metrics: metrics, Interval: webhook.CAExpiryInterval, Log: log.WithName("ca-expiry")}); err != nil {
 		return err
 	}
-	recorder := Recorders{LogRecorder{Log: log.WithName("records")}, reports}
+	recorder := webhook.Recorders{webhook.LogRecorder{Log: log.WithName("records")}, reports}
 	var policyWriter string
 	if o.PolicyGuardServiceAccount != "" {
 		policyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
 	}
-	handler, err := NewHandler(HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder, PolicyWriter: policyWriter})
+	handler, err := webhook.NewHandler(webhook.HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder, PolicyWriter: policyWriter})
 	if err != nil {
 		return err
 	}
 	// One decode of the review and its objects instead of controller-runtime's
 	// generic admission.Webhook; Register wraps it in controller-runtime's
 	// webhook metrics all the same.
-	mgr.GetWebhookServer().Register(Path, handler)
+	mgr.GetWebhookServer().Register(webhook.Path, handler)
 	if o.Observe {
 		if err := addObserver(mgr, store, handler, recorder, log.WithName("observer")); err != nil {
 			return err
@@ -145,8 +127,8 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	// Ready only once the config is loaded (it is, or Run returned above)
-	// and the webhook server answers TLS with its certificate.
+	// Ready only once the config is loaded (it is, or runServe returned
+	// above) and the webhook server answers TLS with its certificate.
 	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
@@ -159,7 +141,7 @@ func Run(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 	log.Info("starting", "config", o.ConfigPath, "owners", len(cfg.Spec.Owners), "defaultMode", cfg.Spec.DefaultMode,
-		"listen", fmt.Sprintf("%s:%d", o.BindAddress, o.Port), "path", Path)
+		"listen", fmt.Sprintf("%s:%d", o.BindAddress, o.Port), "path", webhook.Path)
 	return mgr.Start(ctx)
 }
 

@@ -1,4 +1,4 @@
-package webhook
+package app
 
 import (
 	"github.com/go-logr/logr"
@@ -6,6 +6,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 )
@@ -13,7 +14,7 @@ import (
 // addPolicySync adds policy mode's controller to the manager: leader
 // elected (only the leader writes), reads straight from the API server,
 // and a pass right after every configuration reload.
-func addPolicySync(mgr ctrl.Manager, o *Options, store *ConfigStore, resolver *casource.Resolver, reloader *ConfigReloader, log logr.Logger) error {
+func addPolicySync(mgr ctrl.Manager, o *Options, store *webhook.ConfigStore, resolver *casource.Resolver, reloader *webhook.ConfigReloader, log logr.Logger) error {
 	syncer := &policysync.Syncer{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),

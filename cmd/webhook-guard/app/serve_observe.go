@@ -1,4 +1,4 @@
-package webhook
+package app
 
 import (
 	"github.com/go-logr/logr"
@@ -6,13 +6,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/observe"
 )
 
 // addObserver runs the observer on the leader: it decides observed changes
 // with the admission handler's Decide (the same CA resolver and policy
 // code) and records them through the same recorders, marked observed.
-func addObserver(mgr ctrl.Manager, store ConfigSource, handler *Handler, recorder Recorder, log logr.Logger) error {
+func addObserver(mgr ctrl.Manager, store webhook.ConfigSource, handler *webhook.Handler, recorder webhook.Recorder, log logr.Logger) error {
 	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
