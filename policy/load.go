@@ -94,12 +94,8 @@ func applyDefaults(spec *GuardConfig) {
 		spec.Flapping.Window = metav1.Duration{Duration: DefaultFlappingWindow}
 	}
 	for i := range spec.Owners {
-		ca := &spec.Owners[i].CA
-		if ca.Secret != nil && ca.Secret.Key == "" {
-			ca.Secret.Key = DefaultCAKey
-		}
-		if ca.ConfigMap != nil && ca.ConfigMap.Key == "" {
-			ca.ConfigMap.Key = DefaultCAKey
+		for _, k := range spec.Owners[i].CA.setKinds() {
+			k.setDefaults()
 		}
 	}
 }

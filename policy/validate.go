@@ -156,66 +156,27 @@ func validateServiceAccount(p *field.Path, sa string) field.ErrorList {
 	return errs
 }
 
-// caSourceFields lists the CA source fields in the order messages name them.
-var caSourceFields = []string{"secret", "configMap", "certificate", "issuer", "injectedByCertManager", "pem"}
-
+// validateCASource checks that exactly one kind is set, then that kind's
+// own fields. The kinds (policy/casource_kinds.go) word both messages, so a
+// new kind is named in them without touching this function.
 func validateCASource(p *field.Path, ca *CASource) field.ErrorList {
-	set := sets.New[string]()
-	if ca.Secret != nil {
-		set.Insert("secret")
-	}
-	if ca.ConfigMap != nil {
-		set.Insert("configMap")
-	}
-	if ca.Certificate != nil {
-		set.Insert("certificate")
-	}
-	if ca.Issuer != nil {
-		set.Insert("issuer")
-	}
-	if ca.InjectedByCertManager != nil {
-		set.Insert("injectedByCertManager")
-	}
-	if ca.PEM != "" {
-		set.Insert("pem")
-	}
-	switch set.Len() {
+	set := ca.setKinds()
+	switch len(set) {
 	case 0:
-		return field.ErrorList{field.Required(p, "exactly one CA source: one of "+strings.Join(caSourceFields, ", "))}
+		fields := make([]string, len(caSourceKinds))
+		for i, k := range caSourceKinds {
+			fields[i] = k.Field()
+		}
+		return field.ErrorList{field.Required(p, "exactly one CA source: one of "+strings.Join(fields, ", "))}
 	case 1:
 	default:
-		return field.ErrorList{field.Invalid(p, strings.Join(sets.List(set), ", "), "exactly one CA source may be set; the owner's CA must come from a single place")}
-	}
-	var errs field.ErrorList
-	if ca.Secret != nil {
-		errs = append(errs, validateKeyRef(p.Child("secret"), ca.Secret)...)
-	}
-	if ca.ConfigMap != nil {
-		errs = append(errs, validateKeyRef(p.Child("configMap"), ca.ConfigMap)...)
-	}
-	if ca.Certificate != nil {
-		errs = append(errs, validateObjectRef(p.Child("certificate"), ca.Certificate.Namespace, ca.Certificate.Name)...)
-	}
-	if ca.Issuer != nil {
-		ip := p.Child("issuer")
-		switch ca.Issuer.Kind {
-		case "Issuer":
-			errs = append(errs, validateObjectRef(ip, ca.Issuer.Namespace, ca.Issuer.Name)...)
-		case "ClusterIssuer":
-			if ca.Issuer.Namespace != "" {
-				errs = append(errs, field.Forbidden(ip.Child("namespace"), "a ClusterIssuer is cluster-scoped; its CA Secret is read from certManager.clusterResourceNamespace"))
-			}
-			errs = append(errs, validateObjectRef(ip, "-", ca.Issuer.Name)...)
-		default:
-			errs = append(errs, field.NotSupported(ip.Child("kind"), ca.Issuer.Kind, []string{"Issuer", "ClusterIssuer"}))
+		names := sets.New[string]()
+		for _, k := range set {
+			names.Insert(k.Field())
 		}
+		return field.ErrorList{field.Invalid(p, strings.Join(sets.List(names), ", "), "exactly one CA source may be set; the owner's CA must come from a single place")}
 	}
-	if ca.PEM != "" {
-		if _, err := NewCASet("pem", []byte(ca.PEM)); err != nil {
-			errs = append(errs, field.Invalid(p.Child("pem"), "<pem>", err.Error()))
-		}
-	}
-	return errs
+	return set[0].validate(p.Child(set[0].Field()))
 }
 
 func validateKeyRef(p *field.Path, r *KeyRef) field.ErrorList {
