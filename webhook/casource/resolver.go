@@ -327,30 +327,43 @@ type source struct {
 }
 
 func sourceOf(req Request) (source, error) {
-	ca := req.Owner.CA
-	switch {
-	case ca.Secret != nil:
-		s := ca.Secret
+	return sourceOfKind(req.Owner.CA.Kind(), req)
+}
+
+// errUnknownKind is sourceOfKind's answer to a policy.CASourceKind it has no
+// case for. Test_sourceOfKind_everyKind fails on it for every kind of
+// policy.CASourceKinds, so a new kind cannot be forgotten here.
+var errUnknownKind = errors.New("webhook-guard cannot read this kind of CA source")
+
+// sourceOfKind dispatches on the mapping's CA source kind. Reading needs I/O,
+// so it lives here and not on the policy types.
+func sourceOfKind(kind policy.CASourceKind, req Request) (source, error) {
+	switch k := kind.(type) {
+	case nil:
+		return source{}, errors.New("the mapping has no CA source")
+	case policy.SecretCA:
+		s := k.Ref
 		return source{key: secretDesc(s.Namespace, s.Name, s.Key), read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
 			return readSecretKeys(ctx, rd, s.Namespace, s.Name, s.Key)
 		}}, nil
-	case ca.ConfigMap != nil:
-		c := ca.ConfigMap
+	case policy.ConfigMapCA:
+		c := k.Ref
 		desc := fmt.Sprintf("ConfigMap %s/%s (key %s)", c.Namespace, c.Name, c.Key)
 		return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
 			return readConfigMap(ctx, rd, c.Namespace, c.Name, c.Key, desc)
 		}}, nil
-	case ca.Certificate != nil:
-		return certificateSource(ca.Certificate.Namespace, ca.Certificate.Name, ""), nil
-	case ca.Issuer != nil:
-		return issuerSource(ca.Issuer, req.ClusterResourceNamespace), nil
-	case ca.InjectedByCertManager != nil:
+	case policy.CertificateCA:
+		return certificateSource(k.Ref.Namespace, k.Ref.Name, ""), nil
+	case policy.IssuerCA:
+		return issuerSource(k.Ref, req.ClusterResourceNamespace), nil
+	case policy.InjectedCA:
 		return injectedSource(req.Annotations)
-	case ca.PEM != "":
-		set, err := policy.NewCASet("inline pem of owners["+req.Owner.Name+"]", []byte(ca.PEM))
+	case policy.InlinePEMCA:
+		set, err := policy.NewCASet("inline pem of owners["+req.Owner.Name+"]", []byte(k.PEM))
 		return source{key: set.Source, read: func(context.Context, client.Reader) (policy.CASet, error) { return set, err }}, nil
+	default:
+		return source{}, fmt.Errorf("%w: %s", errUnknownKind, kind.Field())
 	}
-	return source{}, errors.New("the mapping has no CA source")
 }
 
 func certificateSource(ns, name, via string) source {
