@@ -1,0 +1,99 @@
+package charts
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// Test_caSourceKindsInSchema: every kind of policy.CASourceKinds is a
+// property of the values schema's caSource definition and is named in its
+// description, so a new kind cannot be rejected by `helm install`.
+func Test_caSourceKindsInSchema(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Definitions struct {
+			CASource struct {
+				Properties  map[string]any `json:"properties"`
+				Description string         `json:"description"`
+			} `json:"caSource"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	def := schema.Definitions.CASource
+	for _, k := range policy.CASourceKinds() {
+		if _, ok := def.Properties[k.Field()]; !ok {
+			t.Errorf("values.schema.json definitions.caSource has no property %q for the CA source kind %T", k.Field(), k)
+		}
+		if !strings.Contains(def.Description, k.Field()) {
+			t.Errorf("values.schema.json definitions.caSource's description %q does not name %q", def.Description, k.Field())
+		}
+	}
+}
+
+// Test_caSourceKindsRenderRBAC installs one mapping per kind of
+// policy.CASourceKinds, each with the kind's Example: the values pass the
+// schema, and the Roles grant get, list and watch on exactly the Secrets and
+// ConfigMaps the kinds name (Reads), no more and no fewer. A new kind whose
+// reads the caReads helper (_helpers.tpl) does not collect fails here.
+func Test_caSourceKindsRenderRBAC(t *testing.T) {
+	var owners []policy.Owner
+	want := map[string][]string{} // "namespace resource" -> names
+	for _, k := range policy.CASourceKinds() {
+		name := "example-" + strings.ToLower(k.Field())
+		owners = append(owners, policy.Owner{
+			Name:    name,
+			Match:   policy.Match{Validating: []string{name}},
+			Writers: policy.Subjects{ServiceAccounts: []string{"example-system/example-controller"}},
+			CA:      k.Example(),
+		})
+		ex := k.Example()
+		for _, r := range ex.Kind().Reads() {
+			key := r.Namespace + " " + r.Resource
+			want[key] = append(want[key], r.Name)
+		}
+	}
+	raw, err := yaml.Marshal(map[string]any{"config": map[string]any{"owners": owners}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, o := range renderObjects(t, writeValues(t, string(raw)), "--show-only", "templates/rbac.yaml") {
+		if o.Kind != "Role" || strings.HasSuffix(o.Metadata.Name, "-leader-election") {
+			continue
+		}
+		for i, r := range o.Rules {
+			for _, res := range r.Resources {
+				if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+					t.Errorf("Role %s/%s rules[%d] grants %v on %s; want get, list, watch", o.Metadata.Namespace, o.Metadata.Name, i, r.Verbs, res)
+				}
+				key := o.Metadata.Namespace + " " + res
+				got[key] = append(got[key], r.ResourceNames...)
+			}
+		}
+	}
+	for _, key := range sortedKeys(want) {
+		slices.Sort(want[key])
+		slices.Sort(got[key])
+		if !slices.Equal(got[key], want[key]) {
+			t.Errorf("%s: the Roles grant %v; the CA sources name %v", key, got[key], want[key])
+		}
+	}
+	for _, key := range sortedKeys(got) {
+		if _, ok := want[key]; !ok {
+			t.Errorf("%s: the Roles grant %v, which no CA source names", key, got[key])
+		}
+	}
+}
