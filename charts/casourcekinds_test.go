@@ -49,28 +49,16 @@ func Test_caSourceKindsInSchema(t *testing.T) {
 // ConfigMaps the kinds name (Reads), no more and no fewer. A new kind whose
 // reads the caReads helper (_helpers.tpl) does not collect fails here.
 func Test_caSourceKindsRenderRBAC(t *testing.T) {
-	var owners []policy.Owner
 	want := map[string][]string{} // "namespace resource" -> names
 	for _, k := range policy.CASourceKinds() {
-		name := "example-" + strings.ToLower(k.Field())
-		owners = append(owners, policy.Owner{
-			Name:    name,
-			Match:   policy.Match{Validating: []string{name}},
-			Writers: policy.Subjects{ServiceAccounts: []string{"example-system/example-controller"}},
-			CA:      k.Example(),
-		})
 		ex := k.Example()
 		for _, r := range ex.Kind().Reads() {
 			key := r.Namespace + " " + r.Resource
 			want[key] = append(want[key], r.Name)
 		}
 	}
-	raw, err := yaml.Marshal(map[string]any{"config": map[string]any{"owners": owners}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string][]string{}
-	for _, o := range renderObjects(t, writeValues(t, string(raw)), "--show-only", "templates/rbac.yaml") {
+	for _, o := range renderObjects(t, mappingPerKind(t), "--show-only", "templates/rbac.yaml") {
 		if o.Kind != "Role" || strings.HasSuffix(o.Metadata.Name, "-leader-election") {
 			continue
 		}
@@ -96,4 +84,46 @@ func Test_caSourceKindsRenderRBAC(t *testing.T) {
 			t.Errorf("%s: the Roles grant %v, which no CA source names", key, got[key])
 		}
 	}
+}
+
+// Test_caSourceKindsInNotes: NOTES.txt reminds the user to list in
+// extraSecretReads the Secrets of exactly the mappings whose kind finds its
+// Secret at run time, and its reminder names each such kind.
+func Test_caSourceKindsInNotes(t *testing.T) {
+	notes := renderNotes(t, mappingPerKind(t))
+	lines := strings.Split(notes, "\n")
+	for _, k := range policy.CASourceKinds() {
+		listed := slices.Contains(lines, "  - "+exampleMappingName(k))
+		if listed != k.SecretAtRunTime() {
+			t.Errorf("%s: NOTES.txt lists the mapping among those whose Secret the chart cannot name: %v; SecretAtRunTime: %v (webhook-guard.indirectSources in _helpers.tpl)", k.Field(), listed, k.SecretAtRunTime())
+		}
+		if k.SecretAtRunTime() && !strings.Contains(notes, k.Field()) {
+			t.Errorf("NOTES.txt's extraSecretReads reminder does not name the source kind %s", k.Field())
+		}
+	}
+}
+
+// mappingPerKind writes values with one mapping per kind of
+// policy.CASourceKinds, each with the kind's Example as its CA source.
+func mappingPerKind(t *testing.T) string {
+	t.Helper()
+	var owners []policy.Owner
+	for _, k := range policy.CASourceKinds() {
+		name := exampleMappingName(k)
+		owners = append(owners, policy.Owner{
+			Name:    name,
+			Match:   policy.Match{Validating: []string{name}},
+			Writers: policy.Subjects{ServiceAccounts: []string{"example-system/example-controller"}},
+			CA:      k.Example(),
+		})
+	}
+	raw, err := yaml.Marshal(map[string]any{"config": map[string]any{"owners": owners}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeValues(t, string(raw))
+}
+
+func exampleMappingName(k policy.CASourceKind) string {
+	return "example-" + strings.ToLower(k.Field())
 }

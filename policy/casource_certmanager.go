@@ -18,9 +18,10 @@ type IssuerCA struct{ Ref *IssuerRef }
 // own cert-manager annotation names.
 type InjectedCA struct{}
 
-func (CertificateCA) Field() string       { return "certificate" }
-func (CertificateCA) Reads() []ObjectRead { return nil }
-func (CertificateCA) setDefaults()        {}
+func (CertificateCA) Field() string         { return "certificate" }
+func (CertificateCA) SecretAtRunTime() bool { return true }
+func (CertificateCA) Reads() []ObjectRead   { return nil }
+func (CertificateCA) setDefaults()          {}
 func (CertificateCA) Example() CASource {
 	return CASource{Certificate: &ObjectRef{Namespace: "example-system", Name: "example-serving-cert"}}
 }
@@ -33,9 +34,10 @@ func (k CertificateCA) validate(p *field.Path) field.ErrorList {
 	return validateObjectRef(p, k.Ref.Namespace, k.Ref.Name)
 }
 
-func (IssuerCA) Field() string       { return "issuer" }
-func (IssuerCA) Reads() []ObjectRead { return nil }
-func (IssuerCA) setDefaults()        {}
+func (IssuerCA) Field() string         { return "issuer" }
+func (IssuerCA) SecretAtRunTime() bool { return true }
+func (IssuerCA) Reads() []ObjectRead   { return nil }
+func (IssuerCA) setDefaults()          {}
 func (IssuerCA) Example() CASource {
 	return CASource{Issuer: &IssuerRef{Kind: "Issuer", Namespace: "example-system", Name: "example-ca-issuer"}}
 }
@@ -58,6 +60,7 @@ func (k IssuerCA) validate(p *field.Path) field.ErrorList {
 }
 
 func (InjectedCA) Field() string                        { return "injectedByCertManager" }
+func (InjectedCA) SecretAtRunTime() bool                { return true }
 func (InjectedCA) Reads() []ObjectRead                  { return nil }
 func (InjectedCA) setDefaults()                         {}
 func (InjectedCA) validate(*field.Path) field.ErrorList { return nil }

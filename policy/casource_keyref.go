@@ -11,6 +11,7 @@ type ConfigMapCA struct{ Ref *KeyRef }
 
 func (SecretCA) Field() string { return "secret" }
 
+func (SecretCA) SecretAtRunTime() bool { return false }
 func (k SecretCA) Reads() []ObjectRead {
 	return []ObjectRead{{Resource: "secrets", Namespace: k.Ref.Namespace, Name: k.Ref.Name}}
 }
@@ -27,6 +28,7 @@ func (k SecretCA) setDefaults() { defaultKey(k.Ref) }
 
 func (ConfigMapCA) Field() string { return "configMap" }
 
+func (ConfigMapCA) SecretAtRunTime() bool { return false }
 func (k ConfigMapCA) Reads() []ObjectRead {
 	return []ObjectRead{{Resource: "configmaps", Namespace: k.Ref.Namespace, Name: k.Ref.Name}}
 }

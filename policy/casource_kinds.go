@@ -22,6 +22,11 @@ type CASourceKind interface {
 	// that find their Secret only at run time (through a cert-manager
 	// object or annotation) name none: the chart cannot know it.
 	Reads() []ObjectRead
+	// SecretAtRunTime is true when the CA is in a Secret found only at run
+	// time (through a cert-manager object or the configuration's
+	// annotation). The chart cannot grant it by name, so its NOTES remind
+	// the user to list it in extraSecretReads.
+	SecretAtRunTime() bool
 	// Example is a valid source of this kind. Completeness tests in other
 	// packages (the resolver, the chart) build one source per kind from it,
 	// so a new kind cannot be left out of them.

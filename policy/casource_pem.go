@@ -6,9 +6,10 @@ import "k8s.io/apimachinery/pkg/util/validation/field"
 // configuration. The guard reads nothing for it.
 type InlinePEMCA struct{ PEM string }
 
-func (InlinePEMCA) Field() string       { return "pem" }
-func (InlinePEMCA) Reads() []ObjectRead { return nil }
-func (InlinePEMCA) setDefaults()        {}
+func (InlinePEMCA) Field() string         { return "pem" }
+func (InlinePEMCA) SecretAtRunTime() bool { return false }
+func (InlinePEMCA) Reads() []ObjectRead   { return nil }
+func (InlinePEMCA) setDefaults()          {}
 
 // Example's certificate is a fixed self-signed CA (CN example-ca, valid
 // until 2126), so that the example validates without generating one.
