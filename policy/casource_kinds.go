@@ -12,7 +12,8 @@ import (
 // whose test walks CASourceKinds so that a forgotten case fails.
 //
 // A kind is bound to a CASource's field (CASource.Kind) or, as listed by
-// CASourceKinds, unbound: then only Field, Example and of may be called.
+// CASourceKinds, unbound: then Reads and validate may not be called (they
+// read the field).
 type CASourceKind interface {
 	// Field is the kind's key under an owner's ca in the GuardConfig (and
 	// the chart's values schema), and the name messages and metrics use.
