@@ -122,6 +122,28 @@ func waitPolicyActive(t testing.TB, f *fixture) {
 		}
 		return len(framework.Containing(f.intruder.Warnings.Take(), "would deny")) > 0
 	})
+	// The guard may have written the policies before the CA Secret existed
+	// (the fixture creates it after the guard starts) and rewritten them
+	// since: wait until kube-apiserver's policy informer holds the version
+	// with the owner's CA, i.e. a foreign CA is a ca-mismatch there, not a
+	// ca-unavailable.
+	foreign := framework.NewCA(t, "probe").PEM
+	setForeign := func(_ *metav1.ObjectMeta, bundles [][]byte) {
+		for i := range bundles {
+			bundles[i] = foreign
+		}
+	}
+	framework.Eventually(t, 20*time.Second, "kube-apiserver checks caBundles against the owner's CA in both policies", func() bool {
+		_, err := f.owner.Mutate(ctx, framework.Validating, enforcedName, dryRun, setForeign)
+		if err == nil || !strings.Contains(err.Error(), "ca-mismatch") {
+			return false
+		}
+		f.owner.Warnings.Take()
+		if _, err := f.owner.Mutate(ctx, framework.Validating, auditedName, dryRun, setForeign); err != nil {
+			return false
+		}
+		return len(framework.Containing(f.owner.Warnings.Take(), "ca-mismatch")) > 0
+	})
 }
 
 // requirePolicyDenied asserts a 403 from a generated ValidatingAdmissionPolicy
