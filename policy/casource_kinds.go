@@ -64,8 +64,12 @@ func CASourceKinds() []CASourceKind {
 // source sets exactly one; an invalid one that sets several returns the
 // first in CASourceKinds order.
 func (s *CASource) Kind() CASourceKind {
-	if set := s.setKinds(); len(set) > 0 {
-		return set[0]
+	// The resolver asks on every CA read: stop at the first kind set rather
+	// than collect them all, as validation (setKinds) must.
+	for _, k := range caSourceKinds {
+		if b, ok := k.of(s); ok {
+			return b
+		}
 	}
 	return nil
 }

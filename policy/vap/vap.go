@@ -122,6 +122,15 @@ type Objects struct {
 // PolicyName is the policy and binding name of a mapping.
 func PolicyName(mapping string) string { return NamePrefix + mapping }
 
+// selectedSuffix names the second policy of a mapping with both names and
+// a selector.
+const selectedSuffix = "-selected"
+
+// PolicyNames are every policy (and binding) name a mapping may generate.
+func PolicyNames(mapping string) []string {
+	return []string{PolicyName(mapping), PolicyName(mapping) + selectedSuffix}
+}
+
 // Generate builds the objects for every mapping.
 func Generate(in Input) (*Objects, error) {
 	if in.Config == nil {
@@ -131,7 +140,7 @@ func Generate(in Input) (*Objects, error) {
 	out := &Objects{}
 	for i := range spec.Owners {
 		o := &spec.Owners[i]
-		for _, name := range []string{PolicyName(o.Name), PolicyName(o.Name) + "-selected"} {
+		for _, name := range PolicyNames(o.Name) {
 			if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 				return nil, fmt.Errorf("owners[%s]: generated name %q: %s", o.Name, name, strings.Join(msgs, "; "))
 			}
@@ -152,7 +161,7 @@ func Generate(in Input) (*Objects, error) {
 				// A mapping with names and a selector: names go in
 				// matchConditions, the selector in objectSelector; two
 				// policies express "either".
-				name += "-selected"
+				name += selectedSuffix
 			}
 			p, b := m.build(name, o.Match.LabelSelector)
 			out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)

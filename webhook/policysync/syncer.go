@@ -152,7 +152,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	// source answers.
 	keep := map[string]bool{}
 	for mapping, terr := range res.Transient {
-		for _, name := range []string{vap.PolicyName(mapping), vap.PolicyName(mapping) + "-selected"} {
+		for _, name := range vap.PolicyNames(mapping) {
 			if _, ok := livePolicies[name]; ok {
 				keep[name] = true
 			}
