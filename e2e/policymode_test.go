@@ -45,11 +45,13 @@ import (
 	"testing"
 	"time"
 
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	admv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -57,7 +59,9 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
+	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // policyOptions start kube-apiserver without the static manifest and the
@@ -486,8 +490,9 @@ func requireSameVersions(t testing.TB, before, after map[string]string, when str
 // subject's DELETE of a generated binding and the guard denies it, while the
 // guard's own writes (matchConditions skip them) go through.
 func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
-	opts := policyOptions()
+	opts := policyOptions("--records-flush-interval", flushInterval.String())
 	opts.NoStaticManifest = false
+	opts.ReportCRDs = true
 	opts.RenderArgs = []string{"--guard-service-account", framework.GuardNamespace + "/" + framework.GuardServiceAccount}
 	f := newFixture(t, opts)
 	ctx := t.Context()
@@ -525,8 +530,23 @@ func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
 	if n := f.env.Guard.Metric(t, "webhook_guard_decisions_total", map[string]string{"rule": "policy-object", "decision": "deny"}); n != denies+1 {
 		t.Errorf("webhook_guard_decisions_total{rule=policy-object,decision=deny} went from %g to %g; want +1 (kube-apiserver must call the guard)", denies, n)
 	}
-	if _, err := bindings.Get(ctx, name, metav1.GetOptions{}); err != nil {
+	live, err := bindings.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		t.Fatalf("the binding is gone after a denied DELETE: %v", err)
+	}
+	// Recorded like every denial: a ClusterReport owned by the binding
+	// names the intruder.
+	reports := reportClient(t, f)
+	var rep reportsv1alpha1.ClusterReport
+	framework.Eventually(t, 10*flushInterval, "the denial is recorded in the binding's ClusterReport", func() bool {
+		return reports.Get(ctx, types.NamespacedName{Name: records.ReportName(policy.KindAdmissionPolicyBinding, name)}, &rep) == nil
+	})
+	if len(rep.OwnerReferences) != 1 || rep.OwnerReferences[0].UID != live.UID {
+		t.Errorf("the report's owner references %+v; want the binding (uid %s)", rep.OwnerReferences, live.UID)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Rule != string(policy.RuleAdmissionPolicyObject) || rep.Results[0].Result != "fail" ||
+		rep.Results[0].Properties[records.PropSubject] != intruderUser.Name {
+		t.Errorf("the report's results %+v; want one policy-object fail by %s", rep.Results, intruderUser.Name)
 	}
 	// Weakening the policy (Deny -> Warn) is denied too.
 	b, err := bindings.Get(ctx, name, metav1.GetOptions{})

@@ -12,6 +12,12 @@ const (
 	KindAdmissionPolicyBinding ConfigKind = "ValidatingAdmissionPolicyBinding"
 )
 
+// IsAdmissionPolicyObject reports whether k is one of policy mode's
+// generated kinds rather than a webhook configuration.
+func (k ConfigKind) IsAdmissionPolicyObject() bool {
+	return k == KindAdmissionPolicy || k == KindAdmissionPolicyBinding
+}
+
 // RuleAdmissionPolicyObject: someone other than the guard and break-glass
 // wrote one of the admission policies or bindings policy mode generates.
 const RuleAdmissionPolicyObject Rule = "policy-object"
@@ -59,6 +65,7 @@ func (c *Config) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) Dec
 		return d
 	case c.IsBreakGlass(in.User):
 		d.Outcome = OutcomeBreakGlass
+		d.Record = !in.DryRun
 		return d
 	}
 	writer := in.Writer
@@ -66,6 +73,8 @@ func (c *Config) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) Dec
 		writer = "the guard's service account"
 	}
 	d.Outcome = OutcomeDeny
+	// Recorded like every denial: the report of the object says who tried.
+	d.Record = !in.DryRun
 	d.Violations = []Violation{{
 		Rule:   RuleAdmissionPolicyObject,
 		Detail: fmt.Sprintf("only %s may change the objects policy mode generates (label %s)", writer, generatedLabel),

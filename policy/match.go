@@ -2,6 +2,7 @@ package policy
 
 import (
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -13,6 +14,23 @@ const (
 	KindValidating ConfigKind = "ValidatingWebhookConfiguration"
 	KindMutating   ConfigKind = "MutatingWebhookConfiguration"
 )
+
+// ShortName abbreviates the kind in report names and tables: vwc and mwc
+// as kubectl's short names do, vap and vapb for policy mode's generated
+// objects (which kubectl does not abbreviate).
+func (k ConfigKind) ShortName() string {
+	switch k {
+	case KindValidating:
+		return "vwc"
+	case KindMutating:
+		return "mwc"
+	case KindAdmissionPolicy:
+		return "vap"
+	case KindAdmissionPolicyBinding:
+		return "vapb"
+	}
+	return strings.ToLower(string(k))
+}
 
 // MatchResult is the mapping that owns a configuration.
 type MatchResult struct {

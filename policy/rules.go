@@ -18,6 +18,9 @@ type RuleInfo struct {
 	// where each violation words its own (not-owner names the subject,
 	// ca-mismatch says what was wrong with the bundle).
 	Hint string
+	// Category groups the rule's results in ClusterReports (Policy
+	// Reporter filters and charts by it).
+	Category string
 	// EventReason is the reason of the Kubernetes Events recorded for this
 	// rule; "" where the outcome names it (Denied, WouldDeny, BreakGlass).
 	EventReason string
@@ -33,34 +36,40 @@ var ruleTable = map[Rule]RuleInfo{
 	RuleNotOwner: {
 		Priority: 1,
 		Summary:  "the subject is neither a writer of the owning mapping nor break-glass",
+		Category: "Ownership",
 		Suggest:  suggestNotOwner,
 	},
 	RuleAmbiguousOwner: {
 		Priority: 2,
 		Summary:  "the label selectors of several mappings match the configuration",
+		Category: "Configuration",
 		Hint:     "narrow the labelSelector of all but one of these mappings",
 		Suggest:  suggestAmbiguousOwner,
 	},
 	RuleCAUnavailable: {
 		Priority: 3,
 		Summary:  "a caBundle was written but the owner's CA source could not be read",
+		Category: "CA bundle",
 		Hint:     "fix the CA source named above; updates that leave caBundle alone are not affected",
 		Suggest:  suggestCAUnavailable,
 	},
 	RuleCAMismatch: {
 		Priority: 4,
 		Summary:  "a written caBundle is invalid, emptied, or not the owner's CA",
+		Category: "CA bundle",
 		Suggest:  suggestCAMismatch,
 	},
 	RuleAdmissionPolicyObject: {
 		Priority: 5,
 		Summary:  "someone other than the guard and break-glass wrote an object policy mode generates",
+		Category: "Policy objects",
 		Hint:     "change the owner mappings in the GuardConfig instead, the guard regenerates them",
 		Suggest:  suggestAdmissionPolicyObject,
 	},
 	RuleUnmanaged: {
 		Priority:    6,
 		Summary:     "no owner mapping covers the configuration",
+		Category:    "Unmanaged",
 		Hint:        "add it to the match of the mapping of the controller that owns it",
 		EventReason: "UnmanagedWrite",
 		Suggest:     suggestUnmanaged,
@@ -68,11 +77,13 @@ var ruleTable = map[Rule]RuleInfo{
 	RuleBreakGlass: {
 		Priority: 7,
 		Summary:  "a break-glass subject wrote a guarded configuration",
+		Category: "Break-glass",
 		Suggest:  suggestBreakGlass,
 	},
 	RuleNone: {
 		Priority: 8,
 		Summary:  "no rule was broken",
+		Category: "Other",
 	},
 }
 

@@ -70,6 +70,7 @@ func Test_ruleTable(t *testing.T) {
 		}
 		priorities[info.Priority] = rule
 		assert.NotEmpty(t, info.Summary, "%s has no summary", constant)
+		assert.NotEmpty(t, info.Category, "%s has no report category", constant)
 		// review lists every recorded finding with its suggestion; only
 		// RuleNone, which nothing breaks, is never one.
 		if rule == RuleNone {

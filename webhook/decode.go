@@ -144,8 +144,7 @@ const fieldObject, fieldOldObject = "request.object", "request.oldObject"
 // policy mode's generated kinds (a ValidatingAdmissionPolicy or binding).
 func (r *reviewRequest) isAdmissionPolicyObject() bool {
 	k := r.Kind
-	return k.Group == guardedGroup && k.Version == guardedVersion &&
-		(policy.ConfigKind(k.Kind) == policy.KindAdmissionPolicy || policy.ConfigKind(k.Kind) == policy.KindAdmissionPolicyBinding)
+	return k.Group == guardedGroup && k.Version == guardedVersion && policy.ConfigKind(k.Kind).IsAdmissionPolicyObject()
 }
 
 // admissionPolicyObjectInput builds the decision's input for a write of a

@@ -371,12 +371,12 @@ func orNone(s, alt string) string {
 	return alt
 }
 
+// regarding is the object an Event is about: only its kind and name are
+// known (and needed) here.
 func regarding(rk reportKey) runtime.Object {
-	om := metav1.ObjectMeta{Name: rk.name}
-	if rk.kind == policy.KindMutating {
-		return &admv1.MutatingWebhookConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(rk.kind)}, ObjectMeta: om}
-	}
-	return &admv1.ValidatingWebhookConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(rk.kind)}, ObjectMeta: om}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: rk.name}}
+	obj.SetGroupVersionKind(admv1.SchemeGroupVersion.WithKind(string(rk.kind)))
+	return obj
 }
 
 // Metrics count what the recorder writes, so the guard's own write load on

@@ -247,7 +247,56 @@ func Test_Recorder(t *testing.T) {
 	})
 }
 
+// Test_Recorder_policyObjects: a denied write to one of policy mode's
+// generated objects is recorded like any denial, in a report owned by that
+// object, under the policy-objects category, with an Event about it.
+func Test_Recorder_policyObjects(t *testing.T) {
+	const name = "webhook-guard-koordinator"
+	binding := &admv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name, UID: cfgUID}}
+	c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(binding).Build()
+	ev := events.NewFakeRecorder(10)
+	r := newRecorder(c, func() time.Time { return t0 }, ev)
+	cfg, err := policy.Load([]byte("apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.DecideAdmissionPolicyObject(&policy.AdmissionPolicyObjectInput{
+		Operation: policy.OperationDelete, Kind: policy.KindAdmissionPolicyBinding, Name: name,
+		User: policy.User{Username: "intruder"}, Generated: true, Writer: "system:serviceaccount:webhook-guard:webhook-guard",
+	})
+	r.RecordDecision(t.Context(), &d)
+	r.Flush(t.Context())
+
+	var rep reportsv1alpha1.ClusterReport
+	if err := c.Get(t.Context(), types.NamespacedName{Name: "webhook-guard.vapb." + name}, &rep); err != nil {
+		t.Fatalf("get the binding's report: %v", err)
+	}
+	if len(rep.OwnerReferences) != 1 || rep.OwnerReferences[0].Kind != string(policy.KindAdmissionPolicyBinding) || rep.OwnerReferences[0].UID != cfgUID {
+		t.Errorf("owner references = %+v; want the binding", rep.OwnerReferences)
+	}
+	if rep.Labels[LabelKind] != "validatingadmissionpolicybinding" {
+		t.Errorf("kind label = %q", rep.Labels[LabelKind])
+	}
+	if len(rep.Results) != 1 {
+		t.Fatalf("results = %+v; want one", rep.Results)
+	}
+	res := rep.Results[0]
+	if res.Policy != PolicyGeneratedObjects || res.Rule != string(policy.RuleAdmissionPolicyObject) || res.Result != "fail" ||
+		res.Category != "Policy objects" || res.Properties[PropSubject] != "intruder" {
+		t.Errorf("result = %+v", res)
+	}
+	if len(ev.Events) != 1 {
+		t.Fatalf("%d events; want 1 (Denied)", len(ev.Events))
+	}
+	if e := <-ev.Events; !strings.Contains(e, "Denied") || !strings.Contains(e, "policy-object by intruder x1") {
+		t.Errorf("event = %q", e)
+	}
+}
+
 func Test_ReportName(t *testing.T) {
+	if got := ReportName(policy.KindAdmissionPolicy, "x"); got != "webhook-guard.vap.x" {
+		t.Errorf("ReportName(vap) = %q", got)
+	}
 	if got := ReportName(policy.KindMutating, "x"); got != "webhook-guard.mwc.x" {
 		t.Errorf("got %q", got)
 	}

@@ -35,7 +35,10 @@ const Source = "webhook-guard"
 // Labels and annotations on the ClusterReports.
 const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// LabelKind is validating or mutating.
+	// LabelKind is the guarded object's kind, lower case, without
+	// "WebhookConfiguration": validating, mutating, or (records of writes
+	// to policy mode's generated objects) validatingadmissionpolicy and
+	// validatingadmissionpolicybinding.
 	LabelKind = "webhook-guard.io/configuration-kind"
 	// AnnotationDroppedResults counts results dropped (oldest first) to keep
 	// the report under its bound.
@@ -90,8 +93,14 @@ const RuleFlapping = "flapping"
 // DecisionFlapping is the decision property of flapping results.
 const DecisionFlapping = "flapping"
 
-// PolicyUnmanaged is the policy of results about configurations no mapping covers.
-const PolicyUnmanaged = "(unmanaged)"
+// The policy of results that no mapping produced.
+const (
+	// PolicyUnmanaged: results about configurations no mapping covers.
+	PolicyUnmanaged = "(unmanaged)"
+	// PolicyGeneratedObjects: results about writes to the admission
+	// policies and bindings policy mode generates.
+	PolicyGeneratedObjects = "(policy-objects)"
+)
 
 // DefaultMaxResults bounds the results of one report.
 const DefaultMaxResults = 100
@@ -99,22 +108,22 @@ const DefaultMaxResults = 100
 // maxMessageLen bounds a result's message.
 const maxMessageLen = 1024
 
-// ReportName is the ClusterReport name for a configuration:
-// webhook-guard.<vwc|mwc>.<name>, hashed when that is too long for a name.
+// ReportName is the ClusterReport name for a guarded object:
+// webhook-guard.<vwc|mwc|vap|vapb>.<name>, hashed when that is too long for
+// a name.
 func ReportName(kind policy.ConfigKind, name string) string {
-	short := "vwc"
-	if kind == policy.KindMutating {
-		short = "mwc"
-	}
-	return boundedName(Source+"."+short+"."+name, name)
+	return boundedName(Source+"."+kind.ShortName()+"."+name, name)
 }
 
 // AbsentReportName is the ClusterReport of a mapping's configurations that
 // do not exist: webhook-guard.absent.<mapping>, and webhook-guard.absent for
 // those no mapping covers.
 func AbsentReportName(mapping string) string {
-	if mapping == "" || mapping == PolicyUnmanaged {
+	switch mapping {
+	case "", PolicyUnmanaged:
 		return Source + ".absent"
+	case PolicyGeneratedObjects:
+		return Source + ".absent.policy-objects"
 	}
 	return boundedName(Source+".absent."+mapping, mapping)
 }
@@ -236,17 +245,11 @@ func scoredOf(r reportsv1alpha1.Result) bool {
 
 // categoryOf groups rules the way a report UI filters them.
 func categoryOf(rule string) string {
-	switch rule {
-	case string(policy.RuleNotOwner):
-		return "Ownership"
-	case string(policy.RuleCAMismatch), string(policy.RuleCAUnavailable), RuleFlapping:
-		return "CA bundle"
-	case string(policy.RuleBreakGlass):
-		return "Break-glass"
-	case string(policy.RuleUnmanaged):
-		return "Unmanaged"
-	case string(policy.RuleAmbiguousOwner):
-		return "Configuration"
+	if rule == RuleFlapping {
+		return policy.RuleCAMismatch.Info().Category
+	}
+	if c := policy.Rule(rule).Info().Category; c != "" {
+		return c
 	}
 	return "Other"
 }
@@ -264,7 +267,11 @@ func severityOf(decision string) reportsv1alpha1.ResultSeverity {
 // deltasOf turns one recorded decision into one delta per violation.
 func deltasOf(d *policy.Decision, now time.Time) []*delta {
 	pol := d.Mapping
-	if pol == "" {
+	switch {
+	case pol != "":
+	case d.Kind.IsAdmissionPolicyObject():
+		pol = PolicyGeneratedObjects
+	default:
 		pol = PolicyUnmanaged
 	}
 	origin, managers := "", ""

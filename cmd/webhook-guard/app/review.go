@@ -309,10 +309,13 @@ func reviewTable(res ReviewResult, now time.Time) *metav1.Table {
 	return t
 }
 
-// shortConfiguration abbreviates the kind as kubectl's short names do.
+// shortConfiguration abbreviates the kind of "Kind/name" (vwc/name).
 func shortConfiguration(c string) string {
-	c = strings.Replace(c, string(policy.KindValidating)+"/", "vwc/", 1)
-	return strings.Replace(c, string(policy.KindMutating)+"/", "mwc/", 1)
+	kind, name, ok := strings.Cut(c, "/")
+	if !ok {
+		return c
+	}
+	return policy.ConfigKind(kind).ShortName() + "/" + name
 }
 
 // age is an RFC 3339 time as kubectl prints ages (5m, 3h2m, 4d).
