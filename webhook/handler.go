@@ -37,9 +37,10 @@ type HandlerOptions struct {
 	Recorder Recorder
 	// Now is the clock for flapping detection; time.Now by default.
 	Now func() time.Time
-	// PolicyWriter is the guard's own username; only it (and break-glass)
-	// may change policy mode's generated objects (policyobjects.go).
-	PolicyWriter string
+	// AdmissionPolicyWriter is the guard's own username; only it (and
+	// break-glass) may change the ValidatingAdmissionPolicies and bindings
+	// policy mode generates (policyobjects.go).
+	AdmissionPolicyWriter string
 	// Fingerprints memoizes caBundle parsing (a ~1 KB certificate costs
 	// ~12 µs to parse; a hit, a map lookup); a cache of
 	// policy.DefaultFingerprintCacheSize by default.

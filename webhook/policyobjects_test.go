@@ -63,7 +63,7 @@ owners:
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := newHandler(t, HandlerOptions{Config: StaticConfig{Config: cfg}, CA: &fakeResolver{}, PolicyWriter: guard})
+			h := newHandler(t, HandlerOptions{Config: StaticConfig{Config: cfg}, CA: &fakeResolver{}, AdmissionPolicyWriter: guard})
 			resp := answer(t, h, &admissionv1.AdmissionRequest{
 				UID:       "1",
 				Kind:      metav1.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},

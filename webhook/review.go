@@ -146,7 +146,7 @@ func (h *Handler) handle(ctx context.Context, req *reviewRequest) (resp *admissi
 		r admissionv1.AdmissionResponse
 	}
 	if req.isAdmissionPolicyObject() {
-		v.d, v.r = h.decideAdmissionPolicyObject(ctx, req.admissionPolicyObjectInput(h.PolicyWriter))
+		v.d, v.r = h.decideAdmissionPolicyObject(ctx, req.admissionPolicyObjectInput(h.AdmissionPolicyWriter))
 	} else {
 		in, err := req.input()
 		if err != nil {

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -123,20 +124,17 @@ func buildMapping(name string, infs []inference, c Cluster) Mapping {
 	return m
 }
 
-// caKey identifies a CA source for grouping: every injected configuration
-// reads its own annotation, so they all share one key.
+// caKey identifies a CA source for grouping: its JSON, which names the
+// kind and every field of it, so that no kind has to be listed here (and a
+// new one groups correctly). Every injected configuration reads its own
+// annotation, so they all share one key.
 func caKey(s policy.CASource) string {
-	switch {
-	case s.InjectedByCertManager != nil:
-		return "injected"
-	case s.Certificate != nil:
-		return "certificate:" + s.Certificate.Namespace + "/" + s.Certificate.Name
-	case s.Secret != nil:
-		return "secret:" + s.Secret.Namespace + "/" + s.Secret.Name + "/" + s.Secret.Key
-	case s.ConfigMap != nil:
-		return "configMap:" + s.ConfigMap.Namespace + "/" + s.ConfigMap.Name + "/" + s.ConfigMap.Key
+	b, err := json.Marshal(s)
+	if err != nil {
+		// CASource is plain strings and pointers to structs of strings.
+		panic(fmt.Sprintf("marshal a CA source: %v", err))
 	}
-	return ""
+	return string(b)
 }
 
 func infer(cfg Configuration, c Cluster) inference {

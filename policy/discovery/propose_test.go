@@ -199,3 +199,19 @@ func Test_Propose(t *testing.T) {
 		})
 	}
 }
+
+// Test_caKey_everyKind: configurations are grouped by their CA source, so
+// every kind's example must key apart from every other kind's, and an equal
+// source (a second example, with its own pointers) must key like it.
+func Test_caKey_everyKind(t *testing.T) {
+	seen := map[string]string{}
+	for _, k := range policy.CASourceKinds() {
+		ex := k.Example()
+		key := caKey(ex)
+		assert.Equal(t, key, caKey(k.Example()), "%s: an equal source keys differently", k.Field())
+		if other, dup := seen[key]; dup {
+			t.Errorf("%s and %s share the key %q", k.Field(), other, key)
+		}
+		seen[key] = k.Field()
+	}
+}

@@ -11,8 +11,10 @@ import (
 // kube-apiserver's --admission-control-config-file: it points the
 // ValidatingAdmissionWebhook plugin at staticManifestsDir, as kube-apiserver
 // sees that directory. kubeConfigFile stays empty: the static webhook
-// carries its own URL and CA. The directory is written as given, not
-// cleaned, so the file says exactly what the caller asked for.
+// carries its own URL and CA. The directory is written cleaned
+// (filepath.Clean), here rather than in each caller, so that `render
+// admission-config` and `render static-manifest` write the same file for
+// the same directory.
 func AdmissionConfiguration(staticManifestsDir string) ([]byte, error) {
 	if !filepath.IsAbs(staticManifestsDir) {
 		return nil, fmt.Errorf("staticManifestsDir must be absolute (kube-apiserver requires it), got %q", staticManifestsDir)
@@ -29,7 +31,7 @@ func AdmissionConfiguration(staticManifestsDir string) ([]byte, error) {
 				"apiVersion":         "apiserver.config.k8s.io/v1",
 				"kind":               "WebhookAdmissionConfiguration",
 				"kubeConfigFile":     "",
-				"staticManifestsDir": staticManifestsDir,
+				"staticManifestsDir": filepath.Clean(staticManifestsDir),
 			},
 		}},
 	})

@@ -25,8 +25,8 @@ plugins:
   name: ValidatingAdmissionWebhook
 `,
 		},
-		"if the directory is not clean, write it as given": {
-			dir: "/srv/guard/static/",
+		"if the directory is not clean, write it cleaned: both render commands give the same file": {
+			dir: "/srv/guard/./static/",
 			exp: `apiVersion: apiserver.config.k8s.io/v1
 kind: AdmissionConfiguration
 plugins:
@@ -34,7 +34,7 @@ plugins:
     apiVersion: apiserver.config.k8s.io/v1
     kind: WebhookAdmissionConfiguration
     kubeConfigFile: ""
-    staticManifestsDir: /srv/guard/static/
+    staticManifestsDir: /srv/guard/static
   name: ValidatingAdmissionWebhook
 `,
 		},

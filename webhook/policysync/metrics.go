@@ -2,12 +2,14 @@ package policysync
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/webhook-guard/webhook-guard/policy"
 )
 
 // Kinds and verbs of Metrics.Writes.
 const (
-	KindPolicy  = "ValidatingAdmissionPolicy"
-	KindBinding = "ValidatingAdmissionPolicyBinding"
+	kindAdmissionPolicy        = string(policy.KindAdmissionPolicy)
+	kindAdmissionPolicyBinding = string(policy.KindAdmissionPolicyBinding)
 
 	VerbCreate = "create"
 	VerbUpdate = "update"
@@ -41,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 	}
 	reg.MustRegister(m.Writes, m.Syncs)
-	for _, k := range []string{KindPolicy, KindBinding} {
+	for _, k := range []string{kindAdmissionPolicy, kindAdmissionPolicyBinding} {
 		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
 			m.Writes.WithLabelValues(k, v)
 		}

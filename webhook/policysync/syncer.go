@@ -165,28 +165,28 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	// that does not exist yet.
 	for _, d := range objs.Policies {
 		if !keep[d.Name] {
-			errs = append(errs, apply(ctx, s, KindPolicy, d, livePolicies[d.Name], equalPolicy, mergePolicy))
+			errs = append(errs, apply(ctx, s, kindAdmissionPolicy, d, livePolicies[d.Name], equalAdmissionPolicy, mergeAdmissionPolicy))
 		}
 	}
 	for _, d := range objs.Bindings {
-		errs = append(errs, apply(ctx, s, KindBinding, d, liveBindings[d.Name], equalBinding, mergeBinding))
+		errs = append(errs, apply(ctx, s, kindAdmissionPolicyBinding, d, liveBindings[d.Name], equalAdmissionPolicyBinding, mergeAdmissionPolicyBinding))
 	}
 	// Deletions in the reverse order.
 	desired := map[string]bool{}
 	for _, o := range objs.Bindings {
-		desired[KindBinding+"/"+o.Name] = true
+		desired[kindAdmissionPolicyBinding+"/"+o.Name] = true
 	}
 	for _, o := range objs.Policies {
-		desired[KindPolicy+"/"+o.Name] = true
+		desired[kindAdmissionPolicy+"/"+o.Name] = true
 	}
 	for name, o := range liveBindings {
-		if !desired[KindBinding+"/"+name] {
-			errs = append(errs, s.delete(ctx, KindBinding, o))
+		if !desired[kindAdmissionPolicyBinding+"/"+name] {
+			errs = append(errs, s.delete(ctx, kindAdmissionPolicyBinding, o))
 		}
 	}
 	for name, o := range livePolicies {
-		if !desired[KindPolicy+"/"+name] {
-			errs = append(errs, s.delete(ctx, KindPolicy, o))
+		if !desired[kindAdmissionPolicy+"/"+name] {
+			errs = append(errs, s.delete(ctx, kindAdmissionPolicy, o))
 		}
 	}
 	return errors.Join(errs...)
@@ -362,22 +362,22 @@ func mergeMeta(d, o metav1.Object) {
 	o.SetOwnerReferences(mergeOwners(o.GetOwnerReferences(), d.GetOwnerReferences()))
 }
 
-func equalPolicy(d, l *admv1.ValidatingAdmissionPolicy) bool {
+func equalAdmissionPolicy(d, l *admv1.ValidatingAdmissionPolicy) bool {
 	return metaContains(d, l) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
 }
 
-func mergePolicy(d, l *admv1.ValidatingAdmissionPolicy) *admv1.ValidatingAdmissionPolicy {
+func mergeAdmissionPolicy(d, l *admv1.ValidatingAdmissionPolicy) *admv1.ValidatingAdmissionPolicy {
 	o := l.DeepCopy()
 	mergeMeta(d, o)
 	o.Spec = *d.Spec.DeepCopy()
 	return o
 }
 
-func equalBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) bool {
+func equalAdmissionPolicyBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) bool {
 	return metaContains(d, l) && equality.Semantic.DeepEqual(d.Spec, l.Spec)
 }
 
-func mergeBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) *admv1.ValidatingAdmissionPolicyBinding {
+func mergeAdmissionPolicyBinding(d, l *admv1.ValidatingAdmissionPolicyBinding) *admv1.ValidatingAdmissionPolicyBinding {
 	o := l.DeepCopy()
 	mergeMeta(d, o)
 	o.Spec = *d.Spec.DeepCopy()

@@ -81,7 +81,7 @@ func (e *env) writes(kind, verb string) float64 {
 
 func (e *env) total() float64 {
 	var n float64
-	for _, k := range []string{KindPolicy, KindBinding} {
+	for _, k := range []string{kindAdmissionPolicy, kindAdmissionPolicyBinding} {
 		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
 			n += e.writes(k, v)
 		}
@@ -94,8 +94,8 @@ func Test_Syncer(t *testing.T) {
 	t.Run("if nothing exists, create policies and bindings once; a second pass writes nothing", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 2.0, e.writes(KindPolicy, VerbCreate), "one per mapping")
-		assert.Equal(t, 2.0, e.writes(KindBinding, VerbCreate))
+		assert.Equal(t, 2.0, e.writes(kindAdmissionPolicy, VerbCreate), "one per mapping")
+		assert.Equal(t, 2.0, e.writes(kindAdmissionPolicyBinding, VerbCreate))
 		before := e.total()
 		for range 5 {
 			require.NoError(t, e.syncer.Sync(ctx))
@@ -112,7 +112,7 @@ func Test_Syncer(t *testing.T) {
 		before := e.total()
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, before+1, e.total())
-		assert.Equal(t, 1.0, e.writes(KindPolicy, VerbUpdate))
+		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicy, VerbUpdate))
 		assert.Contains(t, e.badWebhooks(t, "webhook-guard-app"), base64.StdEncoding.EncodeToString(s.Data["ca.crt"]))
 	})
 	t.Run("if someone adds labels or annotations to a generated object, it is not rewritten", func(t *testing.T) {
@@ -135,7 +135,7 @@ func Test_Syncer(t *testing.T) {
 		b.Spec.ValidationActions = []admv1.ValidationAction{admv1.Warn}
 		require.NoError(t, e.client.Update(ctx, &b))
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 1.0, e.writes(KindBinding, VerbUpdate))
+		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicyBinding, VerbUpdate))
 		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
 		assert.Equal(t, []admv1.ValidationAction{admv1.Deny}, b.Spec.ValidationActions)
 	})
@@ -150,9 +150,9 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, err)
 		e.config = cfg
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 1.0, e.writes(KindPolicy, VerbDelete))
-		assert.Equal(t, 1.0, e.writes(KindBinding, VerbDelete))
-		assert.Equal(t, 0.0, e.writes(KindPolicy, VerbUpdate))
+		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicy, VerbDelete))
+		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicyBinding, VerbDelete))
+		assert.Equal(t, 0.0, e.writes(kindAdmissionPolicy, VerbUpdate))
 		require.NoError(t, e.client.Get(ctx, client.ObjectKeyFromObject(unrelated), unrelated))
 	})
 	t.Run("if the CA Secret disappears, the policy holds no CA and says why (caBundle changes fail closed)", func(t *testing.T) {
@@ -182,8 +182,8 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.client.Create(ctx, anchor))
 		e.syncer.Anchor = anchor.Name
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 2.0, e.writes(KindPolicy, VerbUpdate))
-		assert.Equal(t, 2.0, e.writes(KindBinding, VerbUpdate))
+		assert.Equal(t, 2.0, e.writes(kindAdmissionPolicy, VerbUpdate))
+		assert.Equal(t, 2.0, e.writes(kindAdmissionPolicyBinding, VerbUpdate))
 		want := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "wg-policy-anchor", UID: anchor.UID}}
 		var b admv1.ValidatingAdmissionPolicyBinding
 		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))

@@ -89,18 +89,18 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	// The server's own handler and decoder. A CA source in --objects that
 	// holds garbage is cluster state, decided (ca-unavailable) as the
 	// server decides it; garbage in the GuardConfig failed to load above.
-	var policyWriter string
+	var admissionPolicyWriter string
 	if sa := o.guardServiceAccount; sa != "" {
 		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
 			return invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)
 		}
-		policyWriter = policy.ServiceAccountUsername(sa)
+		admissionPolicyWriter = policy.ServiceAccountUsername(sa)
 	}
 	h, err := webhook.NewHandler(webhook.HandlerOptions{
-		Config:       webhook.StaticConfig{Config: cfg},
-		CA:           casource.New(objects, casource.Options{}),
-		PolicyWriter: policyWriter,
-		Log:          logr.Discard(),
+		Config:                webhook.StaticConfig{Config: cfg},
+		CA:                    casource.New(objects, casource.Options{}),
+		AdmissionPolicyWriter: admissionPolicyWriter,
+		Log:                   logr.Discard(),
 	})
 	if err != nil {
 		return err

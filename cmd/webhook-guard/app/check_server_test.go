@@ -142,7 +142,7 @@ func startGuardServer(t *testing.T, configPath, objectsPath string) *guardServer
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	o := &Options{TLSMinVersion: "VersionTLS12"}
+	o := &serveOptions{TLSMinVersion: "VersionTLS12"}
 	srv := webhook.NewServer(webhook.ServerOptions{Host: "127.0.0.1", Port: port, CertDir: dir, TLSOpts: []func(*tls.Config){o.TLSConfig}})
 	srv.Register(webhook.Path, h)
 	ctx, cancel := context.WithCancel(context.Background())

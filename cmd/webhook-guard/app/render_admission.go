@@ -33,7 +33,7 @@ The output is byte-for-byte the admission-configuration.yaml that
 			if !filepath.IsAbs(staticManifestsDir) {
 				return invalid("--static-manifests-dir must be absolute (kube-apiserver requires it), got %q", staticManifestsDir)
 			}
-			out, err := static.AdmissionConfiguration(filepath.Clean(staticManifestsDir))
+			out, err := static.AdmissionConfiguration(staticManifestsDir)
 			if err != nil {
 				return err
 			}

@@ -32,17 +32,23 @@ func Test_renderAdmissionConfig(t *testing.T) {
 }
 
 func Test_renderAdmissionConfig_sameAsStaticManifest(t *testing.T) {
-	dir := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	code := Main([]string{"render", "static-manifest", "--ca-file", "testdata/ca.pem", "--output-dir", dir, "--static-manifests-dir", DefaultStaticManifestsDir}, &stdout, &stderr)
-	require.Equal(t, 0, code, stderr.String())
-	written, err := os.ReadFile(filepath.Join(dir, admissionFileName))
-	require.NoError(t, err)
+	// The default directory, and one given unclean: both commands write it
+	// the same way.
+	for _, staticDir := range []string{DefaultStaticManifestsDir, "/srv/guard/./static/"} {
+		t.Run(staticDir, func(t *testing.T) {
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := Main([]string{"render", "static-manifest", "--ca-file", "testdata/ca.pem", "--output-dir", dir, "--static-manifests-dir", staticDir}, &stdout, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			written, err := os.ReadFile(filepath.Join(dir, admissionFileName))
+			require.NoError(t, err)
 
-	stdout.Reset()
-	code = Main([]string{"render", "admission-config"}, &stdout, &stderr)
-	require.Equal(t, 0, code, stderr.String())
-	assert.Equal(t, string(written), stdout.String())
+			stdout.Reset()
+			code = Main([]string{"render", "admission-config", "--static-manifests-dir", staticDir}, &stdout, &stderr)
+			require.Equal(t, 0, code, stderr.String())
+			assert.Equal(t, string(written), stdout.String())
+		})
+	}
 }
 
 func Test_renderAdmissionConfig_invalid(t *testing.T) {

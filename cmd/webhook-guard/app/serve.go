@@ -20,7 +20,7 @@ import (
 )
 
 func newServeCommand() *cobra.Command {
-	o := &Options{}
+	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the admission webhook server",
@@ -53,7 +53,7 @@ new file is rejected while the last good one stays in force.`,
 }
 
 // addServeFlags adds the flags in named sections, each documented.
-func addServeFlags(cmd *cobra.Command, o *Options) {
+func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	app := pflag.NewFlagSet("App", pflag.ExitOnError)
 	app.StringVar(&o.ConfigPath, "config", "", "GuardConfig file with the owner mappings (re-read on change).")
 	app.DurationVar(&o.ConfigReloadInterval, "config-reload-interval", 2*time.Second, "How often the config file is checked for changes.")

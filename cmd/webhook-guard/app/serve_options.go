@@ -12,8 +12,8 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
-// Options configure `webhook-guard serve`. Every field is a flag.
-type Options struct {
+// serveOptions configure `webhook-guard serve`. Every field is a flag.
+type serveOptions struct {
 	// App
 
 	// ConfigPath is the GuardConfig file; it is re-read when it changes.
@@ -105,7 +105,7 @@ type Options struct {
 
 // Complete validates the options and fills what can be derived, returning
 // errors that name the flag.
-func (o *Options) Complete() error {
+func (o *serveOptions) Complete() error {
 	var errs []string
 	if o.ConfigPath == "" {
 		errs = append(errs, "--config is required: the GuardConfig file with the owner mappings")
@@ -163,7 +163,7 @@ func (o *Options) Complete() error {
 	return nil
 }
 
-func (o *Options) tlsVersion() (uint16, error) {
+func (o *serveOptions) tlsVersion() (uint16, error) {
 	switch o.TLSMinVersion {
 	case "VersionTLS12":
 		return tls.VersionTLS12, nil
@@ -174,7 +174,7 @@ func (o *Options) tlsVersion() (uint16, error) {
 }
 
 // cipherSuites maps names to IDs, accepting only suites Go considers secure.
-func (o *Options) cipherSuites() ([]uint16, error) {
+func (o *serveOptions) cipherSuites() ([]uint16, error) {
 	if len(o.TLSCipherSuites) == 0 {
 		return nil, nil
 	}
@@ -197,7 +197,7 @@ func (o *Options) cipherSuites() ([]uint16, error) {
 }
 
 // TLSConfig applies the TLS policy to a server config.
-func (o *Options) TLSConfig(cfg *tls.Config) {
+func (o *serveOptions) TLSConfig(cfg *tls.Config) {
 	v, _ := o.tlsVersion()
 	ids, _ := o.cipherSuites()
 	cfg.MinVersion = v
@@ -207,7 +207,7 @@ func (o *Options) TLSConfig(cfg *tls.Config) {
 	cfg.NextProtos = []string{"h2", "http/1.1"}
 }
 
-func (o *Options) completePolicyMode() []string {
+func (o *serveOptions) completePolicyMode() []string {
 	var errs []string
 	if sa := o.PolicyGuardServiceAccount; sa != "" {
 		if _, _, ok := policy.SplitServiceAccount(sa); !ok {

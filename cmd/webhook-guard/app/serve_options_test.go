@@ -14,13 +14,13 @@ import (
 
 // validOptions are the serve defaults with a config path and a cert dir
 // holding tls.crt and tls.key.
-func validOptions(t *testing.T) Options {
+func validOptions(t *testing.T) serveOptions {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"tls.crt", "tls.key"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600))
 	}
-	return Options{
+	return serveOptions{
 		ConfigPath:             "/etc/webhook-guard/guard.yaml",
 		ConfigReloadInterval:   10 * time.Second,
 		BindAddress:            "0.0.0.0",
@@ -52,99 +52,101 @@ func Test_Options_Complete(t *testing.T) {
 	inCluster := statErr == nil
 
 	tests := map[string]struct {
-		mod    func(t *testing.T, o *Options)
+		mod    func(t *testing.T, o *serveOptions)
 		expErr string
-		exp    func(t *testing.T, o *Options)
+		exp    func(t *testing.T, o *serveOptions)
 		// skipInCluster skips a case that depends on not running in a pod.
 		skipInCluster bool
 	}{
 		"if every flag is valid, return no error": {
-			mod: func(*testing.T, *Options) {},
+			mod: func(*testing.T, *serveOptions) {},
 		},
 		"if TLS 1.3 and secure cipher suites are chosen, return no error": {
-			mod: func(_ *testing.T, o *Options) {
+			mod: func(_ *testing.T, o *serveOptions) {
 				o.TLSMinVersion = "VersionTLS13"
 				o.TLSCipherSuites = []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"}
 			},
 		},
 		"if --ca-max-stale equals --ca-cache-ttl, return no error": {
-			mod: func(_ *testing.T, o *Options) { o.CAMaxStale = o.CATTL },
+			mod: func(_ *testing.T, o *serveOptions) { o.CAMaxStale = o.CATTL },
 		},
 		"if --port is 0, name the flag": {
-			mod:    func(_ *testing.T, o *Options) { o.Port = 0 },
+			mod:    func(_ *testing.T, o *serveOptions) { o.Port = 0 },
 			expErr: "invalid options:\n  --port must be in 1..65535, got 0",
 		},
 		"if --port is above 65535, name the flag": {
-			mod:    func(_ *testing.T, o *Options) { o.Port = 65536 },
+			mod:    func(_ *testing.T, o *serveOptions) { o.Port = 65536 },
 			expErr: "invalid options:\n  --port must be in 1..65535, got 65536",
 		},
 		"if --config is missing, say what it is": {
-			mod:    func(_ *testing.T, o *Options) { o.ConfigPath = "" },
+			mod:    func(_ *testing.T, o *serveOptions) { o.ConfigPath = "" },
 			expErr: "invalid options:\n  --config is required: the GuardConfig file with the owner mappings",
 		},
 		"if --cert-dir is missing, say what it must hold": {
-			mod:    func(_ *testing.T, o *Options) { o.CertDir = "" },
+			mod:    func(_ *testing.T, o *serveOptions) { o.CertDir = "" },
 			expErr: "invalid options:\n  --cert-dir is required: a directory holding tls.crt and tls.key (a mounted cert-manager Secret)",
 		},
 		"if --cert-dir lacks tls.key, name the missing file": {
-			mod: func(t *testing.T, o *Options) {
+			mod: func(t *testing.T, o *serveOptions) {
 				require.NoError(t, os.Remove(filepath.Join(o.CertDir, "tls.key")))
 			},
 			expErr: "invalid options:\n  --cert-dir {dir}: stat {dir}/tls.key: no such file or directory",
 		},
 		"if --cert-dir is empty, name both missing files": {
-			mod: func(t *testing.T, o *Options) {
+			mod: func(t *testing.T, o *serveOptions) {
 				o.CertDir = t.TempDir()
 			},
 			expErr: "invalid options:\n  --cert-dir {dir}: stat {dir}/tls.crt: no such file or directory\n  --cert-dir {dir}: stat {dir}/tls.key: no such file or directory",
 		},
 		"if --tls-min-version is TLS 1.1, name the accepted values": {
-			mod:    func(_ *testing.T, o *Options) { o.TLSMinVersion = "VersionTLS11" },
+			mod:    func(_ *testing.T, o *serveOptions) { o.TLSMinVersion = "VersionTLS11" },
 			expErr: "invalid options:\n  --tls-min-version must be VersionTLS12 or VersionTLS13, got \"VersionTLS11\"",
 		},
 		"if --tls-min-version is empty, name the accepted values": {
-			mod:    func(_ *testing.T, o *Options) { o.TLSMinVersion = "" },
+			mod:    func(_ *testing.T, o *serveOptions) { o.TLSMinVersion = "" },
 			expErr: "invalid options:\n  --tls-min-version must be VersionTLS12 or VersionTLS13, got \"\"",
 		},
 		"if a cipher suite is unknown, name it and list the secure ones": {
-			mod: func(_ *testing.T, o *Options) {
+			mod: func(_ *testing.T, o *serveOptions) {
 				o.TLSCipherSuites = []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_NOPE"}
 			},
 			expErr: "invalid options:\n  --tls-cipher-suites: \"TLS_NOPE\" is not a supported secure suite; choose from " + secureSuites,
 		},
 		"if a cipher suite is known but insecure, refuse it": {
-			mod:    func(_ *testing.T, o *Options) { o.TLSCipherSuites = []string{"TLS_RSA_WITH_RC4_128_SHA"} },
+			mod:    func(_ *testing.T, o *serveOptions) { o.TLSCipherSuites = []string{"TLS_RSA_WITH_RC4_128_SHA"} },
 			expErr: "invalid options:\n  --tls-cipher-suites: \"TLS_RSA_WITH_RC4_128_SHA\" is not a supported secure suite; choose from " + secureSuites,
 		},
 		"if --ca-max-stale is shorter than --ca-cache-ttl, name both": {
-			mod:    func(_ *testing.T, o *Options) { o.CAMaxStale = 10 * time.Second },
+			mod:    func(_ *testing.T, o *serveOptions) { o.CAMaxStale = 10 * time.Second },
 			expErr: "invalid options:\n  --ca-max-stale must be >= --ca-cache-ttl (30s), got 10s",
 		},
 		"if --ca-cache-ttl is 0, name the flag": {
-			mod:    func(_ *testing.T, o *Options) { o.CATTL = 0 },
+			mod:    func(_ *testing.T, o *serveOptions) { o.CATTL = 0 },
 			expErr: "invalid options:\n  --ca-cache-ttl must be > 0, got 0s",
 		},
 		"if --config-reload-interval is below 100ms, name the flag": {
-			mod:    func(_ *testing.T, o *Options) { o.ConfigReloadInterval = 10 * time.Millisecond },
+			mod:    func(_ *testing.T, o *serveOptions) { o.ConfigReloadInterval = 10 * time.Millisecond },
 			expErr: "invalid options:\n  --config-reload-interval must be >= 100ms, got 10ms",
 		},
 		"if --log-format is unknown, name the accepted values": {
-			mod:    func(_ *testing.T, o *Options) { o.LogFormat = "yaml" },
+			mod:    func(_ *testing.T, o *serveOptions) { o.LogFormat = "yaml" },
 			expErr: "invalid options:\n  --log-format must be json or text, got \"yaml\"",
 		},
 		"if --leader-elect is set outside a cluster without a namespace, ask for it": {
-			mod:           func(_ *testing.T, o *Options) { o.LeaderElect = true },
+			mod:           func(_ *testing.T, o *serveOptions) { o.LeaderElect = true },
 			expErr:        "invalid options:\n  --leader-election-namespace is required outside a cluster when --leader-elect is set",
 			skipInCluster: true,
 		},
 		"if --leader-elect is set with a namespace, keep it": {
-			mod: func(_ *testing.T, o *Options) {
+			mod: func(_ *testing.T, o *serveOptions) {
 				o.LeaderElect, o.LeaderElectionNamespace = true, "webhook-guard-system"
 			},
-			exp: func(t *testing.T, o *Options) { assert.Equal(t, "webhook-guard-system", o.LeaderElectionNamespace) },
+			exp: func(t *testing.T, o *serveOptions) {
+				assert.Equal(t, "webhook-guard-system", o.LeaderElectionNamespace)
+			},
 		},
 		"if several flags are wrong, report all of them, one per line": {
-			mod: func(_ *testing.T, o *Options) {
+			mod: func(_ *testing.T, o *serveOptions) {
 				o.ConfigPath, o.Port, o.TLSMinVersion, o.LogFormat = "", 0, "VersionTLS10", ""
 			},
 			expErr: "invalid options:\n  --config is required: the GuardConfig file with the owner mappings\n  --port must be in 1..65535, got 0\n" +
@@ -193,7 +195,7 @@ func Test_Options_TLSConfig(t *testing.T) {
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			o := &Options{TLSMinVersion: test.minVersion, TLSCipherSuites: test.suites}
+			o := &serveOptions{TLSMinVersion: test.minVersion, TLSCipherSuites: test.suites}
 			// controller-runtime starts from NextProtos h2 only.
 			cfg := &tls.Config{NextProtos: []string{"h2"}}
 			o.TLSConfig(cfg)

@@ -14,7 +14,7 @@ import (
 // addPolicySync adds policy mode's controller to the manager: leader
 // elected (only the leader writes), reads straight from the API server,
 // and a pass right after every configuration reload.
-func addPolicySync(mgr ctrl.Manager, o *Options, store *webhook.ConfigStore, resolver *casource.Resolver, reloader *webhook.ConfigReloader, log logr.Logger) error {
+func addPolicySync(mgr ctrl.Manager, o *serveOptions, store *webhook.ConfigStore, resolver *casource.Resolver, reloader *webhook.ConfigReloader, log logr.Logger) error {
 	syncer := &policysync.Syncer{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),

@@ -28,7 +28,7 @@ const LeaderElectionID = "webhook-guard"
 // runServe serves admission reviews until ctx ends. The initial configuration
 // must load: a guard that starts without its mappings would allow
 // everything, so it refuses to start (and never becomes ready) instead.
-func runServe(ctx context.Context, o *Options, restCfg *rest.Config) error {
+func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error {
 	log := ctrl.Log.WithName("webhook-guard")
 	cfg, data, err := webhook.LoadConfigFile(o.ConfigPath)
 	if err != nil {
@@ -106,11 +106,11 @@ func runServe(ctx context.Context, o *Options, restCfg *rest.Config) error {
 		return err
 	}
 	recorder := webhook.Recorders{webhook.LogRecorder{Log: log.WithName("records")}, reports}
-	var policyWriter string
+	var admissionPolicyWriter string
 	if o.PolicyGuardServiceAccount != "" {
-		policyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
+		admissionPolicyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
 	}
-	handler, err := webhook.NewHandler(webhook.HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder, PolicyWriter: policyWriter})
+	handler, err := webhook.NewHandler(webhook.HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder, AdmissionPolicyWriter: admissionPolicyWriter})
 	if err != nil {
 		return err
 	}
