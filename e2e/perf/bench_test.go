@@ -231,7 +231,8 @@ func BenchmarkGeneric(b *testing.B) {
 	}
 }
 
-// BenchmarkCEL is the policy in Kubernetes' VAP engine, compiled once.
+// BenchmarkCEL is the policy shape's generated policy in Kubernetes' VAP
+// engine, compiled once.
 func BenchmarkCEL(b *testing.B) {
 	for _, n := range entryCounts {
 		f := fixtureFor(b, n)

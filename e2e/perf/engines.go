@@ -10,8 +10,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/rego"
 	admissionv1 "k8s.io/api/admission/v1"
-	admregv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,19 +17,14 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 	sigsjson "sigs.k8s.io/json"
-)
 
-// The same policy as GuardConfigYAML, for engines that cannot parse PEM:
-// the writer is the owner's service account (or a break-glass group), and
-// every caBundle written is byte-for-byte one of the owner's CA PEMs (what
-// the guard's policy mode generates, docs/design.md).
-const (
-	celWriterRule = `request.userInfo.username == '` + OwnerUser + `' || request.userInfo.groups.exists(g, g == 'system:masters')`
-	celBundleRule = `!has(object.webhooks) || object.webhooks.all(w, !has(w.clientConfig.caBundle) || w.clientConfig.caBundle == params.binaryData.current || w.clientConfig.caBundle == params.binaryData.next)`
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
 var (
@@ -39,40 +32,69 @@ var (
 	vwcGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 )
 
-// CEL is a webhook that evaluates the policy with Kubernetes' own
-// ValidatingAdmissionPolicy engine (k8s.io/apiserver validating.Validator,
-// compiled once, exactly as the VAP plugin compiles a policy), the params
-// being a ConfigMap with the owner's CA PEMs in binaryData.
+// CEL is a webhook that evaluates the policy shape's own generated
+// ValidatingAdmissionPolicy for GuardConfigYAML (policy/vap.Generate, the
+// owner's CA as a literal, no params) with Kubernetes' VAP engine
+// (k8s.io/apiserver validating.Validator), compiled once the way the VAP
+// plugin's compilePolicy compiles a policy: variables, matchConditions,
+// validations and message expressions.
 type CEL struct {
 	validator validating.Validator
-	params    *corev1.ConfigMap
 }
 
-// NewCEL compiles the policy.
+// NewCEL generates and compiles the policy. Its CA is the new CA's PEM: the
+// policy shape compares a written caBundle with the source's bytes, so the
+// rotation the review makes is the source's content.
 func NewCEL(f *Fixture) (*CEL, error) {
+	cfg, err := policy.Load([]byte(GuardConfigYAML))
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Spec.Owners) != 1 {
+		return nil, fmt.Errorf("the fixture has %d mappings; want 1", len(cfg.Spec.Owners))
+	}
+	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: map[string]vap.CA{cfg.Spec.Owners[0].Name: {PEM: f.New.PEM}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(objs.Policies) != 1 {
+		return nil, fmt.Errorf("generated %d policies; want 1", len(objs.Policies))
+	}
+	p := objs.Policies[0]
 	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	if err != nil {
 		return nil, err
 	}
-	vars := plugincel.OptionalVariableDeclarations{HasParams: true}
-	fail := admregv1.Fail
-	validations := []plugincel.ExpressionAccessor{
-		&validating.ValidationCondition{Expression: celWriterRule, Message: "not-owner: the subject is not a writer"},
-		&validating.ValidationCondition{Expression: celBundleRule, Message: "ca-mismatch: a caBundle is not the owner's CA"},
+	vars := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	msgVars := plugincel.OptionalVariableDeclarations{}
+	variables := make([]plugincel.NamedExpressionAccessor, len(p.Spec.Variables))
+	for i, v := range p.Spec.Variables {
+		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
 	}
+	compiler.CompileAndStoreVariables(variables, vars, environment.StoredExpressions)
+	conds := make([]plugincel.ExpressionAccessor, len(p.Spec.MatchConditions))
+	for i := range p.Spec.MatchConditions {
+		conds[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
+	}
+	validations := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
+	messages := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
+	for i, v := range p.Spec.Validations {
+		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
+		if v.MessageExpression != "" {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+	}
+	matcher := matchconditions.NewMatcher(compiler.CompileCondition(conds, vars, environment.StoredExpressions), p.Spec.FailurePolicy, "policy", "validate", p.Name)
 	v := validating.NewValidator(
 		compiler.CompileCondition(validations, vars, environment.StoredExpressions),
-		nil,
+		matcher,
 		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
-		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
-		&fail, nil)
+		compiler.CompileCondition(messages, msgVars, environment.StoredExpressions),
+		p.Spec.FailurePolicy, nil)
 	if err := v.CompileError(); err != nil {
 		return nil, err
 	}
-	return &CEL{validator: v, params: &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: OwnerNamespace, Name: "koordinator-ca"},
-		BinaryData: map[string][]byte{"current": f.Old.PEM, "next": f.New.PEM},
-	}}, nil
+	return &CEL{validator: v}, nil
 }
 
 // Review decodes the review (strictly, as the apiserver does), decodes its
@@ -93,7 +115,7 @@ func (c *CEL) Review(ctx context.Context, body []byte, out *bytes.Buffer) error 
 	attrs := admission.NewAttributesRecord(obj, old, vwcGVK, "", req.Name, vwcGVR, "", admission.Operation(req.Operation), nil,
 		req.DryRun != nil && *req.DryRun, &user.DefaultInfo{Name: req.UserInfo.Username, Groups: req.UserInfo.Groups})
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: vwcGVK, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
-	res := c.validator.Validate(ctx, vwcGVR, va, c.params, nil, celconfig.RuntimeCELCostBudget, nil)
+	res := c.validator.Validate(ctx, vwcGVR, va, nil, nil, celconfig.RuntimeCELCostBudget, nil)
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Result: &metav1.Status{Code: 200}}
 	var msgs []string
 	for _, d := range res.Decisions {

@@ -30,7 +30,8 @@ import (
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
-// The owner of the generated configuration, as in the incident of seeds/001.
+// The owner of the generated configuration, as in the incident behind the
+// guard (docs/design.md): Koordinator's webhook configuration.
 const (
 	OwnerNamespace = "koordinator-system"
 	OwnerSA        = "koord-manager"

@@ -107,7 +107,7 @@ var paths = []struct{ label, bench string }{
 	{"guard: full path as served (mux, metrics, decode, CA cache, decide, encode)", "BenchmarkGuard/path=server/entries=%d"},
 	{"guard: Handler.Review (decode + decide, no HTTP)", "BenchmarkGuard/path=review/entries=%d"},
 	{"controller-runtime generic admission.Webhook, same decision", "BenchmarkGeneric/entries=%d"},
-	{"CEL: k8s.io/apiserver VAP validator, compiled once", "BenchmarkCEL/entries=%d"},
+	{"CEL: the generated ValidatingAdmissionPolicy in k8s.io/apiserver's validator, compiled once", "BenchmarkCEL/entries=%d"},
 	{"Rego: OPA v1.22 prepared query", "BenchmarkRego/entries=%d"},
 }
 
