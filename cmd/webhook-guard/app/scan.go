@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,13 +30,13 @@ type scanOptions struct {
 	source          configSource
 	expiryThreshold time.Duration
 	dialTimeout     time.Duration
-	output          string
+	out             outputFlags
 }
 
 func newScanCommand() *cobra.Command {
 	o := &scanOptions{}
 	cmd := &cobra.Command{
-		Use:   "scan [--config guard.yaml] [--expiry-threshold 720h] [-o table|json|yaml]",
+		Use:   "scan [--config guard.yaml] [--expiry-threshold 720h] [-o table|wide|json|yaml|name|jsonpath=TEMPLATE]",
 		Short: "Check the live cluster's webhooks' health and, with --config, the owner mappings",
 		Long: `Check the health of every webhook in the cluster: a Service with no ready
 endpoints behind failurePolicy Fail, a serving certificate (read from the
@@ -62,7 +61,7 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 2 invalid input or the cluster could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := validOutput(o.output); err != nil {
+			if err := o.out.validate(); err != nil {
 				return err
 			}
 			if o.expiryThreshold <= 0 || o.dialTimeout <= 0 {
@@ -83,7 +82,7 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 	o.source.add(cmd, "; without a GuardConfig only the health checks run")
 	cmd.Flags().DurationVar(&o.expiryThreshold, "expiry-threshold", 30*24*time.Hour, "Warn when the owner's CA or a serving certificate expires within this duration.")
 	cmd.Flags().DurationVar(&o.dialTimeout, "dial-timeout", 2*time.Second, "Timeout of one TLS dial to a webhook to read its serving certificate.")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "Output: table, json or yaml.")
+	o.out.add(cmd)
 	return cmd
 }
 
@@ -208,12 +207,7 @@ func finishScan(res ScanResult, o *scanOptions, out io.Writer) error {
 			res.Problems++
 		}
 	}
-	if o.output != "table" {
-		err = printStructured(out, o.output, res)
-	} else {
-		err = printScanTable(out, res)
-	}
-	if err != nil {
+	if err = printScan(out, &o.out, res); err != nil {
 		return err
 	}
 	if res.Problems > 0 {
@@ -421,18 +415,32 @@ func caBundleManagers(mfs []metav1.ManagedFieldsEntry) []string {
 	return out
 }
 
-func printScanTable(out io.Writer, res ScanResult) error {
+// printScan prints the findings in the output vocabulary of review: a
+// table (wide adds the webhook entry and each finding's fix) followed by
+// the suggestions and the problem count, or json, yaml, jsonpath, or the
+// configurations with findings as kubectl -o name spells them.
+func printScan(out io.Writer, o *outputFlags, res ScanResult) error {
+	if !o.isTable() {
+		var names []string
+		for _, f := range res.Findings {
+			if n := configurationName(f.Configuration); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		return o.print(out, res, nil, names)
+	}
 	if len(res.Findings) == 0 {
+		if o.noHeaders {
+			return nil
+		}
 		_, err := fmt.Fprintln(out, "No findings.")
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEVEL\tCHECK\tMAPPING\tCONFIGURATION\tWEBHOOK\tFIELD\tDETAIL")
-	for _, f := range res.Findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Level, f.Check, orDash(f.Mapping), f.Configuration, orDash(f.Webhook), orDash(f.Field), f.Detail)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := o.print(out, res, scanTable(res), nil); err != nil {
 		return err
+	}
+	if o.noHeaders {
+		return nil
 	}
 	var sugg []string
 	for _, f := range res.Findings {
@@ -448,4 +456,29 @@ func printScanTable(out io.Writer, res ScanResult) error {
 	}
 	_, err := fmt.Fprintf(out, "\n%d problem(s) (warn or fail).\n", res.Problems)
 	return err
+}
+
+// scanTable is the findings table; -o wide adds the webhook entry and the
+// fix of each finding.
+func scanTable(res ScanResult) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		column("LEVEL", false), column("CHECK", false), column("MAPPING", false), column("CONFIGURATION", false),
+		column("FIELD", false), column("DETAIL", false), column("WEBHOOK", true), column("FIX", true),
+	}}
+	for _, f := range res.Findings {
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+			f.Level, f.Check, orDash(f.Mapping), f.Configuration, orDash(f.Field), f.Detail, orDash(f.Webhook), orDash(f.Suggestion),
+		}})
+	}
+	return t
+}
+
+// configurationName is "Kind/name" as kubectl -o name prints it
+// (validatingwebhookconfiguration.admissionregistration.k8s.io/name).
+func configurationName(c string) string {
+	kind, name, ok := strings.Cut(c, "/")
+	if !ok {
+		return c
+	}
+	return strings.ToLower(kind) + ".admissionregistration.k8s.io/" + name
 }

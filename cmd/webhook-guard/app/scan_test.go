@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func Test_scan(t *testing.T) {
 		).Build()
 		cfg := load(owner("a", "mismatched", "absent"), owner("b", "two-writers"))
 		var out bytes.Buffer
-		err := runScan(t.Context(), c, cfg, &scanOptions{output: "json", expiryThreshold: 30 * 24 * time.Hour, dialTimeout: time.Second}, now, &out)
+		err := runScan(t.Context(), c, cfg, &scanOptions{out: outputFlags{format: "json"}, expiryThreshold: 30 * 24 * time.Hour, dialTimeout: time.Second}, now, &out)
 		var ee *exitError
 		require.True(t, errors.As(err, &ee), "err = %v", err)
 		assert.Equal(t, ExitDenied, ee.code)
@@ -87,10 +88,36 @@ func Test_scan(t *testing.T) {
 		}
 	})
 
+	t.Run("if an output is asked for, print the findings in it as review does", func(t *testing.T) {
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, vwc("mismatched", foreignCA), vwc("stray", foreignCA)).Build()
+		cfg := load(owner("a", "mismatched"))
+		scan := func(format string, noHeaders bool) string {
+			var out bytes.Buffer
+			err := runScan(t.Context(), c, cfg, &scanOptions{out: outputFlags{format: format, noHeaders: noHeaders}, expiryThreshold: time.Hour, dialTimeout: time.Second}, now, &out)
+			var ee *exitError
+			require.True(t, errors.As(err, &ee) && ee.code == ExitDenied, "-o %s: err = %v", format, err)
+			return out.String()
+		}
+		table := scan("table", false)
+		assert.Contains(t, table, "LEVEL")
+		assert.NotContains(t, table, "WEBHOOK", "the webhook column is wide only")
+		assert.Contains(t, table, "Suggestions:")
+		wide := scan("wide", false)
+		assert.Contains(t, wide, "WEBHOOK")
+		assert.Contains(t, wide, "w0.example.com")
+		assert.Contains(t, wide, "FIX")
+		rows := scan("table", true)
+		assert.NotContains(t, rows, "LEVEL")
+		assert.NotContains(t, rows, "Suggestions:")
+		assert.Len(t, strings.Split(strings.TrimSpace(rows), "\n"), strings.Count(table, "ValidatingWebhookConfiguration/"))
+		assert.Equal(t, "validatingwebhookconfiguration.admissionregistration.k8s.io/mismatched\nvalidatingwebhookconfiguration.admissionregistration.k8s.io/stray\n", scan("name", false))
+		assert.Equal(t, "ca-mismatch unmapped", scan(`jsonpath={.findings[?(@.level!="info")].check} {.findings[?(@.level=="info")].check}`, false))
+	})
+
 	t.Run("if every guarded configuration holds the owner's valid CA, exit 0", func(t *testing.T) {
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, vwc("fine", ownerCA, "app-controller")).Build()
 		var out bytes.Buffer
-		err := runScan(t.Context(), c, load(owner("a", "fine")), &scanOptions{output: "table", expiryThreshold: 24 * time.Hour, dialTimeout: time.Second}, now, &out)
+		err := runScan(t.Context(), c, load(owner("a", "fine")), &scanOptions{out: outputFlags{format: "table"}, expiryThreshold: 24 * time.Hour, dialTimeout: time.Second}, now, &out)
 		require.NoError(t, err, out.String())
 		assert.Equal(t, "No findings.\n", out.String())
 	})
