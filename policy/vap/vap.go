@@ -283,9 +283,13 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				// changed to something other than the owner's CA bytes, or
 				// emptied. An unchanged caBundle, or an empty one on a new
 				// entry (cainjector fills it later), is never checked; a
-				// DELETE (object is null) changes none.
+				// DELETE (object is null) changes none. The owner's CA is
+				// compared first: CEL's || stops at a true left side, so the
+				// lookup of the entry in the stored object (a scan of its
+				// webhooks, quadratic over the whole object) runs only for
+				// a caBundle that is not the owner's.
 				{Name: "badWebhooks", Expression: `object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
-					`!(` + oldHasSameBundle + ` || ` + m.isOwnerCA() + `) : ` +
+					`!(` + m.isOwnerCA() + ` || ` + oldHasSameBundle + `) : ` +
 					oldHasBundle + `).map(w, w.name) : []`},
 			},
 			Validations: []admv1.Validation{

@@ -128,7 +128,7 @@ func Test_Generate(t *testing.T) {
 		for _, p := range objs.Policies {
 			bad := variable(t, p, "badWebhooks")
 			assert.NotContains(t, bad, "string(w.clientConfig.caBundle)", p.Name)
-			assert.Contains(t, bad, "|| false)", p.Name)
+			assert.Contains(t, bad, "!(false || ", p.Name)
 			assert.Equal(t, "variables.isWriter", p.Spec.Validations[0].Expression, p.Name)
 		}
 		assert.Contains(t, objs.Policies[1].Spec.Validations[1].MessageExpression, `ca-unavailable`)
