@@ -53,7 +53,8 @@ type flapKey struct {
 // and at most maxTrackedConfigs are tracked (the least recently written
 // goes first).
 const (
-	// maxTrackedWrites bounds memory per configuration under a write storm.
+	// maxTrackedWrites bounds memory per configuration under a write storm:
+	// the distinct (bundle, writer) pairs tracked.
 	maxTrackedWrites = 256
 	// maxTrackedConfigs bounds how many configurations are tracked.
 	maxTrackedConfigs = 1024
@@ -82,7 +83,16 @@ func (f *FlapDetector) Observe(d *Decision, now time.Time) (FlapReport, bool) {
 	}
 	ws = ws[cut:]
 	for _, c := range d.Changes {
-		ws = append(ws, flapWrite{at: now, hash: c.Hash, writer: d.Subject})
+		// One entry per (bundle, writer), at its latest write: a writer
+		// re-writing the bundle it wrote before moves that entry to the end
+		// (writes are kept in time order for the cut above) instead of
+		// adding one, so the scans here and in distinctHashes cover the
+		// distinct writes (a handful) rather than the last 256.
+		w := flapWrite{at: now, hash: c.Hash, writer: d.Subject}
+		if i := slices.IndexFunc(ws, func(x flapWrite) bool { return x.hash == w.hash && x.writer == w.writer }); i >= 0 {
+			ws = slices.Delete(ws, i, i+1)
+		}
+		ws = append(ws, w)
 	}
 	if len(ws) > maxTrackedWrites {
 		ws = ws[len(ws)-maxTrackedWrites:]

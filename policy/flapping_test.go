@@ -150,6 +150,36 @@ func Test_FlapDetector_steadyWritesDoNotAllocate(t *testing.T) {
 	assert.Less(t, allocs, 1.0)
 }
 
+// Re-writes of a (bundle, writer) already tracked keep one entry, at its
+// latest time: eight replicas each re-writing their own CA are eight
+// entries however many writes they make, and the window still counts from
+// each pair's latest write.
+func Test_FlapDetector_rewritesKeepOneEntryPerWriterAndBundle(t *testing.T) {
+	f := NewFlapDetector(DefaultMaxDistinctBundles, time.Minute)
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	key := flapKey{KindValidating, "koord"}
+	reports := 0
+	for i := range 800 {
+		replica := fmt.Sprint("replica-", i%8)
+		d := &Decision{Kind: KindValidating, Name: "koord", Subject: replica,
+			Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte(replica))}}}
+		if _, flapping := f.Observe(d, t0.Add(time.Duration(i)*time.Millisecond)); flapping {
+			reports++
+		}
+	}
+	assert.Len(t, f.writes[key], 8)
+	assert.Equal(t, 1, reports, "reported once per window")
+	// A window after replica-7's last write (the others wrote 1-7 ms
+	// before it), only its entry is left when replica-0 writes again: two
+	// distinct bundles.
+	last := f.writes[key][len(f.writes[key])-1]
+	assert.Equal(t, "replica-7", last.writer)
+	d := &Decision{Kind: KindValidating, Name: "koord", Subject: "replica-0",
+		Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte("replica-0"))}}}
+	f.Observe(d, last.at.Add(time.Minute))
+	assert.Equal(t, 2, distinctHashes(f.writes[key], 10))
+}
+
 // A report counts every distinct bundle in the window, not just enough to
 // cross the threshold.
 func Test_FlapDetector_reportCountsAllDistinctBundles(t *testing.T) {
