@@ -37,7 +37,7 @@ type webhookConfiguration struct {
 	Webhooks []struct {
 		Name         string `json:"name"`
 		ClientConfig struct {
-			CABundle []byte `json:"caBundle"`
+			CABundle caBundle `json:"caBundle"`
 		} `json:"clientConfig"`
 	} `json:"webhooks"`
 }
