@@ -50,7 +50,7 @@ func (b *caBundle) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // stream of distinct ones must not grow memory: only bundles up to 16 KiB
 // of text (a chain of a dozen certificates) are kept, and the cache is
 // emptied when it holds maxCachedBundles, so it never holds more than
-// ~3 MiB (text and bytes). An emptied cache costs the next requests one
+// ~3.5 MiB (text and bytes). An emptied cache costs the next requests one
 // decode each, which is what every request cost without it.
 const (
 	maxCachedBundleText = 16 << 10
