@@ -86,7 +86,7 @@ func policyOptions(extraArgs ...string) framework.Options {
 // changed caBundles with exactly pem (the base64 literal isOwnerCA writes).
 func policyHoldsCA(t testing.TB, f *fixture, mapping string, pem []byte) bool {
 	t.Helper()
-	want := `string(w.clientConfig.caBundle) == "` + base64.StdEncoding.EncodeToString(pem) + `")`
+	want := `string(w.clientConfig.caBundle) == "` + base64.StdEncoding.EncodeToString(pem) + `"`
 	p, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), vap.PolicyName(mapping), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
