@@ -1,5 +1,6 @@
-// Command release writes the metadata of `make release` next to the
-// artifacts it built in --dir: the krew plugin manifest (from the
+// Command release finishes `make release` in --dir: it makes the chart
+// archive `helm package` wrote reproducible (NormalizeArchive), then writes
+// the metadata next to the artifacts: the krew plugin manifest (from the
 // kubectl-webhook_guard archives), an SPDX 2.3 JSON SBOM (from the module
 // graph recorded in the linux/amd64 binary: what is really linked in, no
 // downloads) and SHA256SUMS over every file. Everything is derived from the
@@ -20,7 +21,7 @@ func main() {
 	dir := flag.String("dir", "bin/release", "directory holding the built artifacts; the metadata is written there")
 	version := flag.String("version", "", "release version without the v (the VERSION file)")
 	repo := flag.String("repo", "webhook-guard/webhook-guard", "GitHub owner/name the release assets are downloaded from")
-	epoch := flag.Int64("source-date-epoch", 0, "creation time of the SBOM, seconds since 1970 (the last commit's time)")
+	epoch := flag.Int64("source-date-epoch", 0, "creation time of the SBOM and of the chart archive's entries, seconds since 1970 (the last commit's time)")
 	flag.Parse()
 	if *version == "" || *epoch <= 0 {
 		fmt.Fprintln(os.Stderr, "error: --version and --source-date-epoch are required")
@@ -33,6 +34,9 @@ func main() {
 }
 
 func run(dir, version, repo string, created time.Time) error {
+	if err := NormalizeArchive(filepath.Join(dir, "webhook-guard-"+version+".tgz"), created); err != nil {
+		return err
+	}
 	krew, err := KrewManifest(dir, version, repo)
 	if err != nil {
 		return err
