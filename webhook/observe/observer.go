@@ -77,8 +77,30 @@ func (o *Observer) Start(ctx context.Context) error {
 	}
 	o.Log.Info("observing webhook configurations")
 	<-ctx.Done()
-	factory.Shutdown()
+	o.shutdown(factory)
 	return nil
+}
+
+// shutdownWait bounds how long stopping waits for the informers.
+const shutdownWait = time.Second
+
+// shutdown stops the informers, waiting at most shutdownWait for them.
+// client-go's reflector backs off from a failed watch-list request with a
+// sleep that does not watch its context, so with the API server unreachable
+// Shutdown blocked for the rest of that back-off (4–9 s measured, up to its
+// 30 s cap), holding up the whole process's exit. What is left is a
+// goroutine sleeping until the process ends.
+func (o *Observer) shutdown(factory informers.SharedInformerFactory) {
+	done := make(chan struct{})
+	go func() {
+		factory.Shutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(shutdownWait):
+		o.Log.Info("not waiting for the watch of webhook configurations to stop: it is backing off from a failed request", "waited", shutdownWait)
+	}
 }
 
 // handler turns watch events into observed changes. Objects of the initial
