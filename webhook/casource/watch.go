@@ -267,6 +267,15 @@ func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, erro
 		w.errMu.Lock()
 		w.lastErr = err
 		w.errMu.Unlock()
+		// A watch that ended in an error is the first sign that the API
+		// server is gone: the stores stop being fresh here, not at the first
+		// failed call after the reflector's back-off (0.8 s to 30 s later),
+		// so --ca-max-stale counts from the outage. The next list or watch
+		// that succeeds clears it; an expired resourceVersion, or a watch
+		// the reader stopped itself, is no outage.
+		if wctx.Err() == nil && !errors.Is(err, context.Canceled) && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			r.observe(err)
+		}
 	})
 	onChange := func(any) { r.bump() }
 	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
