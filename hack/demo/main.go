@@ -357,7 +357,9 @@ func userClient(env *envtest.Environment, admin *rest.Config, ns, name string) (
 }
 
 // guardIdentity gives the guard its own service-account identity with the
-// least privilege the chart grants: get the CA Secret, nothing else it needs.
+// least privilege the chart grants: get, list and watch the CA Secret by name
+// (the guard watches each CA source), read the webhook configurations, write
+// records and Events.
 func guardIdentity(ctx context.Context, env *envtest.Environment, admin *rest.Config, cs *kubernetes.Clientset, work string) (string, error) {
 	username := "system:serviceaccount:webhook-guard:webhook-guard"
 	au, err := env.AddUser(envtest.User{Name: username, Groups: []string{"system:serviceaccounts"}}, admin)
@@ -369,7 +371,7 @@ func guardIdentity(ctx context.Context, env *envtest.Environment, admin *rest.Co
 	}
 	if _, err := cs.RbacV1().Roles("koordinator-system").Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard-ca-reader"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"webhook-certs"}, Verbs: []string{"get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"webhook-certs"}, Verbs: []string{"get", "list", "watch"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		return "", err
 	}
@@ -385,6 +387,9 @@ func guardIdentity(ctx context.Context, env *envtest.Environment, admin *rest.Co
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"openreports.io"}, Resources: []string{"clusterreports"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			// As the chart grants: the guarded objects read-only (the
+			// observer's watch, the records' owner references).
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	}, metav1.CreateOptions{}); err != nil {
 		return "", err
