@@ -44,13 +44,20 @@ func (o *outputFlags) validate() error {
 func (o *outputFlags) isTable() bool { return o.format == "table" || o.format == "wide" }
 
 // print prints v (json, yaml, jsonpath), table (table, wide: columns of
-// priority 1 only in wide) or names (name, one per line).
+// priority 1 only in wide) or names (name, one per line, each once).
 func (o *outputFlags) print(out io.Writer, v any, table *metav1.Table, names []string) error {
 	switch o.format {
 	case "json", "yaml":
 		return printStructured(out, o.format, v)
 	case "name":
+		// Each object once, as kubectl -o name prints it, however many
+		// findings it holds.
+		seen := make(map[string]bool, len(names))
 		for _, n := range names {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
 			if _, err := fmt.Fprintln(out, n); err != nil {
 				return err
 			}

@@ -331,9 +331,7 @@ func printReview(out io.Writer, o *outputFlags, res ReviewResult, now time.Time)
 	if !o.isTable() {
 		names := make([]string, 0, len(res.Findings))
 		for _, f := range res.Findings {
-			if n := "clusterreport.openreports.io/" + f.report; !slices.Contains(names, n) {
-				names = append(names, n)
-			}
+			names = append(names, "clusterreport.openreports.io/"+f.report)
 		}
 		return o.print(out, res, nil, names)
 	}

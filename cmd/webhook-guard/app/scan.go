@@ -421,11 +421,9 @@ func caBundleManagers(mfs []metav1.ManagedFieldsEntry) []string {
 // configurations with findings as kubectl -o name spells them.
 func printScan(out io.Writer, o *outputFlags, res ScanResult) error {
 	if !o.isTable() {
-		var names []string
+		names := make([]string, 0, len(res.Findings))
 		for _, f := range res.Findings {
-			if n := configurationName(f.Configuration); !slices.Contains(names, n) {
-				names = append(names, n)
-			}
+			names = append(names, configurationName(f.Configuration))
 		}
 		return o.print(out, res, nil, names)
 	}
