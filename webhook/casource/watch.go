@@ -60,8 +60,9 @@ type WatchReader struct {
 	watches map[watchKey]*objectWatch
 	gen     uint64
 	changed chan struct{} // closed (and replaced) on every change
-	// brokenSince is when a list or watch call last started failing (zero
-	// while they succeed), brokenErr its last error: the stores may be
+	// brokenSince is when the watches last stopped being fresh: a watch
+	// stream ended, or a list or watch call failed (zero once a call
+	// succeeds again); brokenErr is the last such error. The stores may be
 	// stale meanwhile (the API server unreachable).
 	brokenSince time.Time
 	brokenErr   error
@@ -267,15 +268,6 @@ func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, erro
 		w.errMu.Lock()
 		w.lastErr = err
 		w.errMu.Unlock()
-		// A watch that ended in an error is the first sign that the API
-		// server is gone: the stores stop being fresh here, not at the first
-		// failed call after the reflector's back-off (0.8 s to 30 s later),
-		// so --ca-max-stale counts from the outage. The next list or watch
-		// that succeeds clears it; an expired resourceVersion, or a watch
-		// the reader stopped itself, is no outage.
-		if wctx.Err() == nil && !errors.Is(err, context.Canceled) && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
-			r.observe(err)
-		}
 	})
 	onChange := func(any) { r.bump() }
 	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -347,7 +339,11 @@ func (r *WatchReader) listWatch(k watchKey) (*cache.ListWatch, runtime.Object, e
 			}
 			w, err := r.client.Watch(ctx, l, opts(o)...)
 			r.observe(err)
-			return w, err
+			if err != nil {
+				return w, err
+			}
+			// The stores are fresh until the stream ends (endWatch).
+			return newEndWatch(ctx, w, func() { r.observe(errWatchEnded) }), nil
 		},
 		DisableChunking: true,
 	}, example, nil
