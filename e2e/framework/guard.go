@@ -23,11 +23,17 @@ import (
 )
 
 var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
+	buildMu   sync.Mutex
+	builtBins = map[string]*builtBinary{}
 	buildDir  string
 )
+
+// builtBinary is one `go build` of a main package, done once per process.
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 // GuardBinary builds cmd/webhook-guard once per test process (into a
 // temporary directory removed by Cleanup) and returns its path. Set
@@ -37,27 +43,52 @@ func GuardBinary(t testing.TB) string {
 	if p := os.Getenv("WEBHOOK_GUARD_BINARY"); p != "" {
 		return p
 	}
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "webhook-guard-e2e-bin-")
-		if buildErr != nil {
-			return
+	return BuildBinary(t, "./cmd/webhook-guard")
+}
+
+// BuildBinary builds the main package pkg (a path relative to the repository
+// root) once per test process, into a temporary directory removed by
+// Cleanup, and returns the binary's path. The real writers the suite runs
+// (cert-manager's cainjector, the cert-controller rotator) are built this
+// way, each in its own process, so that their process-wide state (feature
+// gates, loggers) stays theirs.
+func BuildBinary(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	if buildDir == "" {
+		dir, err := os.MkdirTemp("", "webhook-guard-e2e-bin-")
+		if err != nil {
+			buildMu.Unlock()
+			t.Fatal(err)
 		}
-		builtBin = filepath.Join(buildDir, "webhook-guard")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/webhook-guard")
+		buildDir = dir
+	}
+	b, ok := builtBins[pkg]
+	if !ok {
+		b = &builtBinary{}
+		builtBins[pkg] = b
+	}
+	dir := buildDir
+	buildMu.Unlock()
+	b.once.Do(func() {
+		b.path = filepath.Join(dir, filepath.Base(pkg))
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
 		cmd.Dir = RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/webhook-guard: %w\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return builtBin
+	return b.path
 }
 
 // Cleanup removes what the framework left outside test directories (the
-// built binary). Call it from TestMain after m.Run.
+// built binaries). Call it from TestMain after m.Run.
 func Cleanup() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
 	}
