@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -149,22 +150,64 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 			})
 			continue
 		}
-		var foreign []string
-		for _, fp := range fps {
-			if !set.Contains(fp) {
-				foreign = append(foreign, fp.Short())
-			}
-		}
-		if len(foreign) > 0 {
-			v := mismatch()
-			v.Detail = fmt.Sprintf("%d certificate(s) not in the owner's CA set from %s", len(foreign), set.Source)
-			v.Summary = "certificate(s) not in the owner's CA set"
-			v.Expected, v.Found = set.Short(), foreign
-			v.Hint = "write the owner's CA; if the owner's CA changed, update its source first"
+		if v, ok := rotationViolation(set, fps, ch, in); !ok {
+			v.Field, v.Webhook = ch.Field(), ch.Webhook
 			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// rotationViolation applies the rotation rule to one changed caBundle whose
+// certificates are fps: every certificate must be in the owner's current CA
+// set or already in the stored caBundle of the same entry (a merging writer
+// such as cert-manager's cainjector keeps the old CA beside the new one until
+// it expires), and at least one must be in the current set (the bundle still
+// trusts the owner's current CA). A kept certificate is allowed whether or
+// not it has expired: kube-apiserver's verifier never trusts an expired CA,
+// so keeping one grants nothing. "Stored" means the entry of the same name in
+// the object before the request: a new or renamed entry, and every entry of a
+// CREATE, has nothing stored and may hold only the current CA.
+func rotationViolation(set CASet, fps []Fingerprint, ch BundleChange, in *Input) (Violation, bool) {
+	current := false
+	var foreign []Fingerprint
+	for _, fp := range fps {
+		if set.Contains(fp) {
+			current = true
+		} else {
+			foreign = append(foreign, fp)
+		}
+	}
+	if len(foreign) > 0 && len(ch.Old) > 0 {
+		// Only a bundle with certificates beyond the current set pays for
+		// parsing the stored one. A stored bundle that does not parse
+		// trusts nothing the guard can name.
+		if stored, err := in.Fingerprints.Parse(ch.Old); err == nil {
+			kept := NewCASetFromFingerprints("", stored...)
+			foreign = slices.DeleteFunc(foreign, kept.Contains)
+		}
+	}
+	switch {
+	case len(foreign) > 0:
+		return Violation{
+			Rule:     RuleCAMismatch,
+			Detail:   fmt.Sprintf("%d certificate(s) neither in the owner's CA set from %s nor already in this entry's stored caBundle", len(foreign), set.Source),
+			Summary:  "certificate(s) not in the owner's CA set",
+			Hint:     "write the owner's CA (a rotation may keep the certificates the entry already holds); if the owner's CA changed, update its source first",
+			Expected: set.Short(),
+			Found:    shortAll(foreign),
+		}, false
+	case !current:
+		return Violation{
+			Rule:     RuleCAMismatch,
+			Detail:   fmt.Sprintf("the caBundle keeps only certificates of the stored caBundle and none of the owner's CA set from %s", set.Source),
+			Summary:  "the caBundle no longer holds the owner's current CA",
+			Hint:     "add the owner's current CA to the bundle; a rotation may keep old certificates but must carry the current one",
+			Expected: set.Short(),
+			Found:    shortAll(fps),
+		}, false
+	}
+	return Violation{}, true
 }
 
 func ownerCA(co *compiledOwner, in *Input) (CASet, error) {

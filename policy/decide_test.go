@@ -99,9 +99,9 @@ func caMismatch(index int, webhook, source string, expected, found []string) Vio
 		Rule:     RuleCAMismatch,
 		Field:    fmt.Sprintf("webhooks[%d].clientConfig.caBundle", index),
 		Webhook:  webhook,
-		Detail:   fmt.Sprintf("%d certificate(s) not in the owner's CA set from %s", len(found), source),
+		Detail:   fmt.Sprintf("%d certificate(s) neither in the owner's CA set from %s nor already in this entry's stored caBundle", len(found), source),
 		Summary:  "certificate(s) not in the owner's CA set",
-		Hint:     "write the owner's CA; if the owner's CA changed, update its source first",
+		Hint:     "write the owner's CA (a rotation may keep the certificates the entry already holds); if the owner's CA changed, update its source first",
 		Expected: expected,
 		Found:    found,
 	}

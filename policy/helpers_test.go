@@ -31,8 +31,13 @@ func (c testCA) Short() string { return c.FP.Short() }
 // close to the 1 KB of the CAs found in real caBundles.
 func generateCA(cn string) (testCA, error) {
 	now := time.Now()
+	return generateCAValid(cn, now.Add(-time.Hour), now.Add(365*24*time.Hour))
+}
+
+// generateCAValid is generateCA with the given validity.
+func generateCAValid(cn string, notBefore, notAfter time.Time) (testCA, error) {
 	ca, err := testpki.NewCA(cn,
-		testpki.WithValidity(now.Add(-time.Hour), now.Add(365*24*time.Hour)),
+		testpki.WithValidity(notBefore, notAfter),
 		testpki.WithSubject(pkix.Name{
 			Organization:       []string{"webhook-guard unit tests"},
 			OrganizationalUnit: []string{"policy package", "certificate authority"},
@@ -56,6 +61,9 @@ type fixtures struct {
 	Owner, OwnerNew testCA
 	// Foreign is a CA no mapping trusts (another replica's self-signed CA).
 	Foreign testCA
+	// Expired is the koordinator mapping's CA before Owner; it expired
+	// yesterday.
+	Expired testCA
 	// Inline is the CA of the mapping with an inline pem source.
 	Inline testCA
 	// KeyPEM is a PEM-encoded private key, pasted where a CA belongs.
@@ -79,6 +87,10 @@ func testFixtures(tb testing.TB) *fixtures {
 			if *c.dst, fixturesErr = generateCA(c.cn); fixturesErr != nil {
 				return
 			}
+		}
+		now := time.Now()
+		if f.Expired, fixturesErr = generateCAValid("koord-ca-0", now.Add(-60*24*time.Hour), now.Add(-24*time.Hour)); fixturesErr != nil {
+			return
 		}
 		// Any private key will do; the inline CA's is at hand.
 		f.KeyPEM = f.Inline.KeyPEM

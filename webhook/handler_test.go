@@ -113,7 +113,7 @@ const (
 )
 
 func caMismatch(webhook, source, expected, found string) string {
-	return fmt.Sprintf(`ca-mismatch: webhooks[0].clientConfig.caBundle (webhook %q): 1 certificate(s) not in the owner's CA set from %s [expected CA %s, found %s]; hint: write the owner's CA; if the owner's CA changed, update its source first`,
+	return fmt.Sprintf(`ca-mismatch: webhooks[0].clientConfig.caBundle (webhook %q): 1 certificate(s) neither in the owner's CA set from %s nor already in this entry's stored caBundle [expected CA %s, found %s]; hint: write the owner's CA (a rotation may keep the certificates the entry already holds); if the owner's CA changed, update its source first`,
 		webhook, source, expected, found)
 }
 
