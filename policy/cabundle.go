@@ -107,6 +107,28 @@ type CASet struct {
 	// notAfter is the earliest expiry of the certificates, when the set
 	// was parsed from PEM (zero when built from fingerprints).
 	notAfter time.Time
+	// secret is the Secret key the set was read from, when it came from
+	// one (see FromSecret).
+	secret *KeyRef
+}
+
+// FromSecret returns the set marked as read from the Secret key ref. Policy
+// mode has kube-apiserver read the same key as a ValidatingAdmissionPolicy
+// param, so that a rotation of the Secret reaches the policy as soon as it
+// reaches the writer.
+func (s CASet) FromSecret(ref KeyRef) CASet {
+	s.secret = &ref
+	return s
+}
+
+// Secret is the Secret key the set was read from; nil when it was not read
+// from a Secret (a ConfigMap, inline PEM, fingerprints).
+func (s CASet) Secret() *KeyRef {
+	if s.secret == nil {
+		return nil
+	}
+	ref := *s.secret
+	return &ref
 }
 
 // NewCASet parses a PEM bundle into a CASet.
@@ -145,7 +167,7 @@ func (s CASet) Union(o CASet) CASet {
 		}
 		u.pem = append(u.pem, o.pem...)
 	}
-	u.notAfter = s.notAfter
+	u.notAfter, u.secret = s.notAfter, s.secret
 	if u.notAfter.IsZero() || (!o.notAfter.IsZero() && o.notAfter.Before(u.notAfter)) {
 		u.notAfter = o.notAfter
 	}

@@ -12,24 +12,14 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/cel/environment"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
-)
-
-var (
-	vwcGVK = schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"}
-	vwcGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	"github.com/webhook-guard/webhook-guard/policy/vap/vaptest"
 )
 
 // CEL is a webhook that evaluates the policy shape's own generated
@@ -39,7 +29,7 @@ var (
 // plugin's compilePolicy compiles a policy: variables, matchConditions,
 // validations and message expressions.
 type CEL struct {
-	validator validating.Validator
+	validator *vaptest.Validator
 }
 
 // NewCEL generates and compiles the policy. Its CA is the new CA's PEM: the
@@ -60,38 +50,8 @@ func NewCEL(f *Fixture) (*CEL, error) {
 	if len(objs.Policies) != 1 {
 		return nil, fmt.Errorf("generated %d policies; want 1", len(objs.Policies))
 	}
-	p := objs.Policies[0]
-	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	v, err := vaptest.Compile(objs.Policies[0])
 	if err != nil {
-		return nil, err
-	}
-	vars := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
-	msgVars := plugincel.OptionalVariableDeclarations{}
-	variables := make([]plugincel.NamedExpressionAccessor, len(p.Spec.Variables))
-	for i, v := range p.Spec.Variables {
-		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
-	}
-	compiler.CompileAndStoreVariables(variables, vars, environment.StoredExpressions)
-	conds := make([]plugincel.ExpressionAccessor, len(p.Spec.MatchConditions))
-	for i := range p.Spec.MatchConditions {
-		conds[i] = (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i])
-	}
-	validations := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
-	messages := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
-	for i, v := range p.Spec.Validations {
-		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
-		if v.MessageExpression != "" {
-			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
-		}
-	}
-	matcher := matchconditions.NewMatcher(compiler.CompileCondition(conds, vars, environment.StoredExpressions), p.Spec.FailurePolicy, "policy", "validate", p.Name)
-	v := validating.NewValidator(
-		compiler.CompileCondition(validations, vars, environment.StoredExpressions),
-		matcher,
-		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
-		compiler.CompileCondition(messages, msgVars, environment.StoredExpressions),
-		p.Spec.FailurePolicy, nil)
-	if err := v.CompileError(); err != nil {
 		return nil, err
 	}
 	return &CEL{validator: v}, nil
@@ -112,17 +72,11 @@ func (c *CEL) Review(ctx context.Context, body []byte, out *bytes.Buffer) error 
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.OldObject.Raw, &old.Object); err != nil {
 		return err
 	}
-	attrs := admission.NewAttributesRecord(obj, old, vwcGVK, "", req.Name, vwcGVR, "", admission.Operation(req.Operation), nil,
-		req.DryRun != nil && *req.DryRun, &user.DefaultInfo{Name: req.UserInfo.Username, Groups: req.UserInfo.Groups})
-	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: vwcGVK, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
-	res := c.validator.Validate(ctx, vwcGVR, va, nil, nil, celconfig.RuntimeCELCostBudget, nil)
+	msgs := c.validator.Validate(ctx, vaptest.Request{
+		Operation: admission.Operation(req.Operation), Name: req.Name, Object: obj, Old: old,
+		User: &user.DefaultInfo{Name: req.UserInfo.Username, Groups: req.UserInfo.Groups},
+	})
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Result: &metav1.Status{Code: 200}}
-	var msgs []string
-	for _, d := range res.Decisions {
-		if d.Action != validating.ActionAdmit {
-			msgs = append(msgs, d.Message)
-		}
-	}
 	if len(msgs) > 0 {
 		resp.Allowed, resp.Result.Code, resp.Result.Message = false, 403, strings.Join(msgs, "; ")
 	}

@@ -44,7 +44,6 @@
 package vap
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -82,11 +81,15 @@ type CA struct {
 	Fingerprints []string
 	// Err says why the CA could not be resolved.
 	Err string
+	// Param is the Secret key the CA was read from, if any. The policy then
+	// reads that key itself, as its param, so that kube-apiserver sees a
+	// rotation of the Secret as soon as the writer does (see rotation.go).
+	Param *policy.KeyRef
 }
 
 // CAFromSet builds a CA from a resolved set.
 func CAFromSet(set policy.CASet) CA {
-	return CA{PEM: set.PEM(), Source: set.Source, Fingerprints: set.Short()}
+	return CA{PEM: set.PEM(), Source: set.Source, Fingerprints: set.Short(), Param: set.Secret()}
 }
 
 // CAFromError builds an unresolved CA.
@@ -150,7 +153,7 @@ func Generate(in Input) (*Objects, error) {
 		if !ok {
 			ca = CA{Err: "the guard has not resolved the owner's CA"}
 		}
-		m := mappingPolicy{spec: spec, owner: o, mode: mode, ca: ca}
+		m := mappingPolicy{spec: spec, owner: o, mode: mode, ca: ca, rotation: rotation{ca: ca}}
 		if len(o.Match.Validating)+len(o.Match.Mutating) > 0 {
 			p, b := m.build(PolicyName(o.Name), nil)
 			out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
@@ -200,10 +203,11 @@ func labelValue(s string) string {
 
 // mappingPolicy builds the policy of one mapping.
 type mappingPolicy struct {
-	spec  *policy.GuardConfig
-	owner *policy.Owner
-	mode  policy.Mode
-	ca    CA
+	spec     *policy.GuardConfig
+	owner    *policy.Owner
+	mode     policy.Mode
+	ca       CA
+	rotation rotation
 }
 
 // requestName is the name of the object the request is about. CEL's
@@ -271,6 +275,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				}}},
 				MatchPolicy: ptr.To(admv1.Equivalent),
 			},
+			ParamKind: m.rotation.paramKind(),
 			// An expression that errors denies (enforce) or is audited
 			// (audit): fail closed.
 			FailurePolicy:   ptr.To(admv1.Fail),
@@ -279,17 +284,25 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				{Name: "name", Expression: requestName},
 				{Name: "username", Expression: requestUser},
 				{Name: "isWriter", Expression: isWriter},
+				{Name: "ca", Expression: m.rotation.caExpression()},
+				{Name: "b64", Expression: base64Values},
+				{Name: "b64chars", Expression: base64Chars},
+				{Name: "caValues", Expression: caValues},
+				{Name: "caLen", Expression: caLen},
+				{Name: "caShift1", Expression: caShift1},
+				{Name: "caShift2", Expression: caShift2},
 				// The webhooks[] entries whose caBundle the request added or
-				// changed to something other than the owner's CA bytes, or
-				// emptied. An unchanged caBundle, or an empty one on a new
-				// entry (cainjector fills it later), is never checked; a
-				// DELETE (object is null) changes none. The owner's CA is
-				// compared first: CEL's || stops at a true left side, so the
-				// lookup of the entry in the stored object (a scan of its
-				// webhooks, quadratic over the whole object) runs only for
-				// a caBundle that is not the owner's.
+				// changed to something the rotation rule does not allow
+				// (rotation.go), or emptied. An unchanged caBundle, or an
+				// empty one on a new entry (cainjector fills it later), is
+				// never checked; a DELETE (object is null) changes none. The
+				// cheap comparisons come first (CEL's || stops at a true
+				// left side): the lookup of the entry in the stored object
+				// (a scan of its webhooks, quadratic over the whole object)
+				// and the merge check run only for a caBundle that is not
+				// the owner's CA.
 				{Name: "badWebhooks", Expression: `object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
-					`!(` + m.isOwnerCA() + ` || ` + oldHasSameBundle + `) : ` +
+					`!(` + m.rotation.allowed() + `) : ` +
 					oldHasBundle + `).map(w, w.name) : []`},
 			},
 			Validations: []admv1.Validation{
@@ -317,6 +330,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(o.Name)},
 		Spec: admv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        name,
+			ParamRef:          m.rotation.paramRef(),
 			ValidationActions: actions,
 		},
 	}
@@ -326,31 +340,13 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 // newHasBundle says entry w of the request's object carries a caBundle;
 // oldHasSameBundle and oldHasBundle look up entry w in the stored object by
 // name (names are unique within a configuration). Comparing two caBundles
-// is consistent whatever their runtime type (see isOwnerCA). Every optional
+// is consistent whatever their runtime type (see rotation.go). Every optional
 // field is read after has().
 const (
 	newHasBundle     = `(has(w.clientConfig) && has(w.clientConfig.caBundle))`
 	oldHasSameBundle = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle) && o.clientConfig.caBundle == w.clientConfig.caBundle))`
 	oldHasBundle     = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle)))`
 )
-
-// isOwnerCA is CEL that is true when entry w's caBundle is the owner's CA
-// bytes, false for every caBundle when the owner's CA could not be resolved
-// (caBundle changes fail closed; nothing else depends on the CA).
-//
-// The type checker calls caBundle bytes, while at runtime kube-apiserver
-// hands CEL the object as JSON converts it, where a []byte is its standard
-// base64 string. string() of that string is the string itself (and
-// type-checks as string(bytes)), so the comparison with the base64 of the
-// owner's CA works at runtime and passes the type checker; comparing with a
-// bytes literal would type-check and then fail every request at runtime.
-// TestPolicyModeEnforces shows it on the real kube-apiserver.
-func (m mappingPolicy) isOwnerCA() string {
-	if len(m.ca.PEM) == 0 {
-		return "false"
-	}
-	return `string(w.clientConfig.caBundle) == ` + CELString(base64.StdEncoding.EncodeToString(m.ca.PEM))
-}
 
 // prefix is the start of every message, worded as the webhook's.
 func (m mappingPolicy) prefix() string {
@@ -393,8 +389,8 @@ func (m mappingPolicy) caMismatchMessage() string {
 			CELString(fmt.Sprintf(" cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read; hint: %s", reason, policy.RuleCAUnavailable.Info().Hint))
 	}
 	return m.prefix() + ` + ` + CELString(string(policy.RuleCAMismatch)+": the caBundle of webhook(s) ") + ` + variables.badWebhooks.join(", ") + ` +
-		CELString(fmt.Sprintf(" is not byte-identical to the owner's CA from %s [expected CA %s]; "+
-			"hint: write the owner's CA exactly as its source holds it (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too",
+		CELString(fmt.Sprintf(" is neither the owner's CA from %s [expected CA %s] as its source holds it, nor the stored caBundle followed by it; "+
+			"hint: write the owner's CA exactly as its source holds it, or append it to the stored caBundle as cert-manager's cainjector does (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too",
 			m.ca.Source, strings.Join(m.ca.Fingerprints, ",")))
 }
 

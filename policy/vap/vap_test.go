@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -113,10 +114,24 @@ func Test_Generate(t *testing.T) {
 		assert.Nil(t, objs.Policies[1].Spec.ParamKind)
 		assert.Equal(t, map[string]string{LabelManagedBy: ManagedBy, LabelMapping: "koordinator"}, b.Labels)
 	})
+	t.Run("if the CA is a Secret key, the policy reads that Secret as its param, and a missing Secret leaves params null", func(t *testing.T) {
+		c := load(t, namesConfig)
+		ref := &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}
+		objs, err := Generate(Input{Config: c, CAs: map[string]CA{"koordinator": {PEM: []byte("owner CA of koordinator"), Param: ref}}})
+		require.NoError(t, err)
+		p, b := objs.Policies[1], objs.Bindings[1]
+		require.Equal(t, "webhook-guard-koordinator", p.Name)
+		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, p.Spec.ParamKind)
+		assert.Equal(t, &admv1.ParamRef{Name: "webhook-certs", Namespace: "koordinator-system", ParameterNotFoundAction: ptr.To(admv1.AllowAction)}, b.Spec.ParamRef)
+		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : "b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`, variable(t, p, "ca"))
+		assert.Nil(t, objs.Policies[0].Spec.ParamKind, "a mapping whose CA is not a Secret key has no param")
+		assert.Nil(t, objs.Bindings[0].Spec.ParamRef)
+	})
 	t.Run("if the CA is resolved, the policy compares a changed caBundle with its base64 and names its source and fingerprints", func(t *testing.T) {
 		p := generate(t, namesConfig).Policies[1]
 		// base64("owner CA of koordinator")
-		assert.Contains(t, variable(t, p, "badWebhooks"), `string(w.clientConfig.caBundle) == "b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`)
+		assert.Equal(t, `"b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`, variable(t, p, "ca"))
+		assert.Contains(t, variable(t, p, "badWebhooks"), `string(w.clientConfig.caBundle) == variables.ca`)
 		msg := p.Spec.Validations[1].MessageExpression
 		assert.Contains(t, msg, `ca-mismatch`)
 		assert.Contains(t, msg, `from test source of koordinator [expected CA 0123456789abcdef]`)
@@ -126,9 +141,8 @@ func Test_Generate(t *testing.T) {
 		objs, err := Generate(Input{Config: c, CAs: map[string]CA{"koordinator": {Err: "Secret koordinator-system/webhook-certs: not found"}}})
 		require.NoError(t, err)
 		for _, p := range objs.Policies {
-			bad := variable(t, p, "badWebhooks")
-			assert.NotContains(t, bad, "string(w.clientConfig.caBundle)", p.Name)
-			assert.Contains(t, bad, "!(false || ", p.Name)
+			assert.Equal(t, `""`, variable(t, p, "ca"), p.Name)
+			assert.Contains(t, variable(t, p, "badWebhooks"), `!((variables.ca != "" && `, p.Name)
 			assert.Equal(t, "variables.isWriter", p.Spec.Validations[0].Expression, p.Name)
 		}
 		assert.Contains(t, objs.Policies[1].Spec.Validations[1].MessageExpression, `ca-unavailable`)

@@ -475,7 +475,8 @@ func readSecretKeys(ctx context.Context, rd client.Reader, ns, name string, keys
 		}
 	}
 	set.Source = desc
-	return set, nil
+	// The first key is the one a param can name: it holds the CA itself.
+	return set.FromSecret(policy.KeyRef{Namespace: ns, Name: name, Key: keys[0]}), nil
 }
 
 func readConfigMap(ctx context.Context, rd client.Reader, ns, name, key, desc string) (policy.CASet, error) {

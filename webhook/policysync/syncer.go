@@ -169,6 +169,10 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 	}
 	for _, d := range objs.Bindings {
+		if keep[d.Name] {
+			// Its param names the source that could not be asked.
+			continue
+		}
 		errs = append(errs, apply(ctx, s, kindAdmissionPolicyBinding, d, liveBindings[d.Name], equalAdmissionPolicyBinding, mergeAdmissionPolicyBinding))
 	}
 	// Deletions in the reverse order.

@@ -160,8 +160,9 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.syncer.Sync(ctx))
 		require.NoError(t, e.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}}))
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.NotContains(t, e.badWebhooks(t, "webhook-guard-app"), "string(w.clientConfig.caBundle)")
 		p := e.policy(t, "webhook-guard-app")
+		assert.Equal(t, `""`, policyVariable(t, p, "ca"), "no CA: every changed caBundle is bad")
+		assert.Nil(t, p.Spec.ParamKind)
 		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "it does not exist")
 		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "ca-unavailable")
 	})
@@ -174,6 +175,17 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, before, e.total(), "nothing is rewritten while the sources cannot be asked")
 		assert.Equal(t, good, e.badWebhooks(t, "webhook-guard-app"))
+	})
+	t.Run("if the CA is a Secret key, the policy reads that Secret as its param", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		p := e.policy(t, "webhook-guard-app")
+		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, p.Spec.ParamKind)
+		var b admv1.ValidatingAdmissionPolicyBinding
+		require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b))
+		require.NotNil(t, b.Spec.ParamRef)
+		assert.Equal(t, "app", b.Spec.ParamRef.Namespace)
+		assert.Equal(t, "app-ca", b.Spec.ParamRef.Name)
 	})
 	t.Run("if an anchor is set, every object is created owned by it, and objects from before gain the reference once", func(t *testing.T) {
 		e := newEnv(t, testConfig)
@@ -273,4 +285,16 @@ func mustYAML(t *testing.T, spec policy.GuardConfig) []byte {
 	b, err := yaml.Marshal(spec)
 	require.NoError(t, err)
 	return b
+}
+
+// policyVariable is the expression of the policy's variable name.
+func policyVariable(t *testing.T, p *admv1.ValidatingAdmissionPolicy, name string) string {
+	t.Helper()
+	for _, v := range p.Spec.Variables {
+		if v.Name == name {
+			return v.Expression
+		}
+	}
+	t.Fatalf("policy %s has no variable %q", p.Name, name)
+	return ""
 }

@@ -1,0 +1,134 @@
+package vap
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap/vaptest"
+)
+
+const rotationConfig = `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+owners:
+  - name: app
+    mode: enforce
+    match: {validating: [app]}
+    writers: {serviceAccounts: [cert-manager/cert-manager-cainjector]}
+    ca: {secret: {namespace: app-system, name: app-ca}}
+`
+
+// casByResidue generates CA certificates until it holds one whose PEM length
+// is 0, 1 and 2 modulo 3 (base64 aligns a merged bundle's second CA by the
+// first one's length modulo 3), plus a foreign one.
+func casByResidue(t *testing.T) (byResidue [3]*testpki.CA, foreign *testpki.CA) {
+	t.Helper()
+	found := 0
+	for i := 0; found < 3 && i < 60; i++ {
+		ca, err := testpki.NewCA("app-ca-" + strings.Repeat("x", i))
+		require.NoError(t, err)
+		if r := len(ca.PEM) % 3; byResidue[r] == nil {
+			byResidue[r] = ca
+			found++
+		}
+	}
+	require.Equal(t, 3, found, "no CA of every PEM length modulo 3 in 60 tries")
+	foreign, err := testpki.NewCA("another-replica-ca")
+	require.NoError(t, err)
+	return byResidue, foreign
+}
+
+// Test_rotation_mergedBundles runs the generated policy in Kubernetes' own
+// VAP engine against the bundles real writers produce: cainjector's merge
+// (the stored bundle followed by the new CA, for every length of both modulo
+// 3), a replace, and foreign certificates, with the CA Secret as param.
+func Test_rotation_mergedBundles(t *testing.T) {
+	cas, foreign := casByResidue(t)
+	cfg := load(t, rotationConfig)
+	cainjector := &user.DefaultInfo{Name: "system:serviceaccount:cert-manager:cainjector-not-a-writer"}
+	cainjector.Name = "system:serviceaccount:cert-manager:cert-manager-cainjector"
+	param := &policy.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+
+	// compile generates the policy with the CA the guard last synced.
+	compile := func(t *testing.T, synced []byte) *vaptest.Validator {
+		t.Helper()
+		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": {PEM: synced, Source: "Secret app-system/app-ca", Param: param}}})
+		require.NoError(t, err)
+		require.Len(t, objs.Policies, 1)
+		v, err := vaptest.Compile(objs.Policies[0])
+		require.NoError(t, err)
+		return v
+	}
+	secret := func(ca []byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app-system", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": ca}}
+	}
+	// review writes entry w1 from old to next, as cainjector does.
+	review := func(t *testing.T, v *vaptest.Validator, params *corev1.Secret, old, next []byte) []string {
+		t.Helper()
+		r := vaptest.Request{Operation: admission.Update, Name: "app", User: cainjector, Object: webhookConfig(next), Old: webhookConfig(old)}
+		if params != nil {
+			r.Params = params
+		}
+		return v.Validate(t.Context(), r)
+	}
+
+	for ri, stored := range cas {
+		for ci, next := range cas {
+			if ri == ci {
+				continue
+			}
+			t.Run(fmt.Sprintf("stored length %d mod 3, new CA length %d mod 3", ri, ci), func(t *testing.T) {
+				merged := append(append([]byte{}, stored.PEM...), next.PEM...)
+				beforeSync, afterSync := compile(t, stored.PEM), compile(t, next.PEM)
+				assert.Empty(t, review(t, beforeSync, secret(next.PEM), stored.PEM, merged), "the merge, before the guard synced the new CA: the param has it")
+				assert.Empty(t, review(t, afterSync, secret(next.PEM), stored.PEM, merged), "the merge, after the guard synced")
+				assert.Empty(t, review(t, beforeSync, secret(next.PEM), stored.PEM, next.PEM), "a replace")
+
+				withForeign := append(append([]byte{}, merged...), foreign.PEM...)
+				assert.Len(t, review(t, beforeSync, secret(next.PEM), stored.PEM, withForeign), 1, "the merge with a foreign CA appended")
+				foreignMerge := append(append([]byte{}, stored.PEM...), foreign.PEM...)
+				assert.Len(t, review(t, beforeSync, secret(next.PEM), stored.PEM, foreignMerge), 1, "the stored bundle followed by a foreign CA")
+				assert.Len(t, review(t, beforeSync, secret(next.PEM), stored.PEM, foreign.PEM), 1, "a foreign CA alone")
+				assert.Len(t, review(t, beforeSync, nil, stored.PEM, merged), 1, "the merge with the Secret gone: the literal has only the old CA")
+			})
+		}
+	}
+	t.Run("a merge that drops an expired certificate: the CA the guard last synced followed by the new one", func(t *testing.T) {
+		expired, prev, next := cas[0], cas[1], cas[2]
+		stored := append(append([]byte{}, expired.PEM...), prev.PEM...)
+		merged := append(append([]byte{}, prev.PEM...), next.PEM...)
+		assert.Empty(t, review(t, compile(t, prev.PEM), secret(next.PEM), stored, merged))
+	})
+	t.Run("the message names the entry and the rule", func(t *testing.T) {
+		msgs := review(t, compile(t, cas[0].PEM), secret(cas[1].PEM), cas[0].PEM, foreign.PEM)
+		require.Len(t, msgs, 1)
+		assert.Contains(t, msgs[0], `ca-mismatch: the caBundle of webhook(s) w1.app.io is neither the owner's CA`)
+	})
+}
+
+// webhookConfig is a ValidatingWebhookConfiguration named app with one entry
+// w1.app.io carrying bundle, as kube-apiserver hands it to CEL (caBundle as
+// its base64 text).
+func webhookConfig(bundle []byte) *unstructured.Unstructured {
+	cc := map[string]any{"url": "https://app.example/validate"}
+	if len(bundle) > 0 {
+		cc["caBundle"] = base64.StdEncoding.EncodeToString(bundle)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind":       "ValidatingWebhookConfiguration",
+		"metadata":   map[string]any{"name": "app"},
+		"webhooks":   []any{map[string]any{"name": "w1.app.io", "clientConfig": cc}},
+	}}
+}
