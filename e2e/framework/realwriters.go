@@ -3,6 +3,5 @@ package framework
 // The real CA writers the suite runs from their own modules (see
 // cainjector.go and rotator.go).
 import (
-	_ "github.com/cert-manager/cert-manager/pkg/controller/cainjector"
 	_ "github.com/open-policy-agent/cert-controller/pkg/rotator"
 )
