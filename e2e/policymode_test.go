@@ -78,6 +78,9 @@ func policyOptions(extraArgs ...string) framework.Options {
 		GuardRules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: all},
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
+			// What the chart's policy.caParams grants: the policies read the
+			// owners' CA Secrets as params.
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 		},
 	}
 }
@@ -348,9 +351,12 @@ func TestPolicyModeCARotation(t *testing.T) {
 		})
 		requireBundles(t, f.admin.MustGet(t, framework.Validating, enforcedName), step.pem)
 	}
-	// The retired CA is now refused.
+	// The retired CA is now refused. The policy reads the CA Secret as its
+	// param, so the owner's writes above may pass before kube-apiserver has
+	// compiled the policy version the guard wrote last: the expected CAs the
+	// message lists may still include the retired one beside the new one.
 	_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, f.ownerCA.PEM)
-	requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch", "expected CA "+next.Fingerprint()[:16])
+	requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch", next.Fingerprint()[:16])
 }
 
 // TestPolicyModeThreeReplicasWriteNothing: three leader-elected replicas
@@ -504,7 +510,13 @@ func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
 	// The intruder may delete bindings as far as RBAC goes.
 	_, err := f.env.AdminKube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-policy-writer"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: []string{"get", "list", "update", "delete"}}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: []string{"get", "list", "update", "delete"}},
+			// kube-apiserver itself refuses (422) a binding update by anyone
+			// who may not get the Secret its paramRef names; with get on
+			// it, the write reaches the static webhook, which is tested here.
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{caSecret}},
+		},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,6 +65,8 @@ type Syncer struct {
 	written map[string]writeMark
 	// warned keeps that situation from being logged every pass.
 	warned map[string]bool
+	// secretParams is the last answer of mayUseSecretParams, to log changes.
+	secretParams *bool
 }
 
 type writeMark struct {
@@ -130,6 +133,12 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		return err
 	}
 	res := ResolveCAs(ctx, cfg, s.CA, s.Reader)
+	if !s.mayUseSecretParams(ctx) {
+		for name, ca := range res.CAs {
+			ca.Param = nil
+			res.CAs[name] = ca
+		}
+	}
 	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs, Anchor: anchor})
 	if err != nil {
 		return err
@@ -194,6 +203,38 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// mayUseSecretParams reports whether the guard may write a policy whose
+// param is a Secret: kube-apiserver requires of whoever creates a policy
+// with paramKind Secret "get" on every Secret in the cluster (the policy
+// could read any of them). The chart grants it with policy.caParams; without
+// it, the policies hold the CA as a literal only, and a rotation races the
+// guard's next pass.
+func (s *Syncer) mayUseSecretParams(ctx context.Context) bool {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "secrets"},
+	}}
+	err := s.Client.Create(ctx, review)
+	allowed := err == nil && review.Status.Allowed
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.secretParams == nil || *s.secretParams != allowed {
+		s.secretParams = &allowed
+		if allowed {
+			s.Log.Info("policy mode: the policies read their CA Secrets as params (the guard may get Secrets cluster-wide)")
+		} else {
+			s.Log.Info("policy mode: the policies hold the CA as a literal only; grant get on Secrets cluster-wide (chart value policy.caParams) so that a CA rotation reaches kube-apiserver as it reaches the writer", "reason", errText(err))
+		}
+	}
+	return allowed
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "not allowed"
+	}
+	return err.Error()
 }
 
 // anchor reads the anchor ClusterRole's uid; nil when no anchor is set.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -57,17 +59,28 @@ type env struct {
 	syncer  *Syncer
 	metrics *Metrics
 	config  *policy.Config
+	// mayReadSecrets is the answer to the guard's access review for get on
+	// every Secret.
+	mayReadSecrets bool
 }
 
 func newEnv(t *testing.T, cfg string) *env {
 	t.Helper()
 	c, err := policy.Load([]byte(cfg))
 	require.NoError(t, err)
+	e := &env{metrics: NewMetrics(prometheus.NewRegistry()), config: c, mayReadSecrets: true}
 	cl := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "other-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
-	).Build()
-	e := &env{client: cl, metrics: NewMetrics(prometheus.NewRegistry()), config: c}
+	).WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		// kube-apiserver answers access reviews; the fake client cannot.
+		if r, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok {
+			r.Status.Allowed = e.mayReadSecrets
+			return nil
+		}
+		return c.Create(ctx, obj, opts...)
+	}}).Build()
+	e.client = cl
 	e.syncer = &Syncer{
 		Client: cl, Reader: cl, Config: func() *policy.Config { return e.config }, CA: casource.New(cl, casource.Options{}),
 		Metrics: e.metrics, Log: logr.Discard(),
@@ -175,6 +188,14 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, before, e.total(), "nothing is rewritten while the sources cannot be asked")
 		assert.Equal(t, good, e.badWebhooks(t, "webhook-guard-app"))
+	})
+	t.Run("if the guard may not get Secrets cluster-wide, the policy holds the CA as a literal only (kube-apiserver requires it for a Secret param)", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		e.mayReadSecrets = false
+		require.NoError(t, e.syncer.Sync(ctx))
+		p := e.policy(t, "webhook-guard-app")
+		assert.Nil(t, p.Spec.ParamKind)
+		assert.Equal(t, `"`+base64.StdEncoding.EncodeToString(caPEM)+`"`, policyVariable(t, p, "ca"))
 	})
 	t.Run("if the CA is a Secret key, the policy reads that Secret as its param", func(t *testing.T) {
 		e := newEnv(t, testConfig)
