@@ -60,8 +60,11 @@ func suggestCAMismatch(f FindingFacts) string {
 	if found == "" {
 		found = "none: empty or invalid PEM"
 	}
-	return fmt.Sprintf("the caBundle written by %s (CA %s) does not match the owner's CA (%s); %s is a second CA writer: make it use the owner's CA (owners[%s].ca) or stop it writing caBundle",
-		f.Subject, found, orDash(f.ExpectedCA), f.Subject, f.Mapping)
+	// Only a writer of the mapping (or break-glass) gets this far: the
+	// suggestion never proposes removing it from the writers, which would
+	// lock out the controller that applies the configuration.
+	return fmt.Sprintf("the caBundle written by %s (CA %s) is neither the owner's CA (%s) nor already in that entry; if that CA is the right one, point owners[%s].ca at the source %s writes from; if %s is a second CA writer, make it use the owner's CA or stop it writing caBundle (it stays a writer of the rest of the configuration)",
+		f.Subject, found, orDash(f.ExpectedCA), f.Mapping, f.Subject, f.Subject)
 }
 
 func suggestAdmissionPolicyObject(f FindingFacts) string {

@@ -39,12 +39,12 @@ func Test_RuleInfo_Suggest(t *testing.T) {
 		"if a request wrote a foreign CA, name the second CA writer": {
 			rule:  RuleCAMismatch,
 			facts: FindingFacts{Mapping: "app", Subject: "bob", Configuration: vwc, ExpectedCA: "9f86d081884c7d65", FoundCA: "1b4f0e9851971998"},
-			exp:   "the caBundle written by bob (CA 1b4f0e9851971998) does not match the owner's CA (9f86d081884c7d65); bob is a second CA writer: make it use the owner's CA (owners[app].ca) or stop it writing caBundle",
+			exp:   "the caBundle written by bob (CA 1b4f0e9851971998) is neither the owner's CA (9f86d081884c7d65) nor already in that entry; if that CA is the right one, point owners[app].ca at the source bob writes from; if bob is a second CA writer, make it use the owner's CA or stop it writing caBundle (it stays a writer of the rest of the configuration)",
 		},
 		"if a request wrote no usable CA, say the bundle was empty or invalid": {
 			rule:  RuleCAMismatch,
 			facts: FindingFacts{Mapping: "app", Subject: "bob", Configuration: vwc},
-			exp:   "the caBundle written by bob (CA none: empty or invalid PEM) does not match the owner's CA (-); bob is a second CA writer: make it use the owner's CA (owners[app].ca) or stop it writing caBundle",
+			exp:   "the caBundle written by bob (CA none: empty or invalid PEM) is neither the owner's CA (-) nor already in that entry; if that CA is the right one, point owners[app].ca at the source bob writes from; if bob is a second CA writer, make it use the owner's CA or stop it writing caBundle (it stays a writer of the rest of the configuration)",
 		},
 		"if the observer saw a foreign CA, name the field managers and point at the audit log for the user": {
 			rule: RuleCAMismatch,

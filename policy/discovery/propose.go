@@ -137,6 +137,10 @@ func caKey(s policy.CASource) string {
 	return string(b)
 }
 
+// CAInjectorFieldManager is the field manager cert-manager's cainjector
+// writes caBundles under (its client's user agent name).
+const CAInjectorFieldManager = "cert-manager-cainjector"
+
 func infer(cfg Configuration, c Cluster) inference {
 	inf := inference{cfg: cfg}
 	workloads := inf.findWorkloads(c)
@@ -150,6 +154,10 @@ func infer(cfg Configuration, c Cluster) inference {
 			line += fmt.Sprintf(" (%d writers of caBundle: the guard records every write by a subject that is not this mapping's writer)", len(cfg.CABundleManagers))
 		}
 		inf.evidence = append(inf.evidence, line)
+		if slices.Contains(cfg.CABundleManagers, CAInjectorFieldManager) {
+			inf.evidence = append(inf.evidence, CAInjectorFieldManager+" merges (cert-manager >= v1.21, feature gate CAInjectorMerging, on by default): "+
+				"a rotation appends the new CA and keeps the old ones until they expire; the guard allows it, as a rotation may keep what the entry already holds")
+		}
 	}
 	if inf.writer == "" && !injected && len(inf.reasons) == 0 {
 		inf.reasons = append(inf.reasons, "no writer found: a mapping needs the service account of the controller that writes the caBundle")

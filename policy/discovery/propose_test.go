@@ -123,6 +123,24 @@ func Test_Propose(t *testing.T) {
 				},
 			}}},
 		},
+		"if cainjector's field manager owns caBundle, the evidence says that it merges": {
+			configs: []Configuration{{Kind: policy.KindMutating, Name: "app-mutating", Annotations: map[string]string{"cert-manager.io/inject-ca-from": "app/serving"},
+				CABundleManagers: []string{"cert-manager-cainjector"},
+				Webhooks:         []Webhook{{Name: "w.example.com", Service: &ServiceRef{Namespace: "app", Name: "gone"}}}}},
+			cluster: koordinator(koordCA),
+			want: Proposal{Mappings: []Mapping{{
+				Owner: policy.Owner{Name: "app-mutating", Match: policy.Match{Mutating: []string{"app-mutating"}},
+					CA: policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}}},
+				Evidence: []string{
+					"MutatingWebhookConfiguration/app-mutating: annotation cert-manager.io/inject-ca-from: app/serving: cainjector (cert-manager/cert-manager-cainjector) writes the caBundle",
+					"MutatingWebhookConfiguration/app-mutating: caBundle field managers: cert-manager-cainjector",
+					"MutatingWebhookConfiguration/app-mutating: cert-manager-cainjector merges (cert-manager >= v1.21, feature gate CAInjectorMerging, on by default): a rotation appends the new CA and keeps the old ones until they expire; the guard allows it, as a rotation may keep what the entry already holds",
+					"MutatingWebhookConfiguration/app-mutating: webhooks[0] calls Service app/gone, which does not exist",
+					"cainjector (cert-manager/cert-manager-cainjector) becomes a writer of this mapping through certManager.caInjectorServiceAccount",
+					"no workload was found behind the webhooks: only cainjector may write; add whoever applies these configurations (Helm's or Argo CD's identity) to writers",
+				},
+			}}},
+		},
 		"if the webhook calls a URL, leave it undecided and say it has no workload": {
 			configs: []Configuration{{Kind: policy.KindValidating, Name: "by-url", CABundleManagers: []string{"kubectl"},
 				Webhooks: []Webhook{{Name: "w.example.com", URL: "https://10.0.0.1:8443/validate", CABundle: otherCA.PEM}}}},

@@ -56,6 +56,16 @@ func ResolveCAs(ctx context.Context, cfg *policy.Config, r CAResolver, reader cl
 	return res
 }
 
+// DropParams makes every mapping's policy hold its CA as a literal only, for
+// a writer that may not create policies with a Secret param (kube-apiserver
+// requires get on every Secret of whoever does).
+func (r Resolution) DropParams() {
+	for name, ca := range r.CAs {
+		ca.Param = nil
+		r.CAs[name] = ca
+	}
+}
+
 func fromResult(out casource.Result) (vap.CA, error) {
 	if out.Err != nil {
 		return vap.CAFromError(out.Err), out.Err

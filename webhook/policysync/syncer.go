@@ -134,10 +134,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	res := ResolveCAs(ctx, cfg, s.CA, s.Reader)
 	if !s.mayUseSecretParams(ctx) {
-		for name, ca := range res.CAs {
-			ca.Param = nil
-			res.CAs[name] = ca
-		}
+		res.DropParams()
 	}
 	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs, Anchor: anchor})
 	if err != nil {

@@ -20,6 +20,7 @@ type renderPolicyOptions struct {
 	objectsPath         string
 	namespace           string
 	guardServiceAccount string
+	caParams            bool
 }
 
 func newRenderPolicyCommand() *cobra.Command {
@@ -39,8 +40,12 @@ ca-mismatch, with the owner's CA bytes in the policy itself) and its binding
 same objects in step with the cluster; apply this output only to try policy
 mode or where the guard does not run.
 
-CEL cannot parse PEM: a changed caBundle must equal the owner's CA bytes
-exactly. See docs/concepts.md (the two shapes) for what the webhook enforces that this
+CEL cannot parse PEM: a changed caBundle must be the owner's CA exactly as its
+source holds it, or the stored caBundle followed by it (cainjector's merge). With
+--ca-params, a policy whose CA is a Secret key reads that Secret as its param,
+so that a rotation reaches kube-apiserver as it reaches the writer; whoever
+applies such a policy must be allowed to get every Secret. See docs/rotation.md
+and docs/concepts.md (the two shapes) for what the webhook enforces that this
 mode cannot.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,6 +59,7 @@ mode cannot.`,
 	}
 	f := cmd.Flags()
 	o.source.addFiles(cmd, " (this or --values is required)")
+	f.BoolVar(&o.caParams, "ca-params", false, "Policies whose CA is a Secret key read that Secret as their param (applying them needs get on every Secret).")
 	f.StringVar(&o.objectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, cert-manager objects (and webhook configurations, for injectedByCertManager) that CA sources resolve against.")
 	// Both configured the param ConfigMaps, which policy mode no longer
 	// generates (the owner's CA is in the policy); accepted, and ignored,
@@ -84,6 +90,9 @@ func runRenderPolicy(ctx context.Context, o *renderPolicyOptions, out, errOut io
 		return invalid("%v", err)
 	}
 	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects)
+	if !o.caParams {
+		res.DropParams()
+	}
 	for _, owner := range cfg.Spec.Owners {
 		if ca := res.CAs[owner.Name]; ca.Err != "" {
 			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its policy holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)

@@ -70,13 +70,14 @@ func Test_renderPolicy_decodes(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, secret.StringData["ca.crt"])
-	var bad string
+	var ca string
 	for _, v := range p.Spec.Variables {
-		if v.Name == "badWebhooks" {
-			bad = v.Expression
+		if v.Name == "ca" {
+			ca = v.Expression
 		}
 	}
-	assert.Contains(t, bad, `string(w.clientConfig.caBundle) == "`+base64.StdEncoding.EncodeToString([]byte(secret.StringData["ca.crt"]))+`"`)
+	assert.Equal(t, `"`+base64.StdEncoding.EncodeToString([]byte(secret.StringData["ca.crt"]))+`"`, ca, "the owner's CA as a literal (no --ca-params)")
+	assert.Nil(t, p.Spec.ParamKind)
 }
 
 func Test_renderPolicy_invalid(t *testing.T) {
