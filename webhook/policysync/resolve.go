@@ -51,6 +51,15 @@ func ResolveCAs(ctx context.Context, cfg *policy.Config, r CAResolver, reader cl
 		if err != nil && !casource.IsDefinitive(err) {
 			res.Transient[o.Name] = err
 		}
+		if ca.Param == nil && o.CA.Secret != nil {
+			// A secret source names its Secret in the configuration: the
+			// policy reads it even while the guard cannot (the Secret not
+			// created yet, or without the key, as a rotator's Secret starts),
+			// so the writer's first write is decided on what kube-apiserver
+			// sees, not on the guard's last pass.
+			ref := *o.CA.Secret
+			ca.Param = &ref
+		}
 		res.CAs[o.Name] = ca
 	}
 	return res

@@ -174,8 +174,8 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}}))
 		require.NoError(t, e.syncer.Sync(ctx))
 		p := e.policy(t, "webhook-guard-app")
-		assert.Equal(t, `""`, policyVariable(t, p, "ca"), "no CA: every changed caBundle is bad")
-		assert.Nil(t, p.Spec.ParamKind)
+		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : ""`, policyVariable(t, p, "ca"),
+			"no CA in the policy: every changed caBundle is bad until the Secret is back")
 		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "it does not exist")
 		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "ca-unavailable")
 	})
@@ -196,6 +196,14 @@ func Test_Syncer(t *testing.T) {
 		p := e.policy(t, "webhook-guard-app")
 		assert.Nil(t, p.Spec.ParamKind)
 		assert.Equal(t, `"`+base64.StdEncoding.EncodeToString(caPEM)+`"`, policyVariable(t, p, "ca"))
+	})
+	t.Run("if the CA Secret is missing, the policy still names it as its param: kube-apiserver reads it as soon as it exists", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}}))
+		require.NoError(t, e.syncer.Sync(ctx))
+		p := e.policy(t, "webhook-guard-app")
+		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, p.Spec.ParamKind)
+		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : ""`, policyVariable(t, p, "ca"))
 	})
 	t.Run("if the CA is a Secret key, the policy reads that Secret as its param", func(t *testing.T) {
 		e := newEnv(t, testConfig)
