@@ -90,7 +90,13 @@ func policyOptions(extraArgs ...string) framework.Options {
 func policyHoldsCA(t testing.TB, f *fixture, mapping string, pem []byte) bool {
 	t.Helper()
 	want := `string(w.clientConfig.caBundle) == "` + base64.StdEncoding.EncodeToString(pem) + `"`
-	p, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), vap.PolicyName(mapping), metav1.GetOptions{})
+	// With the CA Secret as a param the caBundle checks (and the literal)
+	// are in the mapping's second policy.
+	policies := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	p, err := policies.Get(context.Background(), vap.CAPolicyName(vap.PolicyName(mapping)), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		p, err = policies.Get(context.Background(), vap.PolicyName(mapping), metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return false
 	}
@@ -168,7 +174,9 @@ func requirePolicyDenied(t testing.TB, err error, policyName string, want ...str
 	if code != http.StatusForbidden {
 		t.Fatalf("want HTTP 403, got %d: %s", code, msg)
 	}
-	if !strings.Contains(msg, "ValidatingAdmissionPolicy '"+policyName+"'") {
+	// A mapping whose CA is a Secret key checks caBundles in a second
+	// policy that reads the Secret as its param.
+	if !strings.Contains(msg, "ValidatingAdmissionPolicy '"+policyName+"'") && !strings.Contains(msg, "ValidatingAdmissionPolicy '"+vap.CAPolicyName(policyName)+"'") {
 		t.Fatalf("the 403 is not from ValidatingAdmissionPolicy %s: %s", policyName, msg)
 	}
 	for _, w := range want {
@@ -206,8 +214,11 @@ func TestPolicyModeEnforces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Items) != 2 {
-			t.Fatalf("%d generated policies; want 2 (one per mapping)", len(list.Items))
+		// Per mapping, the owner policy and the one that reads the CA
+		// Secret as its param (policyOptions grants what policy.caParams
+		// grants).
+		if len(list.Items) != 4 {
+			t.Fatalf("%d generated policies; want 4 (two per mapping)", len(list.Items))
 		}
 		for i := range list.Items {
 			if w := tc.Check(&list.Items[i]); len(w) > 0 {
@@ -376,8 +387,8 @@ func TestPolicyModeThreeReplicasWriteNothing(t *testing.T) {
 		return totalSyncs(t, replicas) > syncs && totalWrites(t, replicas) == before
 	})
 	rvs := generatedVersions(t, f)
-	if len(rvs) != 4 {
-		t.Fatalf("%d generated objects; want 4 (a policy and a binding per mapping): %v", len(rvs), rvs)
+	if len(rvs) != 8 {
+		t.Fatalf("%d generated objects; want 8 (per mapping, two policies and their bindings): %v", len(rvs), rvs)
 	}
 	writes := make([]float64, len(replicas))
 	for i, g := range replicas {
@@ -633,7 +644,9 @@ func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
 
 	framework.Eventually(t, 30*time.Second, "the leader writes the owner's CA into the policy", func() bool {
 		p, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(t.Context(), vap.PolicyName("koordinator"), metav1.GetOptions{})
-		return err == nil && strings.Contains(variableOf(p, "badWebhooks"), base64.StdEncoding.EncodeToString(ownerCA.PEM))
+		// The chart grants no cluster-wide Secret read by default
+		// (policy.caParams): one policy, with the CA as a literal.
+		return err == nil && variableOf(p, "ca") == `"`+base64.StdEncoding.EncodeToString(ownerCA.PEM)+`"`
 	})
 	// Policies first, bindings last within a pass: wait for the binding too.
 	framework.Eventually(t, 10*time.Second, "the leader creates the binding", func() bool {
@@ -698,7 +711,7 @@ func TestPolicyModeSafe(t *testing.T) {
 	framework.StartControllerManager(t, f.env.Admin, "garbagecollector", "namespace")
 	waitPolicyActive(t, f)
 	framework.Eventually(t, 20*time.Second, "every generated object is owned by the anchor", func() bool {
-		return len(generatedObjects(t, f)) == 4 && len(unanchored(t, f)) == 0
+		return len(generatedObjects(t, f)) == 8 && len(unanchored(t, f)) == 0
 	})
 
 	// The intruder may deletecollection webhook configurations (RBAC), so

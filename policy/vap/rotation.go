@@ -40,13 +40,12 @@ import (
 // last sync, and the guard learns of a rotation no sooner than the writer
 // does, so every rotation raced the guard and lost (about 17 denied writes
 // per rotation of a replacing writer). When the owner's CA is a Secret key,
-// the policy therefore names that Secret as its param: kube-apiserver's own
-// informer delivers the rotated Secret to the policy as it delivers it to
-// the writer. The binding's parameterNotFoundAction is Allow, so a deleted
-// Secret does not fail the binding for every request it matches (Deny would
-// deny break-glass and unrelated configurations too): params is then null
-// and the policy falls back to the CA literal, failing caBundle changes
-// closed when there is none.
+// the mapping gets a second policy that names that Secret as its param:
+// kube-apiserver's own informer delivers the rotated Secret to the policy as
+// it delivers it to the writer. Its binding's parameterNotFoundAction is
+// Allow: with Deny a missing Secret would fail every request the policy
+// matches, break-glass and unrelated writes included (see policyPart for
+// what Allow costs and how the main policy covers it).
 //
 // The stored bundle followed by the CA is not the concatenation of their
 // base64 texts: base64 encodes groups of three bytes, so the CA's text
@@ -66,6 +65,47 @@ import (
 // the guard's literal does not start with are denied here, though the webhook
 // allows them.
 type rotation struct{ ca CA }
+
+// policyPart is what one generated policy of a mapping decides.
+//
+// kube-apiserver skips a binding whose param object does not exist when its
+// parameterNotFoundAction is Allow (it never evaluates the policy: params is
+// null only for a binding without a paramRef), and with Deny it fails every
+// request the policy matches, break-glass included. So the param cannot sit
+// in the policy that decides not-owner: a deleted CA Secret would switch
+// ownership off. A mapping whose CA is a Secret key gets two policies
+// instead: partOwner decides not-owner and never reads a param; partCA
+// checks caBundles against the Secret, read as its param. While the guard
+// sees the Secret missing, partAll takes partOwner's place and checks
+// caBundles against the literal too (fail closed with none), so that the
+// only gap is the guard's own delay in seeing a Secret deleted (see
+// docs/rotation.md).
+type policyPart int
+
+const (
+	partAll   policyPart = iota // not-owner and caBundles against the literal
+	partOwner                   // not-owner only
+	partCA                      // caBundles against the CA Secret, a param
+)
+
+// suffix is appended to the policy's name.
+func (p policyPart) suffix() string {
+	if p == partCA {
+		return caSuffix
+	}
+	return ""
+}
+
+// parts are the policies a mapping with this CA generates per target.
+func (m mappingPolicy) parts() []policyPart {
+	switch {
+	case m.ca.Param == nil:
+		return []policyPart{partAll}
+	case m.ca.ParamMissing:
+		return []policyPart{partAll, partCA}
+	}
+	return []policyPart{partOwner, partCA}
+}
 
 // base64Values maps each base64 character (and the padding "=") to its
 // 6-bit value.
@@ -116,20 +156,20 @@ func (r rotation) literal() string {
 	return base64.StdEncoding.EncodeToString(r.ca.PEM)
 }
 
-// caExpression is the owner's current CA as base64 text: the param's key when
-// the param exists, else the literal.
-func (r rotation) caExpression() string {
+// caExpression is the owner's current CA as base64 text: for partCA the
+// param's key (the literal while the key is absent), else the literal.
+func (r rotation) caExpression(part policyPart) string {
 	lit := CELString(r.literal())
-	if r.ca.Param == nil {
+	if part != partCA {
 		return lit
 	}
 	key := CELString(r.ca.Param.Key)
 	return fmt.Sprintf(`params != null && has(params.data) && %s in params.data ? string(params.data[%s]) : %s`, key, key, lit)
 }
 
-// paramKind is the policy's param kind: a Secret when the CA is a Secret key.
-func (r rotation) paramKind() *admv1.ParamKind {
-	if r.ca.Param == nil {
+// paramKind is the param kind of a partCA policy: a Secret.
+func (r rotation) paramKind(part policyPart) *admv1.ParamKind {
+	if part != partCA {
 		return nil
 	}
 	return &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}
@@ -137,8 +177,8 @@ func (r rotation) paramKind() *admv1.ParamKind {
 
 // paramRef names the CA's Secret; a missing Secret leaves params null
 // (Allow) rather than failing the binding for every request (Deny).
-func (r rotation) paramRef() *admv1.ParamRef {
-	if r.ca.Param == nil {
+func (r rotation) paramRef(part policyPart) *admv1.ParamRef {
+	if part != partCA {
 		return nil
 	}
 	return &admv1.ParamRef{
@@ -150,8 +190,8 @@ func (r rotation) paramRef() *admv1.ParamRef {
 
 // allowed is CEL that is true when entry w's changed caBundle passes the
 // rotation rule.
-func (r rotation) allowed() string {
-	current := `(variables.ca != "" && (` + newBundle + ` == variables.ca` + r.orLiteral() + `))`
+func (r rotation) allowed(part policyPart) string {
+	current := `(variables.ca != "" && (` + newBundle + ` == variables.ca` + r.orLiteral(part) + `))`
 	merged := `(variables.ca != "" && ((request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && ` +
 		`oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle) && ` +
 		mergedAfter(`string(o.clientConfig.caBundle)`) + `))` + r.mergedAfterLiteral() + `))`
@@ -160,8 +200,8 @@ func (r rotation) allowed() string {
 
 // orLiteral also accepts the literal when the param is the current CA: the CA
 // the guard last synced, which a writer may still be writing.
-func (r rotation) orLiteral() string {
-	if r.ca.Param == nil || len(r.ca.PEM) == 0 {
+func (r rotation) orLiteral(part policyPart) string {
+	if part != partCA || len(r.ca.PEM) == 0 {
 		return ""
 	}
 	return ` || ` + newBundle + ` == ` + CELString(r.literal())

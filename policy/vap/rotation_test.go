@@ -56,31 +56,30 @@ func casByResidue(t *testing.T) (byResidue [3]*testpki.CA, foreign *testpki.CA) 
 func Test_rotation_mergedBundles(t *testing.T) {
 	cas, foreign := casByResidue(t)
 	cfg := load(t, rotationConfig)
-	cainjector := &user.DefaultInfo{Name: "system:serviceaccount:cert-manager:cainjector-not-a-writer"}
-	cainjector.Name = "system:serviceaccount:cert-manager:cert-manager-cainjector"
+	cainjector := &user.DefaultInfo{Name: "system:serviceaccount:cert-manager:cert-manager-cainjector"}
 	param := &policy.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
 
-	// compile generates the policy with the CA the guard last synced.
-	compile := func(t *testing.T, synced []byte) *vaptest.Validator {
+	// compile generates the mapping's policies with the CA the guard last
+	// synced: the owner policy and the one that reads the CA Secret.
+	compile := func(t *testing.T, synced []byte) policies {
 		t.Helper()
 		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": {PEM: synced, Source: "Secret app-system/app-ca", Param: param}}})
 		require.NoError(t, err)
-		require.Len(t, objs.Policies, 1)
-		v, err := vaptest.Compile(objs.Policies[0])
-		require.NoError(t, err)
-		return v
+		require.Len(t, objs.Policies, 2)
+		return compileAll(t, objs)
 	}
 	secret := func(ca []byte) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app-system", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": ca}}
 	}
-	// review writes entry w1 from old to next, as cainjector does.
-	review := func(t *testing.T, v *vaptest.Validator, params *corev1.Secret, old, next []byte) []string {
+	// review writes entry w1 from old to next, as cainjector does; params
+	// nil is a missing Secret, whose binding kube-apiserver skips.
+	review := func(t *testing.T, ps policies, params *corev1.Secret, old, next []byte) []string {
 		t.Helper()
 		r := vaptest.Request{Operation: admission.Update, Name: "app", User: cainjector, Object: webhookConfig(next), Old: webhookConfig(old)}
 		if params != nil {
 			r.Params = params
 		}
-		return v.Validate(t.Context(), r)
+		return ps.validate(t, r, params != nil)
 	}
 
 	for ri, stored := range cas {
@@ -100,7 +99,7 @@ func Test_rotation_mergedBundles(t *testing.T) {
 				foreignMerge := append(append([]byte{}, stored.PEM...), foreign.PEM...)
 				assert.Len(t, review(t, beforeSync, secret(next.PEM), stored.PEM, foreignMerge), 1, "the stored bundle followed by a foreign CA")
 				assert.Len(t, review(t, beforeSync, secret(next.PEM), stored.PEM, foreign.PEM), 1, "a foreign CA alone")
-				assert.Len(t, review(t, beforeSync, nil, stored.PEM, merged), 1, "the merge with the Secret gone: the literal has only the old CA")
+				assert.Empty(t, review(t, beforeSync, nil, stored.PEM, merged), "the merge with the Secret gone, before the guard saw it: kube-apiserver skips the param binding")
 			})
 		}
 	}
@@ -109,6 +108,25 @@ func Test_rotation_mergedBundles(t *testing.T) {
 		stored := append(append([]byte{}, expired.PEM...), prev.PEM...)
 		merged := append(append([]byte{}, prev.PEM...), next.PEM...)
 		assert.Empty(t, review(t, compile(t, prev.PEM), secret(next.PEM), stored, merged))
+	})
+	t.Run("a Secret the guard sees missing: the owner policy checks caBundles against the literal (none: fail closed)", func(t *testing.T) {
+		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": {Err: "Secret app-system/app-ca: it does not exist", Param: param, ParamMissing: true}}})
+		require.NoError(t, err)
+		ps := compileAll(t, objs)
+		merged := append(append([]byte{}, cas[0].PEM...), cas[1].PEM...)
+		msgs := review(t, ps, nil, cas[0].PEM, merged)
+		require.Len(t, msgs, 1)
+		assert.Contains(t, msgs[0], "ca-unavailable")
+		assert.Len(t, review(t, ps, secret(cas[1].PEM), cas[0].PEM, merged), 1, "the Secret is back: the param policy allows, the owner policy still fails closed until the guard's next pass")
+		assert.Empty(t, review(t, ps, nil, cas[0].PEM, cas[0].PEM), "an unchanged caBundle")
+	})
+	t.Run("a non-writer is denied not-owner with the Secret missing: the owner policy reads no param", func(t *testing.T) {
+		ps := compile(t, cas[0].PEM)
+		intruder := &user.DefaultInfo{Name: "system:serviceaccount:other:intruder"}
+		r := vaptest.Request{Operation: admission.Update, Name: "app", User: intruder, Object: webhookConfig(cas[0].PEM), Old: webhookConfig(cas[0].PEM)}
+		msgs := ps.validate(t, r, false)
+		require.Len(t, msgs, 1)
+		assert.Contains(t, msgs[0], "not-owner")
 	})
 	t.Run("the message names the entry and the rule", func(t *testing.T) {
 		msgs := review(t, compile(t, cas[0].PEM), secret(cas[1].PEM), cas[0].PEM, foreign.PEM)
@@ -131,4 +149,39 @@ func webhookConfig(bundle []byte) *unstructured.Unstructured {
 		"metadata":   map[string]any{"name": "app"},
 		"webhooks":   []any{map[string]any{"name": "w1.app.io", "clientConfig": cc}},
 	}}
+}
+
+// policies are a mapping's compiled policies; kube-apiserver admits a request
+// only when every one admits it.
+type policies map[string]*vaptest.Validator
+
+func compileAll(t *testing.T, objs *Objects) policies {
+	t.Helper()
+	ps := policies{}
+	for _, p := range objs.Policies {
+		v, err := vaptest.Compile(p)
+		require.NoError(t, err, p.Name)
+		ps[p.Name] = v
+	}
+	return ps
+}
+
+// validate evaluates every policy; one whose binding names a param is
+// skipped when the param is missing (withParams false), as kube-apiserver
+// skips it under parameterNotFoundAction Allow.
+func (ps policies) validate(t *testing.T, r vaptest.Request, withParams bool) []string {
+	t.Helper()
+	var msgs []string
+	for name, v := range ps {
+		isParam := strings.HasSuffix(name, caSuffix)
+		if isParam && !withParams {
+			continue
+		}
+		rr := r
+		if !isParam {
+			rr.Params = nil
+		}
+		msgs = append(msgs, v.Validate(t.Context(), rr)...)
+	}
+	return msgs
 }

@@ -81,10 +81,14 @@ type CA struct {
 	Fingerprints []string
 	// Err says why the CA could not be resolved.
 	Err string
-	// Param is the Secret key the CA was read from, if any. The policy then
-	// reads that key itself, as its param, so that kube-apiserver sees a
+	// Param is the Secret key the CA was read from, if any. A policy of its
+	// own then reads that key as its param, so that kube-apiserver sees a
 	// rotation of the Secret as soon as the writer does (see rotation.go).
 	Param *policy.KeyRef
+	// ParamMissing says the Param's Secret does not exist: kube-apiserver
+	// skips a binding whose param is missing, so the mapping's main policy
+	// then checks caBundles itself, against the literal.
+	ParamMissing bool
 }
 
 // CAFromSet builds a CA from a resolved set.
@@ -129,9 +133,18 @@ func PolicyName(mapping string) string { return NamePrefix + mapping }
 // a selector.
 const selectedSuffix = "-selected"
 
+// caSuffix names the policy of a mapping that checks caBundles against its
+// CA Secret, read as the policy's param (rotation.go).
+const caSuffix = "-ca"
+
+// CAPolicyName is the name of the policy that checks the caBundles of the
+// policy (or binding) name against the CA Secret it reads as its param.
+func CAPolicyName(name string) string { return name + caSuffix }
+
 // PolicyNames are every policy (and binding) name a mapping may generate.
 func PolicyNames(mapping string) []string {
-	return []string{PolicyName(mapping), PolicyName(mapping) + selectedSuffix}
+	base := PolicyName(mapping)
+	return []string{base, base + selectedSuffix, base + caSuffix, base + selectedSuffix + caSuffix}
 }
 
 // Generate builds the objects for every mapping.
@@ -141,6 +154,11 @@ func Generate(in Input) (*Objects, error) {
 	}
 	spec := &in.Config.Spec
 	out := &Objects{}
+	// generatedBy remembers which mapping generated each object, so that
+	// two mappings can never share one (mapping "app" with names and a
+	// selector, and a mapping "app-selected", would otherwise take turns
+	// writing webhook-guard-app-selected).
+	generatedBy := map[string]string{}
 	for i := range spec.Owners {
 		o := &spec.Owners[i]
 		for _, name := range PolicyNames(o.Name) {
@@ -154,9 +172,13 @@ func Generate(in Input) (*Objects, error) {
 			ca = CA{Err: "the guard has not resolved the owner's CA"}
 		}
 		m := mappingPolicy{spec: spec, owner: o, mode: mode, ca: ca, rotation: rotation{ca: ca}}
+		type target struct {
+			name     string
+			selector *metav1.LabelSelector
+		}
+		var targets []target
 		if len(o.Match.Validating)+len(o.Match.Mutating) > 0 {
-			p, b := m.build(PolicyName(o.Name), nil)
-			out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
+			targets = append(targets, target{name: PolicyName(o.Name)})
 		}
 		if o.Match.LabelSelector != nil {
 			name := PolicyName(o.Name)
@@ -166,8 +188,20 @@ func Generate(in Input) (*Objects, error) {
 				// policies express "either".
 				name += selectedSuffix
 			}
-			p, b := m.build(name, o.Match.LabelSelector)
-			out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
+			targets = append(targets, target{name: name, selector: o.Match.LabelSelector})
+		}
+		for _, tg := range targets {
+			name, selector := tg.name, tg.selector
+			for _, part := range m.parts() {
+				p, b := m.build(name+part.suffix(), selector, part)
+				for _, obj := range []metav1.Object{p, b} {
+					if other, dup := generatedBy[obj.GetName()+"/"+fmt.Sprintf("%T", obj)]; dup && other != o.Name {
+						return nil, fmt.Errorf("owners[%s] and owners[%s] both generate the policy %q: rename one of them", other, o.Name, obj.GetName())
+					}
+					generatedBy[obj.GetName()+"/"+fmt.Sprintf("%T", obj)] = o.Name
+				}
+				out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
+			}
 		}
 	}
 	if in.Anchor != nil {
@@ -224,7 +258,7 @@ const requestName = `(has(request.name) && request.name != "" ? request.name : `
 // requestUser is the request's username; userInfo fields are omitempty too.
 const requestUser = `(has(request.userInfo.username) ? request.userInfo.username : "")`
 
-func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
+func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part policyPart) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	o := m.owner
 	var resources []string
 	var nameConds []string
@@ -253,10 +287,6 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 		// matchConditions skip it; unlike the webhook, nothing warns.
 		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
 	}
-	isWriter, ok := SubjectsExpression(m.spec.OwnerWriters(o))
-	if !ok {
-		isWriter = "false"
-	}
 	p := &admv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(o.Name)},
@@ -275,50 +305,13 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 				}}},
 				MatchPolicy: ptr.To(admv1.Equivalent),
 			},
-			ParamKind: m.rotation.paramKind(),
+			ParamKind: m.rotation.paramKind(part),
 			// An expression that errors denies (enforce) or is audited
 			// (audit): fail closed.
 			FailurePolicy:   ptr.To(admv1.Fail),
 			MatchConditions: conds,
-			Variables: []admv1.Variable{
-				{Name: "name", Expression: requestName},
-				{Name: "username", Expression: requestUser},
-				{Name: "isWriter", Expression: isWriter},
-				{Name: "ca", Expression: m.rotation.caExpression()},
-				{Name: "b64", Expression: base64Values},
-				{Name: "b64chars", Expression: base64Chars},
-				{Name: "caValues", Expression: caValues},
-				{Name: "caLen", Expression: caLen},
-				{Name: "caShift1", Expression: caShift1},
-				{Name: "caShift2", Expression: caShift2},
-				// The webhooks[] entries whose caBundle the request added or
-				// changed to something the rotation rule does not allow
-				// (rotation.go), or emptied. An unchanged caBundle, or an
-				// empty one on a new entry (cainjector fills it later), is
-				// never checked; a DELETE (object is null) changes none. The
-				// cheap comparisons come first (CEL's || stops at a true
-				// left side): the lookup of the entry in the stored object
-				// (a scan of its webhooks, quadratic over the whole object)
-				// and the merge check run only for a caBundle that is not
-				// the owner's CA.
-				{Name: "badWebhooks", Expression: `object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
-					`!(` + m.rotation.allowed() + `) : ` +
-					oldHasBundle + `).map(w, w.name) : []`},
-			},
-			Validations: []admv1.Validation{
-				{
-					Expression:        "variables.isWriter",
-					Message:           fallbackMessage(policy.RuleNotOwner, o.Name),
-					MessageExpression: m.notOwnerMessage(),
-					Reason:            ptr.To(metav1.StatusReasonForbidden),
-				},
-				{
-					Expression:        `size(variables.badWebhooks) == 0`,
-					Message:           m.caMismatchFallback(),
-					MessageExpression: m.caMismatchMessage(),
-					Reason:            ptr.To(metav1.StatusReasonForbidden),
-				},
-			},
+			Variables:       m.variables(part),
+			Validations:     m.validations(part),
 		},
 	}
 	actions := []admv1.ValidationAction{admv1.Deny}
@@ -330,11 +323,78 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector) (*admv
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(o.Name)},
 		Spec: admv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        name,
-			ParamRef:          m.rotation.paramRef(),
+			ParamRef:          m.rotation.paramRef(part),
 			ValidationActions: actions,
 		},
 	}
 	return p, b
+}
+
+// variables are the policy's variables: the subject's for every part, the
+// caBundle checks' for the parts that check caBundles.
+func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
+	isWriter, ok := SubjectsExpression(m.spec.OwnerWriters(m.owner))
+	if !ok {
+		isWriter = "false"
+	}
+	vars := []admv1.Variable{
+		{Name: "name", Expression: requestName},
+		{Name: "username", Expression: requestUser},
+		{Name: "isWriter", Expression: isWriter},
+	}
+	if part == partOwner {
+		return vars
+	}
+	return append(vars,
+		admv1.Variable{Name: "ca", Expression: m.rotation.caExpression(part)},
+		admv1.Variable{Name: "b64", Expression: base64Values},
+		admv1.Variable{Name: "b64chars", Expression: base64Chars},
+		admv1.Variable{Name: "caValues", Expression: caValues},
+		admv1.Variable{Name: "caLen", Expression: caLen},
+		admv1.Variable{Name: "caShift1", Expression: caShift1},
+		admv1.Variable{Name: "caShift2", Expression: caShift2},
+		// The webhooks[] entries whose caBundle the request added or
+		// changed to something the rotation rule does not allow
+		// (rotation.go), or emptied. An unchanged caBundle, or an empty one
+		// on a new entry (cainjector fills it later), is never checked; a
+		// DELETE (object is null) changes none. The cheap comparisons come
+		// first (CEL's || stops at a true left side): the lookup of the
+		// entry in the stored object (a scan of its webhooks, quadratic
+		// over the whole object) and the merge check run only for a
+		// caBundle that is not the owner's CA.
+		admv1.Variable{Name: "badWebhooks", Expression: `object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
+			`!(` + m.rotation.allowed(part) + `) : ` +
+			oldHasBundle + `).map(w, w.name) : []`},
+	)
+}
+
+// validations are the policy's rules: not-owner in the parts that decide the
+// subject, ca-mismatch (or ca-unavailable) in those that check caBundles.
+func (m mappingPolicy) validations(part policyPart) []admv1.Validation {
+	var out []admv1.Validation
+	if part != partCA {
+		out = append(out, admv1.Validation{
+			Expression:        "variables.isWriter",
+			Message:           fallbackMessage(policy.RuleNotOwner, m.owner.Name),
+			MessageExpression: m.notOwnerMessage(),
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+		})
+	}
+	if part != partOwner {
+		expr := `size(variables.badWebhooks) == 0`
+		if part == partCA {
+			// A subject that is not a writer is denied not-owner by the
+			// owner policy; this one speaks only of writers' caBundles.
+			expr = `!variables.isWriter || ` + expr
+		}
+		out = append(out, admv1.Validation{
+			Expression:        expr,
+			Message:           m.caMismatchFallback(),
+			MessageExpression: m.caMismatchMessage(),
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+		})
+	}
+	return out
 }
 
 // newHasBundle says entry w of the request's object carries a caBundle;

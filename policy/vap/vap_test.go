@@ -114,18 +114,54 @@ func Test_Generate(t *testing.T) {
 		assert.Nil(t, objs.Policies[1].Spec.ParamKind)
 		assert.Equal(t, map[string]string{LabelManagedBy: ManagedBy, LabelMapping: "koordinator"}, b.Labels)
 	})
-	t.Run("if the CA is a Secret key, the policy reads that Secret as its param, and a missing Secret leaves params null", func(t *testing.T) {
+	t.Run("if the CA is a Secret key, a second policy reads that Secret as its param; the owner policy reads none", func(t *testing.T) {
 		c := load(t, namesConfig)
 		ref := &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}
 		objs, err := Generate(Input{Config: c, CAs: map[string]CA{"koordinator": {PEM: []byte("owner CA of koordinator"), Param: ref}}})
 		require.NoError(t, err)
-		p, b := objs.Policies[1], objs.Bindings[1]
-		require.Equal(t, "webhook-guard-koordinator", p.Name)
-		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, p.Spec.ParamKind)
+		var names []string
+		for _, p := range objs.Policies {
+			names = append(names, p.Name)
+		}
+		assert.Equal(t, []string{"webhook-guard-audited", "webhook-guard-koordinator", "webhook-guard-koordinator-ca"}, names)
+		owner, ca, b := objs.Policies[1], objs.Policies[2], objs.Bindings[2]
+		assert.Nil(t, owner.Spec.ParamKind, "not-owner never depends on a param kube-apiserver may skip")
+		assert.Nil(t, objs.Bindings[1].Spec.ParamRef)
+		require.Len(t, owner.Spec.Validations, 1)
+		assert.Equal(t, "variables.isWriter", owner.Spec.Validations[0].Expression)
+		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, ca.Spec.ParamKind)
 		assert.Equal(t, &admv1.ParamRef{Name: "webhook-certs", Namespace: "koordinator-system", ParameterNotFoundAction: ptr.To(admv1.AllowAction)}, b.Spec.ParamRef)
-		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : "b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`, variable(t, p, "ca"))
-		assert.Nil(t, objs.Policies[0].Spec.ParamKind, "a mapping whose CA is not a Secret key has no param")
-		assert.Nil(t, objs.Bindings[0].Spec.ParamRef)
+		assert.Equal(t, "webhook-guard-koordinator-ca", b.Spec.PolicyName)
+		require.Len(t, ca.Spec.Validations, 1)
+		assert.Equal(t, `!variables.isWriter || size(variables.badWebhooks) == 0`, ca.Spec.Validations[0].Expression, "writers only: the owner policy denies the others")
+		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : "b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`, variable(t, ca, "ca"))
+	})
+	t.Run("if the CA Secret is missing, the owner policy checks caBundles against the literal too", func(t *testing.T) {
+		c := load(t, namesConfig)
+		ref := &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}
+		objs, err := Generate(Input{Config: c, CAs: map[string]CA{"koordinator": {Err: "it does not exist", Param: ref, ParamMissing: true}}})
+		require.NoError(t, err)
+		require.Len(t, objs.Policies, 3)
+		owner := objs.Policies[1]
+		assert.Nil(t, owner.Spec.ParamKind)
+		assert.Len(t, owner.Spec.Validations, 2)
+		assert.Equal(t, `""`, variable(t, owner, "ca"))
+	})
+	t.Run("if two mappings would generate one policy, say which", func(t *testing.T) {
+		c := load(t, `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+owners:
+  - name: app
+    match: {validating: [a], labelSelector: {matchLabels: {team: a}}}
+    writers: {users: [a]}
+    ca: {secret: {namespace: a, name: ca}}
+  - name: app-selected
+    match: {validating: [b]}
+    writers: {users: [b]}
+    ca: {secret: {namespace: b, name: ca}}
+`)
+		_, err := Generate(Input{Config: c})
+		require.EqualError(t, err, `owners[app] and owners[app-selected] both generate the policy "webhook-guard-app-selected": rename one of them`)
 	})
 	t.Run("if the CA is resolved, the policy compares a changed caBundle with its base64 and names its source and fingerprints", func(t *testing.T) {
 		p := generate(t, namesConfig).Policies[1]

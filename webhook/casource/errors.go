@@ -10,7 +10,7 @@ import (
 func getError(desc string, err error) error {
 	switch {
 	case apierrors.IsNotFound(err):
-		return &SourceError{Source: desc, Reason: "it does not exist", Definitive: true}
+		return &SourceError{Source: desc, Reason: "it does not exist", Definitive: true, NotFound: true}
 	case apierrors.IsForbidden(err):
 		return &SourceError{Source: desc, Reason: "the guard may not read it (" + err.Error() + "); grant get, list and watch on it (by name) in the chart's values", Definitive: true}
 	}

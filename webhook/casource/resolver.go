@@ -314,6 +314,14 @@ type SourceError struct {
 	// InvalidData is true when the source exists but its data is not a
 	// usable CA (garbage PEM, a private key, no certificate).
 	InvalidData bool
+	// NotFound is true when the source object does not exist.
+	NotFound bool
+}
+
+// IsNotFound reports whether err says the source object does not exist.
+func IsNotFound(err error) bool {
+	var se *SourceError
+	return errors.As(err, &se) && se.NotFound
 }
 
 func (e *SourceError) Error() string {

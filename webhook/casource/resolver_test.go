@@ -302,7 +302,7 @@ func Test_Resolver_Resolve(t *testing.T) {
 		},
 		"if the Secret does not exist, fail definitively naming it": {
 			req:    e.request("secret-missing", nil),
-			exp:    failed("Secret koordinator-system/gone (key ca.crt)", &SourceError{Source: "Secret koordinator-system/gone (key ca.crt)", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("Secret koordinator-system/gone (key ca.crt)", &SourceError{Source: "Secret koordinator-system/gone (key ca.crt)", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from Secret koordinator-system/gone (key ca.crt): it does not exist",
 		},
 		"if the Secret holds garbage, fail with InvalidData": {
@@ -344,7 +344,7 @@ func Test_Resolver_Resolve(t *testing.T) {
 		},
 		"if the ConfigMap does not exist, fail definitively naming it": {
 			req:    e.request("configmap-missing", nil),
-			exp:    failed("ConfigMap app/gone (key ca.crt)", &SourceError{Source: "ConfigMap app/gone (key ca.crt)", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("ConfigMap app/gone (key ca.crt)", &SourceError{Source: "ConfigMap app/gone (key ca.crt)", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from ConfigMap app/gone (key ca.crt): it does not exist",
 		},
 		"if the source is a Certificate, read its Secret's ca.crt": {
@@ -358,12 +358,12 @@ func Test_Resolver_Resolve(t *testing.T) {
 		},
 		"if the Certificate's Secret does not exist yet, fail naming the Secret": {
 			req:    e.request("certificate-secret-missing", nil),
-			exp:    failed("Certificate team-a/secret-missing", &SourceError{Source: "Secret team-a/not-issued-yet (key ca.crt)", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("Certificate team-a/secret-missing", &SourceError{Source: "Secret team-a/not-issued-yet (key ca.crt)", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from Secret team-a/not-issued-yet (key ca.crt): it does not exist",
 		},
 		"if the Certificate does not exist, fail naming it": {
 			req:    e.request("certificate-missing", nil),
-			exp:    failed("Certificate team-a/gone", &SourceError{Source: "Certificate team-a/gone", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("Certificate team-a/gone", &SourceError{Source: "Certificate team-a/gone", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from Certificate team-a/gone: it does not exist",
 		},
 		"if the source is a CA Issuer, read the CA in its Secret's tls.crt and its parents in ca.crt": {
@@ -376,7 +376,7 @@ func Test_Resolver_Resolve(t *testing.T) {
 		},
 		"if the CA Issuer's Secret does not exist, fail naming the Secret and its tls.crt": {
 			req:    e.request("issuer-secret-missing", nil),
-			exp:    failed("Issuer team-a/ca-issuer-secret-missing", &SourceError{Source: "Secret team-a/gone (key tls.crt)", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("Issuer team-a/ca-issuer-secret-missing", &SourceError{Source: "Secret team-a/gone (key tls.crt)", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from Secret team-a/gone (key tls.crt): it does not exist",
 		},
 		"if the Issuer is not of CA type, fail saying what to use instead": {
@@ -388,7 +388,7 @@ func Test_Resolver_Resolve(t *testing.T) {
 		},
 		"if the Issuer does not exist, fail naming it": {
 			req:    e.request("issuer-missing", nil),
-			exp:    failed("Issuer team-a/gone", &SourceError{Source: "Issuer team-a/gone", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("Issuer team-a/gone", &SourceError{Source: "Issuer team-a/gone", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from Issuer team-a/gone: it does not exist",
 		},
 		"if the source is a CA ClusterIssuer, read its Secret in the cluster resource namespace": {
@@ -404,7 +404,7 @@ func Test_Resolver_Resolve(t *testing.T) {
 		},
 		"if the ClusterIssuer does not exist, fail naming it": {
 			req:    e.request("clusterissuer-missing", nil),
-			exp:    failed("ClusterIssuer gone", &SourceError{Source: "ClusterIssuer gone", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("ClusterIssuer gone", &SourceError{Source: "ClusterIssuer gone", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from ClusterIssuer gone: it does not exist",
 		},
 		"if the source is injectedByCertManager with inject-ca-from, read that Certificate's Secret's ca.crt": {
@@ -424,7 +424,7 @@ func Test_Resolver_Resolve(t *testing.T) {
 		},
 		"if inject-ca-from-secret names a Secret that does not exist, fail naming the Secret": {
 			req:    e.request("injected", map[string]string{AnnotationInjectCAFromSecret: "koordinator-system/gone"}),
-			exp:    failed("annotation cert-manager.io/inject-ca-from-secret -> Secret koordinator-system/gone (key ca.crt)", &SourceError{Source: "Secret koordinator-system/gone (key ca.crt)", Reason: "it does not exist", Definitive: true}),
+			exp:    failed("annotation cert-manager.io/inject-ca-from-secret -> Secret koordinator-system/gone (key ca.crt)", &SourceError{Source: "Secret koordinator-system/gone (key ca.crt)", Reason: "it does not exist", Definitive: true, NotFound: true}),
 			expErr: "cannot read the owner's CA from Secret koordinator-system/gone (key ca.crt): it does not exist",
 		},
 		"if the configuration carries neither annotation, fail naming both": {
@@ -609,14 +609,14 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		require.NoError(t, e.client.Delete(t.Context(), secret("koordinator-system", "webhook-certs", nil)))
 
 		c.Add(31 * time.Second)
-		assert.Equal(t, failed(src, &SourceError{Source: src, Reason: "it does not exist", Definitive: true}), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, failed(src, &SourceError{Source: src, Reason: "it does not exist", Definitive: true, NotFound: true}), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
 	})
 
 	t.Run("if a live read finds the source deleted, drop the cached answer at once", func(t *testing.T) {
 		e, c, r := newResolver(t)
 		r.Resolve(t.Context(), e.request("secret", nil), false)
 		require.NoError(t, e.client.Delete(t.Context(), secret("koordinator-system", "webhook-certs", nil)))
-		notFound := failed(src, &SourceError{Source: src, Reason: "it does not exist", Definitive: true})
+		notFound := failed(src, &SourceError{Source: src, Reason: "it does not exist", Definitive: true, NotFound: true})
 
 		c.Add(time.Second)
 		assert.Equal(t, notFound, comparable(r.Resolve(t.Context(), e.request("secret", nil), true)))
@@ -712,7 +712,7 @@ func Test_getError(t *testing.T) {
 	}{
 		"if the object is not found, the answer is definitive": {
 			err: apierrors.NewNotFound(gr, "x"),
-			exp: &SourceError{Source: "S", Reason: "it does not exist", Definitive: true},
+			exp: &SourceError{Source: "S", Reason: "it does not exist", Definitive: true, NotFound: true},
 		},
 		"if reading is forbidden, the answer is definitive and says how to grant it": {
 			err: apierrors.NewForbidden(gr, "x", errors.New("no")),

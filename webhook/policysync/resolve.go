@@ -58,7 +58,7 @@ func ResolveCAs(ctx context.Context, cfg *policy.Config, r CAResolver, reader cl
 			// so the writer's first write is decided on what kube-apiserver
 			// sees, not on the guard's last pass.
 			ref := *o.CA.Secret
-			ca.Param = &ref
+			ca.Param, ca.ParamMissing = &ref, casource.IsNotFound(err)
 		}
 		res.CAs[o.Name] = ca
 	}

@@ -65,9 +65,15 @@ type Syncer struct {
 	written map[string]writeMark
 	// warned keeps that situation from being logged every pass.
 	warned map[string]bool
-	// secretParams is the last answer of mayUseSecretParams, to log changes.
-	secretParams *bool
+	// secretParams is the last answer of mayUseSecretParams and
+	// secretParamsAsked when it was given.
+	secretParams      *bool
+	secretParamsAsked time.Time
 }
+
+// secretParamsRecheck is how long the answer to "may the guard get every
+// Secret" is used before it is asked again.
+const secretParamsRecheck = 10 * time.Minute
 
 type writeMark struct {
 	desired         string
@@ -208,7 +214,17 @@ func (s *Syncer) Sync(ctx context.Context) error {
 // could read any of them). The chart grants it with policy.caParams; without
 // it, the policies hold the CA as a literal only, and a rotation races the
 // guard's next pass.
+//
+// The answer is asked again every secretParamsRecheck, so that a quiet
+// leader sends no request per pass and an RBAC change (a helm upgrade that
+// sets policy.caParams) still takes effect without a restart.
 func (s *Syncer) mayUseSecretParams(ctx context.Context) bool {
+	s.mu.Lock()
+	if s.secretParams != nil && time.Since(s.secretParamsAsked) < secretParamsRecheck {
+		defer s.mu.Unlock()
+		return *s.secretParams
+	}
+	s.mu.Unlock()
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "secrets"},
 	}}
@@ -216,6 +232,9 @@ func (s *Syncer) mayUseSecretParams(ctx context.Context) bool {
 	allowed := err == nil && review.Status.Allowed
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err == nil {
+		s.secretParamsAsked = time.Now()
+	}
 	if s.secretParams == nil || *s.secretParams != allowed {
 		s.secretParams = &allowed
 		if allowed {

@@ -68,7 +68,9 @@ func newEnv(t *testing.T, cfg string) *env {
 	t.Helper()
 	c, err := policy.Load([]byte(cfg))
 	require.NoError(t, err)
-	e := &env{metrics: NewMetrics(prometheus.NewRegistry()), config: c, mayReadSecrets: true}
+	// The chart's default: the guard may not get every Secret, so the
+	// policies hold their CAs as literals (the param tests say otherwise).
+	e := &env{metrics: NewMetrics(prometheus.NewRegistry()), config: c}
 	cl := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "other-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
@@ -174,8 +176,7 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}}))
 		require.NoError(t, e.syncer.Sync(ctx))
 		p := e.policy(t, "webhook-guard-app")
-		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : ""`, policyVariable(t, p, "ca"),
-			"no CA in the policy: every changed caBundle is bad until the Secret is back")
+		assert.Equal(t, `""`, policyVariable(t, p, "ca"), "no CA in the policy: every changed caBundle is bad until the Secret is back")
 		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "it does not exist")
 		assert.Contains(t, p.Spec.Validations[1].MessageExpression, "ca-unavailable")
 	})
@@ -191,27 +192,36 @@ func Test_Syncer(t *testing.T) {
 	})
 	t.Run("if the guard may not get Secrets cluster-wide, the policy holds the CA as a literal only (kube-apiserver requires it for a Secret param)", func(t *testing.T) {
 		e := newEnv(t, testConfig)
-		e.mayReadSecrets = false
 		require.NoError(t, e.syncer.Sync(ctx))
 		p := e.policy(t, "webhook-guard-app")
 		assert.Nil(t, p.Spec.ParamKind)
 		assert.Equal(t, `"`+base64.StdEncoding.EncodeToString(caPEM)+`"`, policyVariable(t, p, "ca"))
+		var none admv1.ValidatingAdmissionPolicy
+		assert.Error(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app-ca"}, &none), "no param policy")
 	})
-	t.Run("if the CA Secret is missing, the policy still names it as its param: kube-apiserver reads it as soon as it exists", func(t *testing.T) {
+	t.Run("if the CA Secret is missing, the owner policy checks caBundles against no CA, and the param policy waits for the Secret", func(t *testing.T) {
 		e := newEnv(t, testConfig)
+		e.mayReadSecrets = true
 		require.NoError(t, e.client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}}))
 		require.NoError(t, e.syncer.Sync(ctx))
-		p := e.policy(t, "webhook-guard-app")
-		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, p.Spec.ParamKind)
-		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : ""`, policyVariable(t, p, "ca"))
+		owner := e.policy(t, "webhook-guard-app")
+		assert.Nil(t, owner.Spec.ParamKind)
+		assert.Equal(t, `""`, policyVariable(t, owner, "ca"), "fail closed on caBundle changes")
+		ca := e.policy(t, "webhook-guard-app-ca")
+		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, ca.Spec.ParamKind)
+		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : ""`, policyVariable(t, ca, "ca"))
 	})
-	t.Run("if the CA is a Secret key, the policy reads that Secret as its param", func(t *testing.T) {
+	t.Run("if the CA is a Secret key and the guard may get Secrets, a second policy reads that Secret as its param", func(t *testing.T) {
 		e := newEnv(t, testConfig)
+		e.mayReadSecrets = true
 		require.NoError(t, e.syncer.Sync(ctx))
-		p := e.policy(t, "webhook-guard-app")
+		owner := e.policy(t, "webhook-guard-app")
+		assert.Nil(t, owner.Spec.ParamKind)
+		assert.Len(t, owner.Spec.Validations, 1, "not-owner only")
+		p := e.policy(t, "webhook-guard-app-ca")
 		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, p.Spec.ParamKind)
 		var b admv1.ValidatingAdmissionPolicyBinding
-		require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b))
+		require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app-ca"}, &b))
 		require.NotNil(t, b.Spec.ParamRef)
 		assert.Equal(t, "app", b.Spec.ParamRef.Namespace)
 		assert.Equal(t, "app-ca", b.Spec.ParamRef.Name)
