@@ -386,7 +386,7 @@ func (r *injectorRun) logCAInjectorIdentity(t testing.TB) {
 	for _, mf := range vwc.ManagedFields {
 		managers = append(managers, fmt.Sprintf("%s (%s)", mf.Manager, mf.Operation))
 		if mf.Manager == framework.CAInjectorFieldManager && mf.Operation == metav1.ManagedFieldsOperationApply &&
-			mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:caBundle"`)) {
+			mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:caBundle"`)) {
 			found = true
 		}
 	}

@@ -156,7 +156,7 @@ func describeRotatorWrites(t *testing.T, env *framework.Env, r *framework.Rotato
 		t.Fatal(err)
 	}
 	for _, mf := range o.ManagedFields {
-		if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:caBundle"`) {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:caBundle"`) {
 			t.Logf("managedFields: caBundle owned by manager %q (%s, %s)", mf.Manager, mf.Operation, mf.Time)
 		}
 	}
