@@ -166,7 +166,7 @@ func auditFindings(ev *auditv1.Event) []ReviewFinding {
 		var failures []vapFailure
 		if err := json.Unmarshal([]byte(raw), &failures); err == nil {
 			for _, vf := range failures {
-				if mapping, ok := mappingOfPolicy(vf.Policy); ok {
+				if mapping, ok := mappingOfPolicy(vf.Policy, vf.Message); ok {
 					decision := string(policy.OutcomeAudit)
 					if slices.Contains(vf.ValidationActions, "Deny") {
 						decision = string(policy.OutcomeDeny)
@@ -178,7 +178,7 @@ func auditFindings(ev *auditv1.Event) []ReviewFinding {
 	}
 	if ev.ResponseStatus != nil && ev.ResponseStatus.Code == 403 {
 		if m := decisionRe.FindStringSubmatch(ev.ResponseStatus.Message); m != nil {
-			if mapping, ok := mappingOfPolicy(m[1]); ok {
+			if mapping, ok := mappingOfPolicy(m[1], m[2]); ok {
 				out = append(out, vapFinding(base, mapping, string(policy.OutcomeDeny), m[2]))
 			}
 		}
@@ -186,11 +186,22 @@ func auditFindings(ev *auditv1.Event) []ReviewFinding {
 	return out
 }
 
-// mappingOfPolicy is the mapping a generated policy decides for.
-func mappingOfPolicy(name string) (string, bool) {
+// mappingOfPolicy is the mapping a generated policy decides for. A mapping
+// has several policies (-selected, -ca), so the name its message gives wins
+// over the policy's name; the name is only for a message without one.
+func mappingOfPolicy(name, message string) (string, bool) {
 	mapping, ok := strings.CutPrefix(name, vap.NamePrefix)
-	return mapping, ok && mapping != ""
+	if !ok || mapping == "" {
+		return "", false
+	}
+	if m := mappingRe.FindStringSubmatch(message); m != nil {
+		return m[1], true
+	}
+	return mapping, true
 }
+
+// mappingRe finds the mapping a generated policy's message names.
+var mappingRe = regexp.MustCompile(`\(mapping "([^"]+)"[,)]`)
 
 // vapFinding is a policy-shape finding; its rule is the one the generated
 // message names.

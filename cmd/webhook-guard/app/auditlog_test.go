@@ -46,3 +46,36 @@ func Test_vapFinding(t *testing.T) {
 		assert.Equal(t, want, vapFinding(ReviewFinding{}, "app", "deny", msg).Rule, msg)
 	}
 }
+
+// Test_mappingOfPolicy: a mapping has several generated policies (-selected,
+// -ca), so the mapping its message names decides; a message without one falls
+// back to the policy's name, and a policy the guard did not generate is none.
+func Test_mappingOfPolicy(t *testing.T) {
+	tests := map[string]struct {
+		policy, message, exp string
+		ok                   bool
+	}{
+		"if the CA policy of mapping app denied, the finding is app's": {
+			policy: "webhook-guard-app-ca", message: `webhook-guard denied UPDATE of ... (mapping "app", enforce, policy mode); ca-mismatch: ...`, exp: "app", ok: true,
+		},
+		"if a mapping's name ends like a suffix, its message still names it": {
+			policy: "webhook-guard-team-ca-selected", message: `webhook-guard (audit) would deny UPDATE of ... (mapping "team-ca", audit, policy mode); not-owner: ...`, exp: "team-ca", ok: true,
+		},
+		"if kube-apiserver used the static fallback message, it names the mapping too": {
+			policy: "webhook-guard-app-selected-ca", message: `webhook-guard: ca-mismatch (mapping "app"): certificate(s) not in the owner's CA set`, exp: "app", ok: true,
+		},
+		"if the message names no mapping, the policy's name does": {
+			policy: "webhook-guard-app", message: "something else", exp: "app", ok: true,
+		},
+		"if another tool's policy denied, there is no mapping": {
+			policy: "kyverno-policy", message: `(mapping "app", enforce, policy mode)`,
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := mappingOfPolicy(test.policy, test.message)
+			assert.Equal(t, test.ok, ok)
+			assert.Equal(t, test.exp, got)
+		})
+	}
+}
