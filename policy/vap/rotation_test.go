@@ -185,3 +185,58 @@ func (ps policies) validate(t *testing.T, r vaptest.Request, withParams bool) []
 	}
 	return msgs
 }
+
+// BenchmarkRotation is the generated policies (owner and CA Secret param) in
+// Kubernetes' VAP engine deciding one cainjector write of a configuration of
+// n entries: replace (each entry set to the CA as the Secret holds it, the
+// cheap path) and merge (each entry set to its stored bundle followed by the
+// new CA, the path that shifts the CA's base64 in CEL). The ratio merge /
+// replace is what a rotation costs kube-apiserver over an ordinary write.
+func BenchmarkRotation(b *testing.B) {
+	cas, _ := casByResidue(&testing.T{})
+	cfg, err := policy.Load([]byte(rotationConfig))
+	require.NoError(b, err)
+	param := &policy.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+	objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": {PEM: cas[1].PEM, Source: "Secret app-system/app-ca", Param: param}}})
+	require.NoError(b, err)
+	var validators []*vaptest.Validator
+	for _, p := range objs.Policies {
+		v, err := vaptest.Compile(p)
+		require.NoError(b, err)
+		validators = append(validators, v)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app-system", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": cas[2].PEM}}
+	cainjector := &user.DefaultInfo{Name: "system:serviceaccount:cert-manager:cert-manager-cainjector"}
+	merged := append(append([]byte{}, cas[1].PEM...), cas[2].PEM...)
+	for _, n := range []int{5, 50} {
+		for _, write := range []struct {
+			name string
+			next []byte
+		}{{"replace", cas[2].PEM}, {"merge", merged}} {
+			b.Run(fmt.Sprintf("entries=%d/%s", n, write.name), func(b *testing.B) {
+				r := vaptest.Request{Operation: admission.Update, Name: "app", User: cainjector, Params: secret,
+					Object: webhookConfigN(n, write.next), Old: webhookConfigN(n, cas[1].PEM)}
+				for b.Loop() {
+					for _, v := range validators {
+						if msgs := v.Validate(b.Context(), r); len(msgs) > 0 {
+							b.Fatal(msgs)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// webhookConfigN is webhookConfig with n entries carrying bundle.
+func webhookConfigN(n int, bundle []byte) *unstructured.Unstructured {
+	u := webhookConfig(bundle)
+	entry := u.Object["webhooks"].([]any)[0].(map[string]any)
+	hooks := make([]any, n)
+	for i := range hooks {
+		e := map[string]any{"name": fmt.Sprintf("w%d.app.io", i), "clientConfig": entry["clientConfig"]}
+		hooks[i] = e
+	}
+	u.Object["webhooks"] = hooks
+	return u
+}
