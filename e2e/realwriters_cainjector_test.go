@@ -16,9 +16,7 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -289,50 +287,22 @@ func caInjectorRecords(g *framework.Guard) []framework.Record {
 	return out
 }
 
-// apiRequest is the part of a kube-apiserver audit event these tests read:
-// framework.AuditEvent plus the user agent and the response message.
-type apiRequest struct {
-	Verb      string `json:"verb"`
-	Stage     string `json:"stage"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Resource string `json:"resource"`
-		Name     string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"responseStatus"`
-}
-
 // caInjectorRequests are cainjector's completed writes (PATCH: server-side
 // apply) of webhook configurations, from kube-apiserver's audit log
 // (Options.AuditLog; written synchronously, before each response).
-func caInjectorRequests(t testing.TB, env *framework.Env) []apiRequest {
+func caInjectorRequests(t testing.TB, env *framework.Env) []framework.AuditEvent {
 	t.Helper()
-	data, err := os.ReadFile(env.AuditLogPath(t))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatalf("read the audit log: %v", err)
-	}
-	var out []apiRequest
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var q apiRequest
-		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &q) != nil {
-			continue
-		}
-		if q.User.Username == framework.CAInjectorUser.Name && q.Stage == "ResponseComplete" &&
-			(q.Verb == "patch" || q.Verb == "update" || q.Verb == "create" || q.Verb == "delete") {
-			out = append(out, q)
+	var out []framework.AuditEvent
+	for _, ev := range env.AuditEvents(t) {
+		if ev.IsCompletedWrite(framework.CAInjectorUser.Name) {
+			out = append(out, ev)
 		}
 	}
 	return out
 }
 
-func deniedRequests(qs []apiRequest) []apiRequest {
-	var out []apiRequest
+func deniedRequests(qs []framework.AuditEvent) []framework.AuditEvent {
+	var out []framework.AuditEvent
 	for _, q := range qs {
 		if q.ResponseStatus.Code >= 400 {
 			out = append(out, q)

@@ -535,9 +535,10 @@ rules:
 
 // AuditEvent is the part of a kube-apiserver audit event the tests read.
 type AuditEvent struct {
-	Verb  string `json:"verb"`
-	Stage string `json:"stage"`
-	User  struct {
+	Verb      string `json:"verb"`
+	Stage     string `json:"stage"`
+	UserAgent string `json:"userAgent"`
+	User      struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
@@ -545,9 +546,25 @@ type AuditEvent struct {
 		Name     string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus struct {
-		Code int `json:"code"`
+		Code    int    `json:"code"`
+		Message string `json:"message"`
 	} `json:"responseStatus"`
-	Annotations map[string]string `json:"annotations"`
+	RequestReceivedTimestamp metav1.MicroTime  `json:"requestReceivedTimestamp"`
+	Annotations              map[string]string `json:"annotations"`
+}
+
+// IsCompletedWrite reports whether the event is the answer to a create,
+// update, patch or delete by user (the log is written before the answer is
+// sent, so a request that returned is in it).
+func (ev AuditEvent) IsCompletedWrite(user string) bool {
+	if ev.Stage != "ResponseComplete" || ev.User.Username != user {
+		return false
+	}
+	switch ev.Verb {
+	case "create", "update", "patch", "delete":
+		return true
+	}
+	return false
 }
 
 // AuditLogPath is the file kube-apiserver writes its audit log to

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -550,37 +549,9 @@ type AuditedWrite struct {
 // request that returned is in it).
 func (e *Env) AuditedWrites(t testing.TB, user string) []AuditedWrite {
 	t.Helper()
-	data, err := os.ReadFile(e.AuditLogPath(t))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatalf("read the audit log: %v", err)
-	}
 	var out []AuditedWrite
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		var ev struct {
-			Stage     string `json:"stage"`
-			Verb      string `json:"verb"`
-			UserAgent string `json:"userAgent"`
-			User      struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ObjectRef struct {
-				Resource string `json:"resource"`
-				Name     string `json:"name"`
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"responseStatus"`
-			RequestReceivedTimestamp metav1.MicroTime  `json:"requestReceivedTimestamp"`
-			Annotations              map[string]string `json:"annotations"`
-		}
-		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &ev) != nil {
-			continue // a line being written
-		}
-		if ev.Stage != "ResponseComplete" || ev.User.Username != user {
-			continue
-		}
-		if ev.Verb != "create" && ev.Verb != "update" && ev.Verb != "patch" {
+	for _, ev := range e.AuditEvents(t) {
+		if !ev.IsCompletedWrite(user) || ev.Verb == "delete" {
 			continue
 		}
 		out = append(out, AuditedWrite{
