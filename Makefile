@@ -20,9 +20,9 @@ BENCH_TIME ?= 300ms
 SOAK_DURATION ?= 10m
 # `make image`: where the per-arch binaries, the OCI layout and its archive go.
 IMAGE_DIR := $(BIN)/image
-# SPDX expression for the image's org.opencontainers.image.licenses label.
-# Empty (the label is left out) while the repository has no LICENSE file.
-IMAGE_LICENSES ?=
+# SPDX expression for the image's org.opencontainers.image.licenses label:
+# the LICENSE file's.
+IMAGE_LICENSES ?= Apache-2.0
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
 FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy:FuzzParseBundle ./policy:FuzzLoad
 
