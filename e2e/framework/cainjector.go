@@ -6,11 +6,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -83,9 +80,7 @@ type CAInjector struct {
 	// test fails. It spans restarts.
 	Log *Buffer
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc process
 }
 
 // StartCAInjector provisions cainjector's identity with the chart's RBAC,
@@ -174,24 +169,11 @@ const caInjectorReadyLine = `"Starting workers"`
 // controllers run their workers (at most 30 s).
 func (c *CAInjector) Start(t testing.TB) {
 	t.Helper()
-	c.mu.Lock()
-	if c.cmd != nil {
-		c.mu.Unlock()
-		t.Fatal("cainjector is already running")
-	}
 	from := len(c.Log.String())
-	cmd := exec.Command(c.Bin, c.Args...)
-	cmd.Stdout, cmd.Stderr = c.Log, c.Log
-	// Never leak it: it dies with the test process.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		c.mu.Unlock()
+	cmd, done, err := c.proc.start(c.Bin, c.Args, nil, c.Log)
+	if err != nil {
 		t.Fatalf("start cainjector: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	c.cmd, c.done = cmd, done
-	c.mu.Unlock()
 
 	ready := func() bool {
 		log := c.Log.String()[from:]
@@ -230,30 +212,11 @@ func (c *CAInjector) Start(t testing.TB) {
 // to call more than once.
 func (c *CAInjector) Stop(t testing.TB) {
 	t.Helper()
-	c.mu.Lock()
-	cmd, done := c.cmd, c.done
-	c.cmd, c.done = nil, nil
-	c.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	terminate(t, "cainjector", cmd, done)
+	c.proc.stop(t, "cainjector")
 }
 
 // Running reports whether the process is alive.
-func (c *CAInjector) Running() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cmd == nil {
-		return false
-	}
-	select {
-	case <-c.done:
-		return false
-	default:
-		return true
-	}
-}
+func (c *CAInjector) Running() bool { return c.proc.running() }
 
 // LinesContaining are cainjector's log lines holding s.
 func (c *CAInjector) LinesContaining(s string) []string {

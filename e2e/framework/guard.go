@@ -129,9 +129,7 @@ type Guard struct {
 	// was taken meanwhile; false when a manifest already points at Port.
 	movablePort bool
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc process
 }
 
 // URL is the webhook URL the static manifest points at.
@@ -205,24 +203,10 @@ var errPortTaken = errors.New("a port was taken before the guard bound it")
 // not ready within 30 s, having stopped it.
 func (g *Guard) start(t testing.TB) error {
 	t.Helper()
-	g.mu.Lock()
-	if g.cmd != nil {
-		g.mu.Unlock()
-		return errors.New("guard already running")
-	}
-	cmd := exec.Command(g.Bin, g.Args()...)
-	cmd.Env = append(os.Environ(), g.ExtraEnv...)
-	cmd.Stdout, cmd.Stderr = g.Log, g.Log
-	// Never leak the guard: it dies with the test process.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		g.mu.Unlock()
+	cmd, done, err := g.proc.start(g.Bin, g.Args(), g.ExtraEnv, g.Log)
+	if err != nil {
 		return fmt.Errorf("start webhook-guard serve: %w", err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	g.cmd, g.done = cmd, done
-	g.mu.Unlock()
 
 	var once sync.Once
 	t.Cleanup(func() {
@@ -270,14 +254,7 @@ func (g *Guard) start(t testing.TB) error {
 // to call more than once.
 func (g *Guard) Stop(t testing.TB) {
 	t.Helper()
-	g.mu.Lock()
-	cmd, done := g.cmd, g.done
-	g.cmd, g.done = nil, nil
-	g.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	terminate(t, "webhook-guard", cmd, done)
+	g.proc.stop(t, "webhook-guard")
 }
 
 // terminate sends cmd SIGTERM and waits for done (closed when it exited),
@@ -296,29 +273,10 @@ func terminate(t testing.TB, what string, cmd *exec.Cmd, done <-chan struct{}) {
 
 // PID is the running process's id, 0 when it is not running (the load test
 // reads its CPU time and peak RSS from /proc).
-func (g *Guard) PID() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cmd == nil || g.cmd.Process == nil {
-		return 0
-	}
-	return g.cmd.Process.Pid
-}
+func (g *Guard) PID() int { return g.proc.pid() }
 
 // Running reports whether the process is alive.
-func (g *Guard) Running() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cmd == nil {
-		return false
-	}
-	select {
-	case <-g.done:
-		return false
-	default:
-		return true
-	}
-}
+func (g *Guard) Running() bool { return g.proc.running() }
 
 // Metrics scrapes the guard's Prometheus endpoint.
 func (g *Guard) Metrics(t testing.TB) Metrics {

@@ -6,11 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,9 +76,7 @@ type Rotator struct {
 
 	env *Env
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc process
 }
 
 // rotatorStartedLine is what the rotator logs once its cache synced and
@@ -261,24 +256,12 @@ func (r *Rotator) Args() []string {
 // restart the process.
 func (r *Rotator) Start(t testing.TB) {
 	t.Helper()
-	r.mu.Lock()
-	if r.cmd != nil {
-		r.mu.Unlock()
-		t.Fatal("the rotator is already running")
-	}
 	started := strings.Count(r.Log.String(), rotatorStartedLine)
-	cmd := exec.Command(r.Bin, r.Args()...)
-	cmd.Stdout, cmd.Stderr = r.Log, r.Log
-	// Never leak it: it dies with the test process.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		r.mu.Unlock()
+	cmd, done, err := r.proc.start(r.Bin, r.Args(), nil, r.Log)
+	if err != nil {
 		t.Fatalf("start the rotator: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	r.cmd, r.done, r.StartedAt = cmd, done, time.Now()
-	r.mu.Unlock()
+	r.StartedAt = time.Now()
 
 	deadline := time.Now().Add(30 * time.Second)
 	for strings.Count(r.Log.String(), rotatorStartedLine) == started {
@@ -300,30 +283,11 @@ func (r *Rotator) Start(t testing.TB) {
 // safe to call more than once.
 func (r *Rotator) Stop(t testing.TB) {
 	t.Helper()
-	r.mu.Lock()
-	cmd, done := r.cmd, r.done
-	r.cmd, r.done = nil, nil
-	r.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	terminate(t, "the rotator", cmd, done)
+	r.proc.stop(t, "the rotator")
 }
 
 // Running reports whether the process is alive.
-func (r *Rotator) Running() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cmd == nil {
-		return false
-	}
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
-}
+func (r *Rotator) Running() bool { return r.proc.running() }
 
 // SecretData reads the rotator's Secret as the admin.
 func (r *Rotator) SecretData(t testing.TB) map[string][]byte {

@@ -53,9 +53,7 @@ current-context: none
 // Signal sends sig to the running guard.
 func (g *Guard) Signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
-	g.mu.Lock()
-	cmd := g.cmd
-	g.mu.Unlock()
+	cmd, _ := g.proc.current()
 	if cmd == nil {
 		t.Fatal("guard not running")
 	}
@@ -67,9 +65,7 @@ func (g *Guard) Signal(t testing.TB, sig syscall.Signal) {
 // WaitExit waits up to timeout for the process to exit and returns its exit
 // code, or -1 and false when it is still running.
 func (g *Guard) WaitExit(timeout time.Duration) (int, bool) {
-	g.mu.Lock()
-	cmd, done := g.cmd, g.done
-	g.mu.Unlock()
+	cmd, done := g.proc.current()
 	if cmd == nil {
 		return -1, false
 	}
@@ -84,10 +80,7 @@ func (g *Guard) WaitExit(timeout time.Duration) (int, bool) {
 // Kill stops the guard with SIGKILL (a crashed replica) and waits for it.
 func (g *Guard) Kill(t testing.TB) {
 	t.Helper()
-	g.mu.Lock()
-	cmd, done := g.cmd, g.done
-	g.cmd, g.done = nil, nil
-	g.mu.Unlock()
+	cmd, done := g.proc.take()
 	if cmd == nil {
 		return
 	}
