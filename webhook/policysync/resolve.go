@@ -113,6 +113,9 @@ func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r
 	}
 	var found *vap.CA
 	var foundIn string
+	// One answer per source: two configurations naming the same Certificate
+	// are one CA even when it rotates between the two reads.
+	seen := map[string]bool{}
 	for _, c := range configs {
 		var obj client.Object = &admv1.ValidatingWebhookConfiguration{}
 		if c.kind == policy.KindMutating {
@@ -130,6 +133,10 @@ func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r
 		if err != nil {
 			return ca, err
 		}
+		if seen[out.Source] {
+			continue
+		}
+		seen[out.Source] = true
 		if found != nil && !bytes.Equal(found.PEM, ca.PEM) {
 			e := &casource.SourceError{Source: "injectedByCertManager", Reason: fmt.Sprintf("%s and %s %s inject different CAs; policy mode holds one CA per mapping: split the mapping", foundIn, c.kind, c.name), Definitive: true}
 			return vap.CAFromError(e), e
