@@ -123,21 +123,22 @@ func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision 
 	if !res.Cached && !res.Watched || !hasRule(&d, policy.RuleCAMismatch) {
 		return d
 	}
-	// The same foreign CA was confirmed moments ago: the source had that
-	// long to deliver a rotation, so deny without waiting again (a storm
-	// of replicas each writing its own CA waits once per CA, not per write).
-	key := mismatchKey(&d)
-	if h.mismatches.recent(key, time.Now()) {
+	// The same foreign CA was confirmed moments ago against this same CA
+	// set: the source had that long to deliver a rotation, so deny without
+	// waiting again (a storm of replicas each writing its own CA waits once
+	// per CA, not per write). A source that has rotated since is waited for.
+	if h.mismatches.recent(mismatchKey(&d, res.Set), time.Now()) {
 		h.Metrics.CALiveRereads.WithLabelValues("recent").Inc()
 		return d
 	}
-	in.CA = h.resolve(ctx, m.Owner, req, true).CAResult
+	live := h.resolve(ctx, m.Owner, req, true)
+	in.CA = live.CAResult
 	d = cfg.DecideMatched(m, in)
 	outcome := "confirmed"
 	if !hasRule(&d, policy.RuleCAMismatch) {
 		outcome = "rotated"
 	} else {
-		h.mismatches.add(mismatchKey(&d), time.Now())
+		h.mismatches.add(mismatchKey(&d, live.Set), time.Now())
 	}
 	h.Metrics.CALiveRereads.WithLabelValues(outcome).Inc()
 	return d

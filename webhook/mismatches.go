@@ -21,8 +21,10 @@ const (
 )
 
 // confirmedMismatches remembers the ca-mismatches that were confirmed after
-// waiting for the CA source to catch up, by mapping and foreign
-// certificates.
+// waiting for the CA source to catch up, by mapping, foreign certificates
+// and the owner's CA set they were foreign to. A confirmation says nothing
+// about another CA set: once the source has rotated, the next write waits
+// for it again (a rotation to the very CA confirmed foreign is allowed).
 type confirmedMismatches struct {
 	mu   sync.Mutex
 	seen map[string]time.Time
@@ -44,11 +46,16 @@ func (c *confirmedMismatches) add(key string, now time.Time) {
 	c.seen[key] = now
 }
 
-// mismatchKey names a decision's ca-mismatches: the mapping and every
-// foreign certificate, in violation order.
-func mismatchKey(d *policy.Decision) string {
+// mismatchKey names a decision's ca-mismatches: the mapping, the owner's CA
+// set it was decided on (every fingerprint: the short form names a
+// certificate for people, not for a cache) and every foreign certificate,
+// in violation order.
+func mismatchKey(d *policy.Decision, owner policy.CASet) string {
 	var b strings.Builder
 	b.WriteString(d.Mapping)
+	for _, fp := range owner.Fingerprints() {
+		b.WriteString("|" + fp.String())
+	}
 	for _, v := range d.Violations {
 		if v.Rule == policy.RuleCAMismatch {
 			b.WriteString("|" + v.Field + "=" + v.Detail + strings.Join(v.Found, ","))
