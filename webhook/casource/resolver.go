@@ -102,9 +102,11 @@ type cacheEntry struct {
 	set    policy.CASet
 	readAt time.Time
 	// err and gen: a watching resolver's answer (a definitive error is an
-	// answer too), valid while the watches' generation is gen.
-	err error
-	gen uint64
+	// answer too), valid while the watches' generation is gen; watched
+	// are the watches it was read from, whose health is its staleness.
+	err     error
+	gen     uint64
+	watched []watchKey
 }
 
 // New returns a Resolver reading through reader.
@@ -143,7 +145,7 @@ func NewWatching(w *WatchReader, opts Options) *Resolver {
 // watched object changes.
 func (r *Resolver) resolveWatched(ctx context.Context, src source, live bool) Result {
 	gen := r.watch.Generation()
-	set, err := r.readWatched(ctx, src, gen)
+	a := r.readWatched(ctx, src, gen)
 	if live {
 		for deadline := time.Now().Add(r.opts.Grace); ; {
 			remaining := time.Until(deadline)
@@ -151,20 +153,23 @@ func (r *Resolver) resolveWatched(ctx context.Context, src source, live bool) Re
 				break
 			}
 			gen = r.watch.Generation()
-			next, nextErr := r.readWatched(ctx, src, gen)
-			changed := !slices.Equal(next.Fingerprints(), set.Fingerprints()) || errText(nextErr) != errText(err)
-			set, err = next, nextErr
+			next := r.readWatched(ctx, src, gen)
+			changed := !slices.Equal(next.set.Fingerprints(), a.set.Fingerprints()) || errText(next.err) != errText(a.err)
+			a = next
 			if changed {
 				break // the source changed: decide on it (another object's change keeps waiting)
 			}
 		}
 	}
-	res := Result{CAResult: policy.CAResult{Resolved: true, Set: set, Err: err}, Watched: true, Source: src.key}
-	// The watches cannot reach the API server: their stores serve for
-	// MaxStale (counted as stale), then caBundle changes fail closed.
-	if since, brokenErr := r.watch.Broken(); !since.IsZero() && err == nil {
-		if r.opts.Now().Sub(since) > r.opts.MaxStale {
-			res.Set, res.Err = policy.CASet{}, &SourceError{Source: src.key, Reason: fmt.Sprintf("its watch has failed for %s: %v", r.opts.Now().Sub(since).Round(time.Second), brokenErr)}
+	res := Result{CAResult: policy.CAResult{Resolved: true, Set: a.set, Err: a.err}, Watched: true, Source: src.key}
+	// A watch this source was read from is failing (the API server
+	// unreachable, or the guard no longer allowed to read the object): its
+	// store serves for MaxStale (counted as stale), then caBundle changes
+	// of this mapping fail closed. Each source counts on its own watches'
+	// clock only.
+	if since, key, staleErr := r.watch.staleSince(a.watched); !since.IsZero() && a.err == nil {
+		if stale := r.opts.Now().Sub(since); stale > r.opts.MaxStale {
+			res.Set, res.Err = policy.CASet{}, &SourceError{Source: src.key, Reason: fmt.Sprintf("the watch of %s has failed for %s (--ca-max-stale %s): %v", key, stale.Round(time.Second), r.opts.MaxStale, staleErr)}
 		} else {
 			res.Stale = true
 		}
@@ -172,23 +177,34 @@ func (r *Resolver) resolveWatched(ctx context.Context, src source, live bool) Re
 	return res
 }
 
-func (r *Resolver) readWatched(ctx context.Context, src source, gen uint64) (policy.CASet, error) {
+// watchedAnswer is a source read from the watches: its CA set or error, and
+// the watches it was read from.
+type watchedAnswer struct {
+	set     policy.CASet
+	err     error
+	watched []watchKey
+}
+
+// readWatched reads src from the watches, memoized while their generation
+// is gen and every watch it read is still running.
+func (r *Resolver) readWatched(ctx context.Context, src source, gen uint64) watchedAnswer {
 	r.mu.Lock()
 	entry, ok := r.cache[src.key]
 	r.mu.Unlock()
-	if ok && entry.gen == gen {
-		return entry.set, entry.err
+	if ok && entry.gen == gen && r.watch.watchingAll(entry.watched) {
+		return watchedAnswer{set: entry.set, err: entry.err, watched: entry.watched}
 	}
-	set, err := src.read(ctx, r.watch)
+	rec := &recordingReader{WatchReader: r.watch}
+	set, err := src.read(ctx, rec)
 	if err == nil || IsDefinitive(err) {
 		r.mu.Lock()
 		if len(r.cache) >= maxCachedSources {
 			clear(r.cache)
 		}
-		r.cache[src.key] = cacheEntry{set: set, err: err, gen: gen}
+		r.cache[src.key] = cacheEntry{set: set, err: err, gen: gen, watched: rec.keys}
 		r.mu.Unlock()
 	}
-	return set, err
+	return watchedAnswer{set: set, err: err, watched: rec.keys}
 }
 
 func errText(err error) string {

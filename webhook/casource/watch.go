@@ -36,6 +36,9 @@ type WatchOptions struct {
 	MaxWatches int
 	// SyncTimeout bounds the wait for a new watch's initial list.
 	SyncTimeout time.Duration
+	// Now is the clock each watch's staleness is counted on; time.Now
+	// when nil.
+	Now func() time.Time
 }
 
 // WatchReader is a client.Reader that answers Get from watches: the first
@@ -60,12 +63,6 @@ type WatchReader struct {
 	watches map[watchKey]*objectWatch
 	gen     uint64
 	changed chan struct{} // closed (and replaced) on every change
-	// brokenSince is when the watches last stopped being fresh: a watch
-	// stream ended, or a list or watch call failed (zero once a call
-	// succeeds again); brokenErr is the last such error. The stores may be
-	// stale meanwhile (the API server unreachable).
-	brokenSince time.Time
-	brokenErr   error
 }
 
 var _ client.Reader = &WatchReader{}
@@ -90,6 +87,11 @@ type objectWatch struct {
 
 	errMu   sync.Mutex
 	lastErr error // the last list/watch error, for a Get that finds the watch unsynced
+
+	// health is this watch's own freshness: its store may be stale while
+	// its calls fail (the API server unreachable, or the guard no longer
+	// allowed to read the object).
+	health watchHealth
 }
 
 // NewWatchReader returns a reader watching through c. Watches run once
@@ -101,6 +103,9 @@ func NewWatchReader(c client.WithWatch, opts WatchOptions) *WatchReader {
 	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &WatchReader{client: c, opts: opts, watches: map[watchKey]*objectWatch{}, changed: make(chan struct{})}
 }
@@ -160,26 +165,37 @@ func (r *WatchReader) bump() {
 	r.mu.Unlock()
 }
 
-// Broken reports since when list/watch calls have been failing, and the
-// last error; a zero time while they succeed.
-func (r *WatchReader) Broken() (time.Time, error) {
+// staleSince reports since when the longest-failing of the watches keys
+// name has been failing, which one and why; a zero time while all of them
+// are fresh. Only these watches count: a source is as fresh as the objects
+// it was read from, whatever other sources' watches are doing.
+func (r *WatchReader) staleSince(keys []watchKey) (since time.Time, key watchKey, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.brokenSince, r.brokenErr
+	for _, k := range keys {
+		w, ok := r.watches[k]
+		if !ok {
+			continue
+		}
+		if s, e := w.health.state(); !s.IsZero() && (since.IsZero() || s.Before(since)) {
+			since, key, err = s, k, e
+		}
+	}
+	return since, key, err
 }
 
-// observe records the outcome of a list or watch call.
-func (r *WatchReader) observe(err error) {
+// watchingAll reports whether every key is still watched: a watch stopped
+// to make room (MaxWatches) delivers no change, so an answer read from it
+// must be read again.
+func (r *WatchReader) watchingAll(keys []watchKey) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err == nil {
-		r.brokenSince, r.brokenErr = time.Time{}, nil
-		return
+	for _, k := range keys {
+		if _, ok := r.watches[k]; !ok {
+			return false
+		}
 	}
-	if r.brokenSince.IsZero() {
-		r.brokenSince = time.Now()
-	}
-	r.brokenErr = err
+	return true
 }
 
 // Watched is how many objects are watched.
@@ -193,11 +209,11 @@ func (r *WatchReader) Watched() int {
 // A missing object is a NotFound error, as from the API server; a watch that
 // cannot list within SyncTimeout returns its last error.
 func (r *WatchReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	gvk, err := apiutil.GVKForObject(obj, r.client.Scheme())
+	k, err := r.keyOf(key, obj)
 	if err != nil {
 		return err
 	}
-	k := watchKey{gvk: gvk, namespace: key.Namespace, name: key.Name}
+	gvk := k.gvk
 	w, err := r.watch(ctx, k)
 	if err != nil {
 		return err
@@ -240,6 +256,15 @@ func (r *WatchReader) Get(ctx context.Context, key client.ObjectKey, obj client.
 	return nil
 }
 
+// keyOf names the watch a Get of key into obj reads.
+func (r *WatchReader) keyOf(key client.ObjectKey, obj client.Object) (watchKey, error) {
+	gvk, err := apiutil.GVKForObject(obj, r.client.Scheme())
+	if err != nil {
+		return watchKey{}, err
+	}
+	return watchKey{gvk: gvk, namespace: key.Namespace, name: key.Name}, nil
+}
+
 // List is not served: only single objects are watched.
 func (r *WatchReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return errors.New("casource.WatchReader serves Get only")
@@ -254,16 +279,18 @@ func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, erro
 		w.lastUsed = time.Now()
 		return w, nil
 	}
-	lw, example, err := r.listWatch(k)
-	if err != nil {
-		return nil, err
-	}
 	parent := r.ctx
 	if parent == nil {
 		parent = context.WithoutCancel(ctx)
 	}
 	wctx, stop := context.WithCancel(parent)
-	w := &objectWatch{informer: cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{}), stop: stop, lastUsed: time.Now()}
+	w := &objectWatch{stop: stop, lastUsed: time.Now()}
+	lw, example, err := r.listWatch(k, &w.health)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	w.informer = cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
 	_ = w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
 		w.errMu.Lock()
 		w.lastErr = err
@@ -294,8 +321,9 @@ func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, erro
 	return w, nil
 }
 
-// listWatch lists and watches the one object k names.
-func (r *WatchReader) listWatch(k watchKey) (*cache.ListWatch, runtime.Object, error) {
+// listWatch lists and watches the one object k names, recording each
+// call's outcome in that watch's health.
+func (r *WatchReader) listWatch(k watchKey, health *watchHealth) (cache.ListerWatcher, runtime.Object, error) {
 	scheme := r.client.Scheme()
 	example, err := scheme.New(k.gvk)
 	if err != nil {
@@ -322,14 +350,16 @@ func (r *WatchReader) listWatch(k watchKey) (*cache.ListWatch, runtime.Object, e
 		}
 		return out
 	}
-	return &cache.ListWatch{
+	// The client says whether it can stream the initial list (watch-list);
+	// kube-apiserver's clients can, a fake API may not.
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l, err := newList()
 			if err != nil {
 				return nil, err
 			}
 			err = r.client.List(ctx, l, opts(o)...)
-			r.observe(err)
+			health.observe(err, r.opts.Now())
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -338,13 +368,13 @@ func (r *WatchReader) listWatch(k watchKey) (*cache.ListWatch, runtime.Object, e
 				return nil, err
 			}
 			w, err := r.client.Watch(ctx, l, opts(o)...)
-			r.observe(err)
+			health.observe(err, r.opts.Now())
 			if err != nil {
 				return w, err
 			}
-			// The stores are fresh until the stream ends (endWatch).
-			return newEndWatch(ctx, w, func() { r.observe(errWatchEnded) }), nil
+			// The store is fresh until the stream ends (endWatch).
+			return newEndWatch(ctx, w, func() { health.observe(errWatchEnded, r.opts.Now()) }), nil
 		},
 		DisableChunking: true,
-	}, example, nil
+	}, r.client), example, nil
 }

@@ -9,18 +9,19 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// errWatchEnded is the reason the watches are broken from the moment a
-// watch stream ends until a list or watch call succeeds again; the next
-// failed call replaces it with its own error.
+// errWatchEnded is the reason a watch is stale from the moment its stream
+// ends until one of its list or watch calls succeeds again; its next failed
+// call replaces it with its own error (Forbidden once the guard may no
+// longer read the object).
 var errWatchEnded = errors.New("the watch stream ended and has not been restarted")
 
 // endWatch passes a watch's events through and calls onEnd when the stream
 // ends on its own: the API server closed it, or the connection to it broke.
 // That is when the store stops being fresh, so --ca-max-stale counts from
-// there. It is measured here, on the stream, because client-go's reflector
-// only logs most watch endings ("watch ended with error") and tells no
-// handler; the first failed call after its back-off (0.8 s to 30 s later)
-// was the earliest sign before.
+// there, for the sources read from this watch only. It is measured here, on
+// the stream, because client-go's reflector only logs most watch endings
+// ("watch ended with error") and tells no handler; the first failed call
+// after its back-off (0.8 s to 30 s later) was the earliest sign before.
 //
 // No end is reported for a watch stopped by its consumer, for one whose
 // context ended, or for one that ended with an expired resourceVersion (the
