@@ -329,3 +329,30 @@ func Test_WatchReader_failingCallsCountForTheirWatchOnly(t *testing.T) {
 	assert.False(t, res.Stale)
 	assert.Equal(t, []policy.Fingerprint{e.ca2.FP}, res.Set.Fingerprints())
 }
+
+// A watch stopped to make room (MaxWatches) delivers no change of its
+// object, so an answer read from it is read again (restarting the watch)
+// rather than served from the memo until some other object changes.
+func Test_Resolver_watchedAnswerIsReadAgainOnceItsWatchStopped(t *testing.T) {
+	e, fc, _, w, r := newWatchingEnv(t, time.Minute)
+	// One bump per watch's initial list (three objects): the memo below is
+	// then taken at a generation nothing else moves.
+	require.Eventually(t, func() bool { return w.Generation() == 3 }, 30*time.Second, 10*time.Millisecond)
+	res := r.Resolve(t.Context(), e.request("secret", nil), false)
+	require.Equal(t, []policy.Fingerprint{e.ca.FP}, res.Set.Fingerprints())
+
+	// Stopped as the least recently read watch is, then the Secret rotates.
+	w.mu.Lock()
+	w.watches[secretKey].stop()
+	delete(w.watches, secretKey)
+	w.mu.Unlock()
+	var s corev1.Secret
+	require.NoError(t, fc.Get(t.Context(), client.ObjectKey{Namespace: "koordinator-system", Name: "webhook-certs"}, &s))
+	s.Data = map[string][]byte{"ca.crt": e.ca2.PEM}
+	require.NoError(t, fc.Update(t.Context(), &s))
+
+	res = r.Resolve(t.Context(), e.request("secret", nil), false)
+	require.NoError(t, res.Err)
+	assert.Equal(t, []policy.Fingerprint{e.ca2.FP}, res.Set.Fingerprints(), "the rotated CA, read through a new watch")
+	assert.Equal(t, 3, w.Watched())
+}
