@@ -172,10 +172,17 @@ func (c *faultyWatchClient) cut(name string, err error) {
 // sources read once (their watches running), on a test clock.
 func newWatchingEnv(t *testing.T, maxStale time.Duration) (*env, *faultyWatchClient, *clock, *WatchReader, *Resolver) {
 	t.Helper()
+	return newWatchingEnvSync(t, maxStale, 30*time.Second)
+}
+
+// newWatchingEnvSync is newWatchingEnv with a bound on the wait for a new
+// watch's initial list.
+func newWatchingEnvSync(t *testing.T, maxStale, syncTimeout time.Duration) (*env, *faultyWatchClient, *clock, *WatchReader, *Resolver) {
+	t.Helper()
 	e := newEnv(t)
 	fc := newFaultyWatchClient(t, e)
 	c := &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	w := NewWatchReader(fc, WatchOptions{Now: c.Now, SyncTimeout: 30 * time.Second})
+	w := NewWatchReader(fc, WatchOptions{Now: c.Now, SyncTimeout: syncTimeout})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = w.Start(ctx) }()
 	t.Cleanup(cancel)
@@ -355,4 +362,27 @@ func Test_Resolver_watchedAnswerIsReadAgainOnceItsWatchStopped(t *testing.T) {
 	require.NoError(t, res.Err)
 	assert.Equal(t, []policy.Fingerprint{e.ca2.FP}, res.Set.Fingerprints(), "the rotated CA, read through a new watch")
 	assert.Equal(t, 3, w.Watched())
+}
+
+// A source the guard was never allowed to read (named by a writer's
+// cert-manager.io/inject-ca-from-secret annotation) is denied at once, and
+// its watch, failing on and on, makes no other source stale.
+func Test_Resolver_forbiddenInjectedSourceStaysItsOwn(t *testing.T) {
+	const maxStale = time.Minute
+	e, fc, c, _, r := newWatchingEnvSync(t, maxStale, time.Second)
+	fc.mu.Lock()
+	fc.fail["not-ours"] = errForbiddenSecret
+	fc.mu.Unlock()
+
+	res := r.Resolve(t.Context(), e.request("injected", map[string]string{AnnotationInjectCAFromSecret: "kube-system/not-ours"}), false)
+	require.Error(t, res.Err)
+	assert.True(t, IsDefinitive(res.Err), "forbidden is an answer about the source: %v", res.Err)
+	require.Eventually(t, func() bool { return fc.refusals("not-ours") > 1 }, 30*time.Second, 10*time.Millisecond, "the forbidden watch is retried")
+
+	c.Add(maxStale + time.Second)
+	for _, owner := range []string{"secret", "certificate", "inline"} {
+		res := r.Resolve(t.Context(), e.request(owner, nil), false)
+		assert.NoError(t, res.Err, owner)
+		assert.False(t, res.Stale, owner)
+	}
 }
