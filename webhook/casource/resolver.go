@@ -59,7 +59,9 @@ type Result struct {
 	policy.CAResult
 	// Cached is true when the answer was served from the cache without a read.
 	Cached bool
-	// Stale is true when a read failed and an older cached answer was served.
+	// Stale is true when a read failed and an older cached answer was
+	// served, or (watching resolvers) a watch this source is read from is
+	// failing and its store served, within MaxStale.
 	Stale bool
 	// Watched is true when the answer came from watches, which may not yet
 	// have delivered a change written just before the request; a live
