@@ -69,6 +69,8 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	wh := pflag.NewFlagSet("Webhook", pflag.ExitOnError)
 	wh.BoolVar(&o.AdmissionEndpoint, "admission-endpoint", true,
 		"Serve AdmissionReviews on "+webhook.Path+" (the static shape: kube-apiserver calls it). Default: on, off with --policy-mode, where nothing calls it; set it to serve both.")
+	wh.StringVar(&o.ClientCAFile, "client-ca-file", "",
+		"PEM CA(s) a caller of "+webhook.Path+" must present a client certificate of; requests without one are refused (401). kube-apiserver presents the certificate of the kubeconfig its AdmissionConfiguration names (render static-manifest --client-cert-file). Re-read on change.")
 	wh.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "Address the webhook server listens on (127.0.0.1 for the static shape).")
 	wh.IntVar(&o.Port, "port", 9443, "Port the webhook server listens on.")
 	wh.StringVar(&o.CertDir, "cert-dir", "", "Directory holding tls.crt and tls.key, as mounted from a cert-manager Secret; reloaded on change.")

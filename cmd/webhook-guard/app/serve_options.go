@@ -65,6 +65,11 @@ type serveOptions struct {
 	AdmissionEndpoint bool
 	// admissionEndpointSet says --admission-endpoint was given.
 	admissionEndpointSet bool
+	// ClientCAFile, when set, is the CA a caller of the admission endpoint
+	// must present a client certificate of (kube-apiserver's, from the
+	// kubeconfig its AdmissionConfiguration names); any other request is
+	// refused. Re-read when it changes.
+	ClientCAFile string
 
 	// Policy mode
 
@@ -133,6 +138,13 @@ func (o *serveOptions) Complete() error {
 			if _, err := os.Stat(filepath.Join(o.CertDir, f)); err != nil {
 				errs = append(errs, fmt.Sprintf("--cert-dir %s: %v", o.CertDir, err))
 			}
+		}
+	}
+	if o.ClientCAFile != "" {
+		if !o.AdmissionEndpoint {
+			errs = append(errs, "--client-ca-file authenticates callers of the admission endpoint, which is not served (--policy-mode without --admission-endpoint)")
+		} else if _, err := os.Stat(o.ClientCAFile); err != nil {
+			errs = append(errs, fmt.Sprintf("--client-ca-file: %v", err))
 		}
 	}
 	if o.Port < 1 || o.Port > 65535 {

@@ -227,6 +227,14 @@ func Test_Options_AdmissionEndpoint(t *testing.T) {
 			args: []string{"--policy-mode", "--admission-endpoint", "--cert-dir="}, expErr: "invalid options:\n  --cert-dir is required: a directory holding tls.crt and tls.key (a mounted cert-manager Secret)",
 		},
 		"if no endpoint is served, --cert-dir is not needed": {args: []string{"--policy-mode", "--cert-dir="}, exp: false},
+		"if --client-ca-file is given without an endpoint, say it has nothing to authenticate": {
+			args:   []string{"--policy-mode", "--client-ca-file", "/etc/ca.crt"},
+			expErr: "invalid options:\n  --client-ca-file authenticates callers of the admission endpoint, which is not served (--policy-mode without --admission-endpoint)",
+		},
+		"if --client-ca-file does not exist, name it": {
+			args:   []string{"--client-ca-file", "/nonexistent/ca.crt"},
+			expErr: "invalid options:\n  --client-ca-file: stat /nonexistent/ca.crt: no such file or directory",
+		},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {

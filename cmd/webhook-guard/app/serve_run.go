@@ -50,6 +50,9 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 			Port:    o.Port,
 			CertDir: o.CertDir,
 			TLSOpts: []func(*tls.Config){o.TLSConfig},
+			// Only kube-apiserver may submit reviews: they become records,
+			// Events and metrics.
+			ClientCAFile: o.ClientCAFile,
 		})
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
