@@ -43,6 +43,9 @@ type seededWorkload struct {
 	secretType  corev1.SecretType
 	// ready is how many ready endpoints the EndpointSlice lists.
 	ready int
+	// unmounted leaves the Secret out of the pod template: the controller
+	// reads it through the API instead.
+	unmounted bool
 }
 
 func (w seededWorkload) service() string { return w.name + "-webhook" }
@@ -65,19 +68,20 @@ func seedWorkload(t *testing.T, kube kubernetes.Interface, w seededWorkload) {
 	must("ServiceAccount", err)
 	_, err = kube.CoreV1().Secrets(w.namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.secret, Annotations: w.annotations}, Type: w.secretType, Data: w.data}, metav1.CreateOptions{})
 	must("Secret", err)
+	pod := corev1.PodSpec{
+		ServiceAccountName: w.name,
+		Containers: []corev1.Container{{Name: "manager", Image: "example.invalid/" + w.name,
+			VolumeMounts: []corev1.VolumeMount{{Name: "certs", MountPath: "/certs", ReadOnly: true}}}},
+		Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: w.secret}}}},
+	}
+	if w.unmounted {
+		pod.Containers[0].VolumeMounts, pod.Volumes = nil, nil
+	}
 	_, err = kube.AppsV1().Deployments(w.namespace).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: w.name},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: w.name,
-					Containers: []corev1.Container{{Name: "manager", Image: "example.invalid/" + w.name,
-						VolumeMounts: []corev1.VolumeMount{{Name: "certs", MountPath: "/certs", ReadOnly: true}}}},
-					Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: w.secret}}}},
-				},
-			},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
 		},
 	}, metav1.CreateOptions{})
 	must("Deployment", err)
@@ -163,11 +167,14 @@ func seedDiscoverCluster(t *testing.T, env *framework.Env) *discoverCluster {
 		healthyWebhook("v.app.example.com", serviceClient(d.app, d.issuerCA.PEM), "app-system"))
 
 	// Koordinator: koord-manager generates its CA into webhook-certs (its
-	// own key names) and writes it into both of its configurations.
+	// own key names) and writes it into both of its configurations. As in
+	// Koordinator's install manifests, it does not mount webhook-certs: it
+	// reads and writes it through the API.
 	koordLeaf := d.koordCA.Issue(t, "koord-manager-webhook", "koord-manager-webhook.koordinator-system.svc")
-	d.koord = seededWorkload{namespace: "koordinator-system", name: "koord-manager", secret: "webhook-certs", ready: 2,
+	d.koord = seededWorkload{namespace: "koordinator-system", name: "koord-manager", secret: "webhook-certs", ready: 2, unmounted: true,
 		data: map[string][]byte{"ca-cert.pem": d.koordCA.PEM, "ca-key.pem": d.koordCA.KeyPEM, "cert.pem": koordLeaf.CertPEM, "key.pem": koordLeaf.KeyPEM}}
 	seedWorkload(t, kube, d.koord)
+	seedLookalike(t, env, lookalikeNamespace, d.koordCA.PEM)
 	createValidating(t, kube, "koord-validating-webhook-configuration", "koord-manager", nil,
 		healthyWebhook("vpod.koordinator.sh", serviceClient(d.koord, d.koordCA.PEM), "koordinator-system"))
 	mwh := healthyWebhook("mpod.koordinator.sh", serviceClient(d.koord, d.koordCA.PEM), "koordinator-system")
@@ -194,6 +201,37 @@ func seedDiscoverCluster(t *testing.T, env *framework.Env) *discoverCluster {
 	createValidating(t, kube, "url-webhooks", "kubectl-client-side-apply", nil,
 		healthyWebhook("v.url.example.com", admv1.WebhookClientConfig{URL: ptr.To("https://10.0.0.9:8443/validate"), CABundle: framework.NewCA(t, "url-ca").PEM}, ""))
 	return d
+}
+
+// lookalikeNamespace is named like Koordinator's namespace.
+const lookalikeNamespace = "koordinator-systen"
+
+// seedLookalike is what anyone allowed to create a namespace and a
+// cert-manager Certificate can set up: a Certificate (so that discover reads
+// the namespace's Secrets) and its Secret holding a copy of a victim's
+// public CA certificate, named like the victim's.
+func seedLookalike(t *testing.T, env *framework.Env, namespace string, victimCA []byte) {
+	t.Helper()
+	ctx := t.Context()
+	kube := env.AdminKube
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", namespace, err)
+	}
+	_, err := kube.CoreV1().Secrets(namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "webhook-certs"},
+		Data: map[string][]byte{"ca.crt": victimCA}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create the lookalike Secret: %v", err)
+	}
+	certGVR := schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
+	_, err = dynamic.NewForConfigOrDie(env.Admin).Resource(certGVR).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+		"metadata": map[string]any{"name": "webhook-certs", "namespace": namespace},
+		"spec": map[string]any{"secretName": "webhook-certs", "dnsNames": []any{"lookalike.example.com"},
+			"issuerRef": map[string]any{"name": "lookalike", "kind": "Issuer"}},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create the lookalike Certificate: %v", err)
+	}
 }
 
 // applyCABundle server-side applies one webhook's caBundle as manager.
@@ -256,6 +294,10 @@ func TestDiscoverProposesOwners(t *testing.T) {
 		"#   ValidatingWebhookConfiguration/shared-webhooks: caBundle field managers: rogue-injector, shared-controller (2 writers of caBundle",
 		"# - ValidatingWebhookConfiguration/url-webhooks:\n#     undecided: webhooks[0] calls clientConfig.url https://10.0.0.9:8443/validate, not a Service: no workload, so no service account to name as the writer\n",
 		"#     undecided: the caBundle's CA ",
+		// The lookalike copy of Koordinator's CA is evidence, not a rival
+		// source that would leave Koordinator undecided.
+		"#   ValidatingWebhookConfiguration/koord-validating-webhook-configuration: copies of the caBundle's CA " + d.koordCA.Fingerprint()[:16] +
+			" outside the webhooks' namespace, not taken as the source: Secret " + lookalikeNamespace + "/webhook-certs key ca.crt",
 	} {
 		if !strings.Contains(proposal, s) {
 			t.Errorf("the proposal lacks %q", s)

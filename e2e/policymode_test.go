@@ -507,7 +507,9 @@ func requireSameVersions(t testing.TB, before, after map[string]string, when str
 // subject's DELETE of a generated binding and the guard denies it, while the
 // guard's own writes (matchConditions skip them) go through.
 func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
-	opts := policyOptions("--records-flush-interval", flushInterval.String())
+	// One process plays both shapes here: the static webhook calls it, so
+	// it serves the admission endpoint --policy-mode otherwise turns off.
+	opts := policyOptions("--records-flush-interval", flushInterval.String(), "--admission-endpoint")
 	opts.NoStaticManifest = false
 	opts.ReportCRDs = true
 	opts.RenderArgs = []string{"--guard-service-account", framework.GuardNamespace + "/" + framework.GuardServiceAccount}

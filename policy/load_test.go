@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -346,6 +347,48 @@ owners:
   writers: {serviceAccounts: [kyverno/kyverno]}
   ca: {secret: {namespace: kyverno, name: ca}}
 `,
+		},
+		"if a mapping with names and a selector and a mapping named after its selector policy would generate one policy, name both": {
+			input: header + `owners:
+- name: app
+  match: {validating: [a], labelSelector: {matchLabels: {team: a}}}
+  writers: {users: [a]}
+  ca: {secret: {namespace: a, name: ca}}
+- name: app-selected
+  match: {validating: [b]}
+  writers: {users: [b]}
+  ca: {secret: {namespace: b, name: ca}}
+`,
+			expErr: `owners[1].name: Invalid value: "app-selected": generates the policy "webhook-guard-app-selected", as does owners[0] (app); the guard would write it for each in turn: rename "app" or "app-selected"`,
+		},
+		"if a mapping is named after another mapping's CA policy, name both, whichever comes first": {
+			input: header + `owners:
+- name: app-ca
+  match: {validating: [b]}
+  writers: {users: [b]}
+  ca: {secret: {namespace: b, name: ca}}
+- name: app
+  match: {validating: [a]}
+  writers: {users: [a]}
+  ca: {secret: {namespace: a, name: ca}}
+`,
+			expErr: `owners[1].name: Invalid value: "app": generates the policy "webhook-guard-app-ca", as does owners[0] (app-ca); the guard would write it for each in turn: rename "app-ca" or "app"`,
+		},
+		"if a mapping has only a selector, its policy takes the plain name, and a mapping named <name>-selected does not collide": {
+			input: header + `owners:
+- name: app
+  match: {labelSelector: {matchLabels: {team: a}}}
+  writers: {users: [a]}
+  ca: {secret: {namespace: a, name: ca}}
+- name: app-selected
+  match: {validating: [b]}
+  writers: {users: [b]}
+  ca: {secret: {namespace: b, name: ca}}
+`,
+		},
+		"if a mapping's name is too long for the policy names generated from it, say which name": {
+			input:  ownerDoc("name: " + strings.Repeat("a", 230) + "\n" + validMatch + "\n" + validWriters + "\n" + validCA),
+			expErr: `owners[0].name: Invalid value: "` + strings.Repeat("a", 230) + `": the policy name "webhook-guard-` + strings.Repeat("a", 230) + `-selected-ca" generated from it is invalid: must be no more than 253 characters`,
 		},
 		"if two mappings have the same name, report the duplicate": {
 			input: header + `owners:

@@ -50,6 +50,7 @@ func validate(spec *GuardConfig) field.ErrorList {
 		errs = append(errs, claimNames(p.Child("match", "validating"), spec, i, KindValidating, o.Match.Validating, claimed)...)
 		errs = append(errs, claimNames(p.Child("match", "mutating"), spec, i, KindMutating, o.Match.Mutating, claimed)...)
 	}
+	errs = append(errs, validateGeneratedNames(ownersPath, spec.Owners)...)
 	return errs
 }
 

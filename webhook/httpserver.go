@@ -58,6 +58,10 @@ type ServerOptions struct {
 	// TLSOpts apply the TLS policy (serve's Options.TLSConfig in
 	// cmd/webhook-guard/app).
 	TLSOpts []func(*tls.Config)
+	// ClientCAFile, when set, holds the CA(s) a caller's client certificate
+	// must chain to: every request without such a certificate is refused
+	// (401). It is re-read when it changes.
+	ClientCAFile string
 }
 
 // Server is controller-runtime's webhook server with the limits above:
@@ -114,12 +118,22 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}()
 
+	var handler http.Handler = s.mux
+	if s.opts.ClientCAFile != "" {
+		cas, err := newClientCAs(s.opts.ClientCAFile)
+		if err != nil {
+			return err
+		}
+		cfg.GetConfigForClient = cas.configForClient(cfg)
+		handler = requireClientCert(handler)
+	}
+
 	ln, err := tls.Listen("tcp", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)), cfg)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           http.MaxBytesHandler(s.mux, MaxRequestBytes+1), // the admission handler answers the 413
+		Handler:           http.MaxBytesHandler(handler, MaxRequestBytes+1), // the admission handler answers the 413
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
@@ -142,7 +156,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.started = true
 	s.mu.Unlock()
-	log.Info("serving webhooks", "host", s.opts.Host, "port", s.opts.Port)
+	log.Info("serving webhooks", "host", s.opts.Host, "port", s.opts.Port, "clientCAFile", s.opts.ClientCAFile)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -244,7 +244,8 @@ func (inf *inference) injectedCA(c Cluster) bool {
 
 // matchCA finds the Secret or ConfigMap key whose certificates include
 // every certificate of the caBundles (what the guard's ca-mismatch rule
-// would accept), preferring one the workloads mount.
+// would accept): one the workloads mount, else the only one in the
+// webhooks' namespace; never one from another namespace.
 func (inf *inference) matchCA(c Cluster, workloads []Workload) {
 	var bundle []policy.Fingerprint
 	for i, w := range inf.cfg.Webhooks {
@@ -285,16 +286,29 @@ func (inf *inference) matchCA(c Cluster, workloads []Workload) {
 		}
 		byObject[s.Ref()] = s
 	}
-	var inMounted, all []Source
+	// Where a candidate lives decides how much it proves. discover reads
+	// every namespace holding a cert-manager Certificate, and a CA
+	// certificate is public: anyone may keep a copy of the owner's in a
+	// namespace of their own. Only a candidate in the webhooks' own
+	// namespace (where their Services and workloads are) may become the
+	// source; a copy elsewhere is evidence, never the owner's source, or
+	// it would tie the owner's CA to whoever controls that copy.
+	own := inf.serviceNamespaces()
+	var inMounted, inOwn, elsewhere []Source
 	for ref, s := range byObject {
-		all = append(all, s)
-		if mounted[ref] {
+		switch {
+		case mounted[ref]:
 			inMounted = append(inMounted, s)
+		case own[s.Namespace]:
+			inOwn = append(inOwn, s)
+		default:
+			elsewhere = append(elsewhere, s)
 		}
 	}
 	bySource := func(a, b Source) int { return cmp.Compare(a.Ref(), b.Ref()) }
-	slices.SortFunc(all, bySource)
 	slices.SortFunc(inMounted, bySource)
+	slices.SortFunc(inOwn, bySource)
+	slices.SortFunc(elsewhere, bySource)
 	var chosen Source
 	switch {
 	case len(inMounted) == 1:
@@ -303,15 +317,26 @@ func (inf *inference) matchCA(c Cluster, workloads []Workload) {
 	case len(inMounted) > 1:
 		inf.reasons = append(inf.reasons, fmt.Sprintf("the workload mounts %d candidate CA sources holding the caBundle's CA %s: %s", len(inMounted), short, refs(inMounted)))
 		return
-	case len(all) == 1:
-		chosen = all[0]
-		inf.evidence = append(inf.evidence, fmt.Sprintf("%s key %s holds the caBundle's CA %s (not mounted by the workload)", chosen.Ref(), chosen.Key, short))
-	case len(all) > 1:
-		inf.reasons = append(inf.reasons, fmt.Sprintf("%d candidate CA sources hold the caBundle's CA %s and none is mounted by the workload: %s", len(all), short, refs(all)))
+	case len(inOwn) == 1:
+		chosen = inOwn[0]
+		inf.evidence = append(inf.evidence, fmt.Sprintf("%s key %s holds the caBundle's CA %s, in the webhooks' namespace (not mounted by the workload)", chosen.Ref(), chosen.Key, short))
+	case len(inOwn) > 1:
+		inf.reasons = append(inf.reasons, fmt.Sprintf("%d candidate CA sources in the webhooks' namespace hold the caBundle's CA %s and none is mounted by the workload: %s", len(inOwn), short, refs(inOwn)))
+		return
+	case len(elsewhere) > 0:
+		where := "no webhook calls a Service"
+		if len(own) > 0 {
+			where = "the webhooks' namespace is " + strings.Join(sortedKeys(own), ", ")
+		}
+		inf.reasons = append(inf.reasons, fmt.Sprintf("the caBundle's CA %s is held only outside the webhooks' namespace (%s), by %s: a copy elsewhere is not the owner's source; name the source in the mapping by hand",
+			short, where, refs(elsewhere)))
 		return
 	default:
 		inf.reasons = append(inf.reasons, fmt.Sprintf("the caBundle's CA %s matches no Secret or ConfigMap discover can read", short))
 		return
+	}
+	if len(elsewhere) > 0 {
+		inf.evidence = append(inf.evidence, fmt.Sprintf("copies of the caBundle's CA %s outside the webhooks' namespace, not taken as the source: %s", short, refs(elsewhere)))
 	}
 	switch {
 	case chosen.Certificate != "":
@@ -322,6 +347,18 @@ func (inf *inference) matchCA(c Cluster, workloads []Workload) {
 	default:
 		inf.ca = policy.CASource{Secret: &policy.KeyRef{Namespace: chosen.Namespace, Name: chosen.Name, Key: chosen.Key}}
 	}
+}
+
+// serviceNamespaces are the namespaces of the webhooks' Services: where the
+// workloads behind them, and so the owner's own CA source, live.
+func (inf *inference) serviceNamespaces() map[string]bool {
+	out := map[string]bool{}
+	for _, w := range inf.cfg.Webhooks {
+		if w.Service != nil {
+			out[w.Service.Namespace] = true
+		}
+	}
+	return out
 }
 
 // selects is a Service's selector applied to pod template labels; an empty

@@ -50,6 +50,13 @@ func koordinator(ca *testpki.CA, extra ...Source) Cluster {
 	}
 }
 
+// lookalike is a copy of a CA's public certificate in a namespace named like
+// Koordinator's, which holds a cert-manager Certificate (so discover reads
+// its Secrets): anyone may create one.
+func lookalike(ca *testpki.CA) Source {
+	return Source{Kind: SourceSecret, Namespace: "koordinator-systen", Name: "webhook-certs", Key: "ca.crt", PEM: ca.PEM, Certificate: "webhook-certs"}
+}
+
 func Test_Propose(t *testing.T) {
 	koordCA := newCA(t, "koord-ca")
 	otherCA := newCA(t, "other-ca")
@@ -162,6 +169,57 @@ func Test_Propose(t *testing.T) {
 			}(),
 			want: Proposal{Undecided: []Undecided{{Configuration: "ValidatingWebhookConfiguration/koord-validating",
 				Reasons:  []string{"the workload mounts 2 candidate CA sources holding the caBundle's CA " + short(koordCA) + ": Secret koordinator-system/copy key ca.crt, Secret koordinator-system/webhook-certs key ca-cert.pem"},
+				Evidence: []string{"webhooks[0] calls Service koordinator-system/koordinator-webhook-service, which selects Deployment koordinator-system/koord-manager (service account koord-manager)"},
+			}}},
+		},
+		"if the workload does not mount its CA Secret (as koord-manager, which reads it through the API) and a lookalike namespace holds a copy, the Secret in the webhooks' namespace wins and the copy is evidence": {
+			configs: []Configuration{svcConfig(policy.KindValidating, "koord-validating", "koordinator-system", "koordinator-webhook-service", koordCA.PEM)},
+			cluster: func() Cluster {
+				c := koordinator(koordCA, lookalike(koordCA))
+				c.Workloads[0].Secrets = nil
+				return c
+			}(),
+			want: Proposal{Mappings: []Mapping{{
+				Owner: policy.Owner{Name: "koord-manager", Match: policy.Match{Validating: []string{"koord-validating"}},
+					Writers: policy.Subjects{ServiceAccounts: koordSA},
+					CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				Evidence: []string{
+					"ValidatingWebhookConfiguration/koord-validating: webhooks[0] calls Service koordinator-system/koordinator-webhook-service, which selects Deployment koordinator-system/koord-manager (service account koord-manager)",
+					"ValidatingWebhookConfiguration/koord-validating: Secret koordinator-system/webhook-certs key ca-cert.pem holds the caBundle's CA " + short(koordCA) + ", in the webhooks' namespace (not mounted by the workload)",
+					"ValidatingWebhookConfiguration/koord-validating: copies of the caBundle's CA " + short(koordCA) + " outside the webhooks' namespace, not taken as the source: Secret koordinator-systen/webhook-certs key ca.crt",
+				},
+			}}},
+		},
+		"if the workload mounts its CA Secret and a lookalike namespace holds a copy, the mounted one wins and the copy is evidence": {
+			configs: []Configuration{svcConfig(policy.KindValidating, "koord-validating", "koordinator-system", "koordinator-webhook-service", koordCA.PEM)},
+			cluster: koordinator(koordCA, lookalike(koordCA)),
+			want: Proposal{Mappings: []Mapping{{
+				Owner: policy.Owner{Name: "koord-manager", Match: policy.Match{Validating: []string{"koord-validating"}},
+					Writers: policy.Subjects{ServiceAccounts: koordSA},
+					CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				Evidence: append(koordEvidence("ValidatingWebhookConfiguration/koord-validating"),
+					"ValidatingWebhookConfiguration/koord-validating: copies of the caBundle's CA "+short(koordCA)+" outside the webhooks' namespace, not taken as the source: Secret koordinator-systen/webhook-certs key ca.crt"),
+			}}},
+		},
+		"if only a namespace other than the webhooks' holds the CA, leave it undecided: a copy is never the source": {
+			configs: []Configuration{svcConfig(policy.KindValidating, "koord-validating", "koordinator-system", "koordinator-webhook-service", otherCA.PEM)},
+			cluster: koordinator(koordCA, lookalike(otherCA)),
+			want: Proposal{Undecided: []Undecided{{Configuration: "ValidatingWebhookConfiguration/koord-validating",
+				Reasons: []string{"the caBundle's CA " + short(otherCA) + " is held only outside the webhooks' namespace (the webhooks' namespace is koordinator-system), by Secret koordinator-systen/webhook-certs key ca.crt: " +
+					"a copy elsewhere is not the owner's source; name the source in the mapping by hand"},
+				Evidence: []string{"webhooks[0] calls Service koordinator-system/koordinator-webhook-service, which selects Deployment koordinator-system/koord-manager (service account koord-manager)"},
+			}}},
+		},
+		"if two sources in the webhooks' namespace hold the CA and the workload mounts neither, leave it undecided naming both": {
+			configs: []Configuration{svcConfig(policy.KindValidating, "koord-validating", "koordinator-system", "koordinator-webhook-service", koordCA.PEM)},
+			cluster: func() Cluster {
+				c := koordinator(koordCA, Source{Kind: SourceConfigMap, Namespace: "koordinator-system", Name: "copy", Key: "ca.crt", PEM: koordCA.PEM})
+				c.Workloads[0].Secrets = nil
+				return c
+			}(),
+			want: Proposal{Undecided: []Undecided{{Configuration: "ValidatingWebhookConfiguration/koord-validating",
+				Reasons: []string{"2 candidate CA sources in the webhooks' namespace hold the caBundle's CA " + short(koordCA) + " and none is mounted by the workload: " +
+					"ConfigMap koordinator-system/copy key ca.crt, Secret koordinator-system/webhook-certs key ca-cert.pem"},
 				Evidence: []string{"webhooks[0] calls Service koordinator-system/koordinator-webhook-service, which selects Deployment koordinator-system/koord-manager (service account koord-manager)"},
 			}}},
 		},

@@ -67,7 +67,7 @@ const (
 )
 
 // NamePrefix starts every generated name.
-const NamePrefix = "webhook-guard-"
+const NamePrefix = policy.PolicyNamePrefix
 
 // CA is one mapping's resolved CA.
 type CA struct {
@@ -126,26 +126,21 @@ type Objects struct {
 	Bindings []*admv1.ValidatingAdmissionPolicyBinding
 }
 
-// PolicyName is the policy and binding name of a mapping.
-func PolicyName(mapping string) string { return NamePrefix + mapping }
-
-// selectedSuffix names the second policy of a mapping with both names and
-// a selector.
-const selectedSuffix = "-selected"
+// PolicyName is the policy and binding name of a mapping. The naming rule
+// lives in package policy, which Load uses to refuse two mappings
+// generating one name.
+func PolicyName(mapping string) string { return policy.PolicyName(mapping) }
 
 // caSuffix names the policy of a mapping that checks caBundles against its
 // CA Secret, read as the policy's param (rotation.go).
-const caSuffix = "-ca"
+const caSuffix = policy.PolicyCASuffix
 
 // CAPolicyName is the name of the policy that checks the caBundles of the
 // policy (or binding) name against the CA Secret it reads as its param.
-func CAPolicyName(name string) string { return name + caSuffix }
+func CAPolicyName(name string) string { return policy.CAPolicyName(name) }
 
 // PolicyNames are every policy (and binding) name a mapping may generate.
-func PolicyNames(mapping string) []string {
-	base := PolicyName(mapping)
-	return []string{base, base + selectedSuffix, base + caSuffix, base + selectedSuffix + caSuffix}
-}
+func PolicyNames(mapping string) []string { return policy.PolicyNames(mapping) }
 
 // Generate builds the objects for every mapping.
 func Generate(in Input) (*Objects, error) {
@@ -172,26 +167,11 @@ func Generate(in Input) (*Objects, error) {
 			ca = CA{Err: "the guard has not resolved the owner's CA"}
 		}
 		m := mappingPolicy{spec: spec, owner: o, mode: mode, ca: ca, rotation: rotation{ca: ca}}
-		type target struct {
-			name     string
-			selector *metav1.LabelSelector
-		}
-		var targets []target
-		if len(o.Match.Validating)+len(o.Match.Mutating) > 0 {
-			targets = append(targets, target{name: PolicyName(o.Name)})
-		}
-		if o.Match.LabelSelector != nil {
-			name := PolicyName(o.Name)
-			if len(o.Match.Validating)+len(o.Match.Mutating) > 0 {
-				// A mapping with names and a selector: names go in
-				// matchConditions, the selector in objectSelector; two
-				// policies express "either".
-				name += selectedSuffix
+		for _, tg := range policy.PolicyTargets(o) {
+			name, selector := tg.Name, (*metav1.LabelSelector)(nil)
+			if tg.BySelector {
+				selector = o.Match.LabelSelector
 			}
-			targets = append(targets, target{name: name, selector: o.Match.LabelSelector})
-		}
-		for _, tg := range targets {
-			name, selector := tg.name, tg.selector
 			for _, part := range m.parts() {
 				p, b := m.build(name+part.suffix(), selector, part)
 				for _, obj := range []metav1.Object{p, b} {

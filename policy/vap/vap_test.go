@@ -147,22 +147,6 @@ func Test_Generate(t *testing.T) {
 		assert.Len(t, owner.Spec.Validations, 2)
 		assert.Equal(t, `""`, variable(t, owner, "ca"))
 	})
-	t.Run("if two mappings would generate one policy, say which", func(t *testing.T) {
-		c := load(t, `apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-owners:
-  - name: app
-    match: {validating: [a], labelSelector: {matchLabels: {team: a}}}
-    writers: {users: [a]}
-    ca: {secret: {namespace: a, name: ca}}
-  - name: app-selected
-    match: {validating: [b]}
-    writers: {users: [b]}
-    ca: {secret: {namespace: b, name: ca}}
-`)
-		_, err := Generate(Input{Config: c})
-		require.EqualError(t, err, `owners[app] and owners[app-selected] both generate the policy "webhook-guard-app-selected": rename one of them`)
-	})
 	t.Run("if the CA is resolved, the policy compares a changed caBundle with its base64 and names its source and fingerprints", func(t *testing.T) {
 		p := generate(t, namesConfig).Policies[1]
 		// base64("owner CA of koordinator")

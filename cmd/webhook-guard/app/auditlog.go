@@ -32,6 +32,13 @@ const vapFailureKey = "validation.policy.admission.k8s.io/validation_failure"
 // maxListedMalformed bounds the line numbers a summary lists.
 const maxListedMalformed = 20
 
+// maxAuditLineBytes bounds one line of an audit log held in memory. The
+// events kube-apiserver writes for webhook configurations are a few KiB at
+// the Metadata level and tens of KiB with request and response bodies; a
+// longer line is not one of them, and reading it whole would let one line
+// of a log (or of whatever was piped in by mistake) take all the memory.
+const maxAuditLineBytes = 1 << 20
+
 // AuditLogSummary says what `review --audit-log` read.
 type AuditLogSummary struct {
 	// Events is how many audit events were read.
@@ -42,6 +49,10 @@ type AuditLogSummary struct {
 	// line numbers are in MalformedLines (the first 20).
 	Malformed      int   `json:"malformed"`
 	MalformedLines []int `json:"malformedLines,omitempty"`
+	// TooLong counts lines longer than 1 MiB, skipped unread; their line
+	// numbers are in TooLongLines (the first 20).
+	TooLong      int   `json:"tooLong"`
+	TooLongLines []int `json:"tooLongLines,omitempty"`
 }
 
 // vapFailure is one entry of the validation_failure annotation.
@@ -61,16 +72,25 @@ var foundRe = regexp.MustCompile(`found ([0-9a-f,]+|none)\]`)
 // readAuditLog reads audit events (JSON lines) and returns a finding per
 // webhook-guard decision about a webhook configuration, aggregated by
 // mapping, user, rule, configuration and decision. A line that does not
-// decode as an audit.k8s.io/v1 Event is counted with its line number and
-// skipped; only a read error of r itself is returned.
+// decode as an audit.k8s.io/v1 Event, or that is longer than
+// maxAuditLineBytes, is counted with its line number and skipped; only a read
+// error of r itself is returned.
 func readAuditLog(r io.Reader) ([]ReviewFinding, AuditLogSummary, error) {
 	var sum AuditLogSummary
 	agg := map[string]*ReviewFinding{}
 	var order []string
 	br := bufio.NewReaderSize(r, 64<<10)
+	var raw []byte
 	for line := 1; ; line++ {
-		raw, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(raw)) > 0 {
+		var cut bool
+		var err error
+		raw, cut, err = readBoundedLine(br, maxAuditLineBytes, raw)
+		if cut {
+			sum.TooLong++
+			if len(sum.TooLongLines) < maxListedMalformed {
+				sum.TooLongLines = append(sum.TooLongLines, line)
+			}
+		} else if len(bytes.TrimSpace(raw)) > 0 {
 			var ev auditv1.Event
 			if jerr := json.Unmarshal(raw, &ev); jerr != nil || ev.Kind != "Event" || ev.APIVersion != auditv1.SchemeGroupVersion.String() {
 				sum.Malformed++
@@ -109,6 +129,33 @@ func readAuditLog(r io.Reader) ([]ReviewFinding, AuditLogSummary, error) {
 		out = append(out, *agg[k])
 	}
 	return out, sum, nil
+}
+
+// readBoundedLine reads one line into buf (reused) and returns it, or, when
+// the line without its newline is longer than limit, discards the rest of
+// it and reports it cut: memory stays within limit plus the reader's buffer
+// whatever the line's length.
+func readBoundedLine(br *bufio.Reader, limit int, buf []byte) ([]byte, bool, error) {
+	buf = buf[:0]
+	cut := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !cut {
+			content := len(buf) + len(frag)
+			if len(frag) > 0 && frag[len(frag)-1] == '\n' {
+				content--
+			}
+			if content > limit {
+				cut, buf = true, buf[:0]
+			} else {
+				buf = append(buf, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return buf, cut, err
+	}
 }
 
 // auditFindings are the webhook-guard decisions one event records: the
@@ -240,13 +287,35 @@ func maxTime(a, b string) string {
 
 // malformedNote says which lines were skipped.
 func (s AuditLogSummary) malformedNote() string {
-	lines := make([]string, len(s.MalformedLines))
-	for i, l := range s.MalformedLines {
+	return fmt.Sprintf("%d malformed line(s) skipped (not audit.k8s.io/v1 Events): line %s", s.Malformed, listLines(s.Malformed, s.MalformedLines))
+}
+
+// tooLongNote says which lines were skipped for their length.
+func (s AuditLogSummary) tooLongNote() string {
+	return fmt.Sprintf("%d line(s) longer than %d MiB skipped unread (audit events are far smaller): line %s", s.TooLong, maxAuditLineBytes>>20, listLines(s.TooLong, s.TooLongLines))
+}
+
+// notes are the summary's warnings, one a line, for the table output.
+func (s AuditLogSummary) notes() []string {
+	var out []string
+	if s.Malformed > 0 {
+		out = append(out, s.malformedNote())
+	}
+	if s.TooLong > 0 {
+		out = append(out, s.tooLongNote())
+	}
+	return out
+}
+
+// listLines lists the first line numbers of count, and how many more.
+func listLines(count int, listed []int) string {
+	lines := make([]string, len(listed))
+	for i, l := range listed {
 		lines[i] = strconv.Itoa(l)
 	}
 	more := ""
-	if s.Malformed > len(s.MalformedLines) {
-		more = fmt.Sprintf(" and %d more", s.Malformed-len(s.MalformedLines))
+	if count > len(listed) {
+		more = fmt.Sprintf(" and %d more", count-len(listed))
 	}
-	return fmt.Sprintf("%d malformed line(s) skipped (not audit.k8s.io/v1 Events): line %s%s", s.Malformed, strings.Join(lines, ", "), more)
+	return strings.Join(lines, ", ") + more
 }

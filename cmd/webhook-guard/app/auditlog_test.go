@@ -1,8 +1,12 @@
 package app
 
 import (
+	"bufio"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,4 +82,55 @@ func Test_mappingOfPolicy(t *testing.T) {
 			assert.Equal(t, test.exp, got)
 		})
 	}
+}
+
+// Test_readAuditLog_overLongLine: a line longer than 1 MiB is skipped
+// unread and counted with its line number, even when it is an audit event
+// with a decision, and the lines after it are read.
+func Test_readAuditLog_overLongLine(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "review", "audit.log"))
+	require.NoError(t, err)
+	event, _, _ := strings.Cut(string(data), "\n") // a ca-mismatch audit decision
+	require.True(t, strings.HasSuffix(event, "}"))
+	padded := strings.TrimSuffix(event, "}") + `,"padding":"` + strings.Repeat("x", maxAuditLineBytes) + `"}`
+	log := event + "\n" + padded + "\n" + event + "\n"
+
+	found, sum, err := readAuditLog(strings.NewReader(log))
+	require.NoError(t, err)
+	assert.Equal(t, AuditLogSummary{Events: 2, Decisions: 2, TooLong: 1, TooLongLines: []int{2}}, sum)
+	require.Len(t, found, 1)
+	assert.Equal(t, int64(2), found[0].Count, "the events before and after the long line are both read")
+	assert.Equal(t, []string{"1 line(s) longer than 1 MiB skipped unread (audit events are far smaller): line 2"}, sum.notes())
+}
+
+// Test_readBoundedLine: a line up to the limit (without its newline) is
+// returned whole, a longer one is cut and its rest discarded, across reads
+// of the reader's buffer.
+func Test_readBoundedLine(t *testing.T) {
+	const limit = 20
+	in := "short\n" + strings.Repeat("a", limit) + "\n" + strings.Repeat("b", limit+1) + "\n" + strings.Repeat("c", 100) + "\nlast"
+	br := bufio.NewReaderSize(strings.NewReader(in), 16) // smaller than a line: reads span buffers
+	type result struct {
+		line string
+		cut  bool
+	}
+	var got []result
+	var buf []byte
+	for {
+		var cut bool
+		var err error
+		buf, cut, err = readBoundedLine(br, limit, buf)
+		got = append(got, result{string(buf), cut})
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []result{
+		{"short\n", false},
+		{strings.Repeat("a", limit) + "\n", false},
+		{"", true},
+		{"", true},
+		{"last", false},
+	}, got)
 }

@@ -38,6 +38,11 @@ type renderStaticOptions struct {
 	watch              bool
 	watchInterval      time.Duration
 	guardSA            string
+	// clientCertFile and clientKeyFile are the client certificate and key
+	// kube-apiserver presents to the guard (serve --client-ca-file), as
+	// kube-apiserver sees them; with them a kubeconfig is written next to
+	// the AdmissionConfiguration, which names it.
+	clientCertFile, clientKeyFile string
 }
 
 func newRenderCommand() *cobra.Command {
@@ -95,6 +100,8 @@ is never locked out.`,
 	f.StringVar(&o.staticManifestsDir, "static-manifests-dir", "", "staticManifestsDir written into the AdmissionConfiguration, as kube-apiserver sees it (default: OUTPUT-DIR/static).")
 	f.BoolVar(&o.watch, "watch", false, "Keep running and re-render when the CA file or config changes (requires --output-dir).")
 	f.DurationVar(&o.watchInterval, "watch-interval", 5*time.Second, "How often --watch checks the inputs.")
+	f.StringVar(&o.clientCertFile, "client-cert-file", "", "Client certificate kube-apiserver presents to the guard (absolute, as kube-apiserver sees it; the guard verifies it with serve --client-ca-file). Writes "+static.KubeconfigFileName+" next to the AdmissionConfiguration, which names it. Requires --client-key-file.")
+	f.StringVar(&o.clientKeyFile, "client-key-file", "", "Key of --client-cert-file (absolute, as kube-apiserver sees it).")
 	f.StringVar(&o.guardSA, "guard-service-account", "", "The guard's service account (namespace/name). When set, the static webhook also receives writes of policy mode's generated ValidatingAdmissionPolicies and bindings by anyone else (VAP objects are exempt from VAP, not from static webhooks), and the guard denies them.")
 	return cmd
 }
@@ -130,7 +137,36 @@ func (o *renderStaticOptions) validate() error {
 	if o.staticManifestsDir != "" && !filepath.IsAbs(o.staticManifestsDir) {
 		return fmt.Errorf("--static-manifests-dir must be absolute (kube-apiserver requires it), got %q", o.staticManifestsDir)
 	}
+	if (o.clientCertFile == "") != (o.clientKeyFile == "") {
+		return fmt.Errorf("--client-cert-file and --client-key-file go together: kube-apiserver needs both to present the certificate")
+	}
+	for _, f := range []struct{ flag, path string }{{"--client-cert-file", o.clientCertFile}, {"--client-key-file", o.clientKeyFile}} {
+		if f.path != "" && !filepath.IsAbs(f.path) {
+			return fmt.Errorf("%s must be absolute (kube-apiserver reads it), got %q", f.flag, f.path)
+		}
+	}
 	return nil
+}
+
+// kubeconfigPath is where kube-apiserver finds the kubeconfig: next to the
+// AdmissionConfiguration, the parent of staticManifestsDir.
+func (o *renderStaticOptions) kubeconfigPath() string {
+	if o.clientCertFile == "" {
+		return ""
+	}
+	dir := o.staticManifestsDir
+	if dir == "" {
+		dir = DefaultStaticManifestsDir
+	}
+	return filepath.Join(filepath.Dir(filepath.Clean(dir)), static.KubeconfigFileName)
+}
+
+// kubeconfig is the kubeconfig naming the client certificate, or nil.
+func (o *renderStaticOptions) kubeconfig() ([]byte, error) {
+	if o.clientCertFile == "" {
+		return nil, nil
+	}
+	return static.WebhookKubeconfig(o.url, o.clientCertFile, o.clientKeyFile)
 }
 
 // render reads the inputs and generates both documents.
@@ -166,7 +202,7 @@ func (o *renderStaticOptions) render() (manifest, admission []byte, err error) {
 	if dir == "" {
 		dir = DefaultStaticManifestsDir
 	}
-	admission, err = static.AdmissionConfiguration(dir)
+	admission, err = static.AdmissionConfigurationWithKubeconfig(dir, o.kubeconfigPath())
 	return manifest, admission, err
 }
 
@@ -175,10 +211,22 @@ func (o *renderStaticOptions) renderOnce(out io.Writer) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
+	kubeconfig, err := o.kubeconfig()
+	if err != nil {
+		return invalid("%v", err)
+	}
 	if o.outputDir == "" {
 		_, err := fmt.Fprintf(out, "# %s: pass its path to kube-apiserver --admission-control-config-file\n%s---\n# %s: place in the staticManifestsDir\n%s",
 			admissionFileName, admission, staticFileName, manifest)
+		if err == nil && kubeconfig != nil {
+			_, err = fmt.Fprintf(out, "---\n# %s: place at %s\n%s", static.KubeconfigFileName, o.kubeconfigPath(), kubeconfig)
+		}
 		return err
+	}
+	if kubeconfig != nil {
+		if err := writeAtomic(filepath.Join(o.outputDir, static.KubeconfigFileName), kubeconfig); err != nil {
+			return err
+		}
 	}
 	if err := writeAtomic(filepath.Join(o.outputDir, admissionFileName), admission); err != nil {
 		return err
@@ -190,6 +238,16 @@ func (o *renderStaticOptions) renderOnce(out io.Writer) error {
 // replaced by rename, which kube-apiserver picks up within ~0.1 s; a render
 // that fails leaves the previous file in place.
 func (o *renderStaticOptions) watchAndRender(ctx context.Context, log io.Writer) error {
+	// The kubeconfig holds only the flags' paths: written once.
+	kubeconfig, err := o.kubeconfig()
+	if err != nil {
+		return invalid("%v", err)
+	}
+	if kubeconfig != nil {
+		if err := writeAtomic(filepath.Join(o.outputDir, static.KubeconfigFileName), kubeconfig); err != nil {
+			return err
+		}
+	}
 	var last []byte
 	tick := time.NewTicker(o.watchInterval)
 	defer tick.Stop()

@@ -60,6 +60,31 @@ func Test_renderStaticManifest_outputDir(t *testing.T) {
 	assert.Contains(t, string(admission), "staticManifestsDir: "+filepath.Join(dir, "static")+"\n")
 }
 
+// Test_renderStaticManifest_clientCert: with a client certificate, the
+// kubeconfig naming it is written next to the AdmissionConfiguration, which
+// names the kubeconfig as kube-apiserver sees it.
+func Test_renderStaticManifest_clientCert(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"render", "static-manifest", "--ca-file", "testdata/ca.pem", "--output-dir", dir,
+		"--client-cert-file", "/etc/guard/apiserver-client.crt", "--client-key-file", "/etc/guard/apiserver-client.key"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+
+	admission, err := os.ReadFile(filepath.Join(dir, "admission-configuration.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(admission), "kubeConfigFile: "+filepath.Join(dir, "webhook-client.kubeconfig")+"\n")
+	kubeconfig, err := os.ReadFile(filepath.Join(dir, "webhook-client.kubeconfig"))
+	require.NoError(t, err)
+	assert.Equal(t, `apiVersion: v1
+kind: Config
+users:
+- name: 127.0.0.1:9443
+  user:
+    client-certificate: /etc/guard/apiserver-client.crt
+    client-key: /etc/guard/apiserver-client.key
+`, string(kubeconfig))
+}
+
 func Test_renderStaticManifest_invalid(t *testing.T) {
 	tests := map[string]struct {
 		args   []string
@@ -84,6 +109,14 @@ func Test_renderStaticManifest_invalid(t *testing.T) {
 		"if the guard's service account is a username, refuse it": {
 			args:   []string{"--ca-file", "testdata/ca.pem", "--guard-service-account", "system:serviceaccount:a:b"},
 			stderr: "error: --guard-service-account must be \"namespace/name\", got \"system:serviceaccount:a:b\"\n",
+		},
+		"if a client certificate is given without its key, say both are needed": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--client-cert-file", "/etc/guard/client.crt"},
+			stderr: "error: --client-cert-file and --client-key-file go together: kube-apiserver needs both to present the certificate\n",
+		},
+		"if the client key path is relative, refuse it": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--client-cert-file", "/etc/guard/client.crt", "--client-key-file", "client.key"},
+			stderr: "error: --client-key-file must be absolute (kube-apiserver reads it), got \"client.key\"\n",
 		},
 		"if --watch has nowhere to write, refuse": {
 			args:   []string{"--ca-file", "testdata/ca.pem", "--watch"},

@@ -337,8 +337,8 @@ func printReview(out io.Writer, o *outputFlags, res ReviewResult, now time.Time)
 	}
 	if res.AuditLog != nil && !o.noHeaders {
 		fmt.Fprintf(out, "Audit log: %d event(s) read, %d with a webhook-guard decision.\n", res.AuditLog.Events, res.AuditLog.Decisions)
-		if res.AuditLog.Malformed > 0 {
-			fmt.Fprintf(out, "Audit log: %s.\n", res.AuditLog.malformedNote())
+		for _, note := range res.AuditLog.notes() {
+			fmt.Fprintf(out, "Audit log: %s.\n", note)
 		}
 	}
 	if len(res.Findings) == 0 {

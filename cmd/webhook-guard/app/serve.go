@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
@@ -31,7 +32,7 @@ and is reloaded on change; the config file is reloaded on change, and a bad
 new file is rejected while the last good one stays in force.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
+			if err := o.completeFlags(cmd.Flags()); err != nil {
 				return err
 			}
 			logger, err := newLogger(o.LogFormat, o.LogLevel)
@@ -52,6 +53,13 @@ new file is rejected while the last good one stays in force.`,
 	return cmd
 }
 
+// completeFlags is Complete for the parsed flags: which defaults depend on
+// other flags needs to know what was given.
+func (o *serveOptions) completeFlags(fs *pflag.FlagSet) error {
+	o.admissionEndpointSet = fs.Changed("admission-endpoint")
+	return o.Complete()
+}
+
 // addServeFlags adds the flags in named sections, each documented.
 func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	app := pflag.NewFlagSet("App", pflag.ExitOnError)
@@ -59,6 +67,10 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	app.DurationVar(&o.ConfigReloadInterval, "config-reload-interval", 2*time.Second, "How often the config file is checked for changes.")
 
 	wh := pflag.NewFlagSet("Webhook", pflag.ExitOnError)
+	wh.BoolVar(&o.AdmissionEndpoint, "admission-endpoint", true,
+		"Serve AdmissionReviews on "+webhook.Path+" (the static shape: kube-apiserver calls it). Default: on, off with --policy-mode, where nothing calls it; set it to serve both.")
+	wh.StringVar(&o.ClientCAFile, "client-ca-file", "",
+		"PEM CA(s) a caller of "+webhook.Path+" must present a client certificate of; requests without one are refused (401). kube-apiserver presents the certificate of the kubeconfig its AdmissionConfiguration names (render static-manifest --client-cert-file). Re-read on change.")
 	wh.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "Address the webhook server listens on (127.0.0.1 for the static shape).")
 	wh.IntVar(&o.Port, "port", 9443, "Port the webhook server listens on.")
 	wh.StringVar(&o.CertDir, "cert-dir", "", "Directory holding tls.crt and tls.key, as mounted from a cert-manager Secret; reloaded on change.")

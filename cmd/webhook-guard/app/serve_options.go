@@ -56,6 +56,21 @@ type serveOptions struct {
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 
+	// AdmissionEndpoint serves AdmissionReviews on webhook.Path over TLS.
+	// Only the static shape needs it (kube-apiserver calls it there); in the
+	// policy shape nothing calls it, and an endpoint anyone on the pod
+	// network may post forged reviews to would only feed them into the
+	// records, Events and metrics. Complete turns it off with --policy-mode
+	// unless --admission-endpoint was given.
+	AdmissionEndpoint bool
+	// admissionEndpointSet says --admission-endpoint was given.
+	admissionEndpointSet bool
+	// ClientCAFile, when set, is the CA a caller of the admission endpoint
+	// must present a client certificate of (kube-apiserver's, from the
+	// kubeconfig its AdmissionConfiguration names); any other request is
+	// refused. Re-read when it changes.
+	ClientCAFile string
+
 	// Policy mode
 
 	// PolicyMode runs the leader-elected controller that keeps policy mode's
@@ -110,13 +125,26 @@ func (o *serveOptions) Complete() error {
 	if o.ConfigPath == "" {
 		errs = append(errs, "--config is required: the GuardConfig file with the owner mappings")
 	}
-	if o.CertDir == "" {
+	if o.PolicyMode && !o.admissionEndpointSet {
+		o.AdmissionEndpoint = false
+	}
+	switch {
+	case !o.AdmissionEndpoint:
+		// No TLS server: the serving certificate is not read.
+	case o.CertDir == "":
 		errs = append(errs, "--cert-dir is required: a directory holding tls.crt and tls.key (a mounted cert-manager Secret)")
-	} else {
+	default:
 		for _, f := range []string{"tls.crt", "tls.key"} {
 			if _, err := os.Stat(filepath.Join(o.CertDir, f)); err != nil {
 				errs = append(errs, fmt.Sprintf("--cert-dir %s: %v", o.CertDir, err))
 			}
+		}
+	}
+	if o.ClientCAFile != "" {
+		if !o.AdmissionEndpoint {
+			errs = append(errs, "--client-ca-file authenticates callers of the admission endpoint, which is not served (--policy-mode without --admission-endpoint)")
+		} else if _, err := os.Stat(o.ClientCAFile); err != nil {
+			errs = append(errs, fmt.Sprintf("--client-ca-file: %v", err))
 		}
 	}
 	if o.Port < 1 || o.Port > 65535 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,6 +38,7 @@ func validOptions(t *testing.T) serveOptions {
 		KubeAPIBurst:           100,
 		RecordsFlushInterval:   30 * time.Second,
 		RecordsMaxResults:      100,
+		AdmissionEndpoint:      true,
 	}
 }
 
@@ -200,6 +202,54 @@ func Test_Options_TLSConfig(t *testing.T) {
 			cfg := &tls.Config{NextProtos: []string{"h2"}}
 			o.TLSConfig(cfg)
 			assert.Equal(t, test.exp, cfg)
+		})
+	}
+}
+
+// Test_Options_AdmissionEndpoint: the static shape serves /validate (kube-
+// apiserver calls it); --policy-mode serves none, since nothing calls it
+// there and anyone on the pod network could post forged reviews that become
+// records, Events and metrics; --admission-endpoint given explicitly wins.
+// Without the endpoint no serving certificate is needed.
+func Test_Options_AdmissionEndpoint(t *testing.T) {
+	tests := map[string]struct {
+		args   []string
+		exp    bool
+		expErr string
+	}{
+		"if no shape flag is given, serve the endpoint (static shape)": {args: nil, exp: true},
+		"if --policy-mode is given, serve no endpoint":                 {args: []string{"--policy-mode"}, exp: false},
+		"if --policy-mode and --admission-endpoint are given, serve it": {
+			args: []string{"--policy-mode", "--admission-endpoint"}, exp: true,
+		},
+		"if --admission-endpoint=false is given, serve no endpoint": {args: []string{"--admission-endpoint=false"}, exp: false},
+		"if the endpoint is served, --cert-dir is required": {
+			args: []string{"--policy-mode", "--admission-endpoint", "--cert-dir="}, expErr: "invalid options:\n  --cert-dir is required: a directory holding tls.crt and tls.key (a mounted cert-manager Secret)",
+		},
+		"if no endpoint is served, --cert-dir is not needed": {args: []string{"--policy-mode", "--cert-dir="}, exp: false},
+		"if --client-ca-file is given without an endpoint, say it has nothing to authenticate": {
+			args:   []string{"--policy-mode", "--client-ca-file", "/etc/ca.crt"},
+			expErr: "invalid options:\n  --client-ca-file authenticates callers of the admission endpoint, which is not served (--policy-mode without --admission-endpoint)",
+		},
+		"if --client-ca-file does not exist, name it": {
+			args:   []string{"--client-ca-file", "/nonexistent/ca.crt"},
+			expErr: "invalid options:\n  --client-ca-file: stat /nonexistent/ca.crt: no such file or directory",
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := validOptions(t).CertDir
+			o := &serveOptions{}
+			cmd := &cobra.Command{Use: "serve"}
+			addServeFlags(cmd, o)
+			require.NoError(t, cmd.ParseFlags(append([]string{"--config", "/etc/guard.yaml", "--cert-dir", dir}, test.args...)))
+			err := o.completeFlags(cmd.Flags())
+			if test.expErr != "" {
+				require.EqualError(t, err, test.expErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, test.exp, o.AdmissionEndpoint)
 		})
 	}
 }

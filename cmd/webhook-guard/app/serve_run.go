@@ -38,6 +38,23 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 	if err != nil {
 		return err
 	}
+	// The webhook server exists only with the admission endpoint: the
+	// manager starts it on the first GetWebhookServer, which nothing else
+	// calls, so without it there is no listener at all.
+	var webhookServer *webhook.Server
+	if o.AdmissionEndpoint {
+		// Ours: controller-runtime's has no read/write timeouts and
+		// cancels in-flight reviews on SIGTERM (webhook/httpserver.go).
+		webhookServer = webhook.NewServer(webhook.ServerOptions{
+			Host:    o.BindAddress,
+			Port:    o.Port,
+			CertDir: o.CertDir,
+			TLSOpts: []func(*tls.Config){o.TLSConfig},
+			// Only kube-apiserver may submit reviews: they become records,
+			// Events and metrics.
+			ClientCAFile: o.ClientCAFile,
+		})
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -49,14 +66,6 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 		// Runnables that need no leader (the webhook server, the reloader)
 		// keep serving while leadership moves.
 		LeaderElectionReleaseOnCancel: true,
-		// Our server: controller-runtime's has no read/write timeouts and
-		// cancels in-flight reviews on SIGTERM (webhook/httpserver.go).
-		WebhookServer: webhook.NewServer(webhook.ServerOptions{
-			Host:    o.BindAddress,
-			Port:    o.Port,
-			CertDir: o.CertDir,
-			TLSOpts: []func(*tls.Config){o.TLSConfig},
-		}),
 	})
 	if err != nil {
 		return fmt.Errorf("setting up the manager: %w", err)
@@ -114,10 +123,20 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 	if err != nil {
 		return err
 	}
-	// One decode of the review and its objects instead of controller-runtime's
-	// generic admission.Webhook; Register wraps it in controller-runtime's
-	// webhook metrics all the same.
-	mgr.GetWebhookServer().Register(webhook.Path, handler)
+	if webhookServer != nil {
+		// One decode of the review and its objects instead of
+		// controller-runtime's generic admission.Webhook; Register wraps it
+		// in controller-runtime's webhook metrics all the same.
+		webhookServer.Register(webhook.Path, handler)
+		if err := mgr.Add(webhookServer); err != nil {
+			return err
+		}
+		// Ready only once the webhook server answers TLS with its
+		// certificate.
+		if err := mgr.AddReadyzCheck("webhook-server", webhookServer.StartedChecker()); err != nil {
+			return err
+		}
+	}
 	if o.Observe {
 		if err := addObserver(mgr, store, handler, recorder, log.WithName("observer")); err != nil {
 			return err
@@ -128,10 +147,7 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 		return err
 	}
 	// Ready only once the config is loaded (it is, or runServe returned
-	// above) and the webhook server answers TLS with its certificate.
-	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return err
-	}
+	// above).
 	if err := mgr.AddReadyzCheck("config", func(*http.Request) error {
 		if store.Current() == nil {
 			return fmt.Errorf("no configuration loaded")
@@ -140,8 +156,13 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 	}); err != nil {
 		return err
 	}
-	log.Info("starting", "config", o.ConfigPath, "owners", len(cfg.Spec.Owners), "defaultMode", cfg.Spec.DefaultMode,
-		"listen", fmt.Sprintf("%s:%d", o.BindAddress, o.Port), "path", webhook.Path)
+	if webhookServer != nil {
+		log.Info("starting", "config", o.ConfigPath, "owners", len(cfg.Spec.Owners), "defaultMode", cfg.Spec.DefaultMode,
+			"listen", fmt.Sprintf("%s:%d", o.BindAddress, o.Port), "path", webhook.Path)
+	} else {
+		log.Info("starting without an admission endpoint (nothing calls it in the policy shape)", "config", o.ConfigPath,
+			"owners", len(cfg.Spec.Owners), "defaultMode", cfg.Spec.DefaultMode)
+	}
 	return mgr.Start(ctx)
 }
 
