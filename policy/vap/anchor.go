@@ -77,9 +77,14 @@ func AnchorPolicy(spec *policy.GuardConfig, anchor *metav1.OwnerReference) (*adm
 					CELString("\": it anchors policy mode (deleting it garbage-collects every generated ValidatingAdmissionPolicy and binding); only break-glass may delete it; `helm uninstall` as a break-glass subject removes it"),
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}, {
-				Expression: `request.operation != "UPDATE" || ((!has(object.rules) || size(object.rules) == 0) && !has(object.aggregationRule))`,
-				Message:    fmt.Sprintf("webhook-guard: the ClusterRole %q anchors policy mode and must grant nothing: no rules, no aggregationRule", anchor.Name),
-				Reason:     ptr.To(metav1.StatusReasonForbidden),
+				// kube-apiserver hands CEL a ClusterRole whose rules may be
+				// present and null (rules has no omitempty): size(null) is
+				// an error, so null is tested first.
+				Expression: `request.operation != "UPDATE" || ` +
+					`((!has(object.rules) || type(object.rules) == null_type || size(object.rules) == 0) && ` +
+					`(!has(object.aggregationRule) || type(object.aggregationRule) == null_type))`,
+				Message: fmt.Sprintf("webhook-guard: the ClusterRole %q anchors policy mode and must grant nothing: no rules, no aggregationRule", anchor.Name),
+				Reason:  ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
 	}

@@ -43,16 +43,18 @@ func Test_AnchorPolicy(t *testing.T) {
 	withRules := anchorRole(map[string]any{"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"get"}}}})
 	aggregated := anchorRole(map[string]any{"aggregationRule": map[string]any{"clusterRoleSelectors": []any{map[string]any{"matchLabels": map[string]any{"x": "y"}}}}})
 	relabelled := anchorRole(map[string]any{"rules": []any{}})
+	nullRules := anchorRole(map[string]any{"rules": nil})
 	for name, tc := range map[string]struct {
 		op       admission.Operation
 		obj      *unstructured.Unstructured
 		user     user.Info
 		deniedBy string
 	}{
-		"if a cluster admin who is not break-glass deletes the anchor, deny":  {admission.Delete, nil, admin, `webhook-guard denied DELETE of ClusterRole "wg-policy-anchor" by "alice"`},
+		"if a cluster admin who is not break-glass deletes the anchor, deny": {admission.Delete, nil, admin, `webhook-guard denied DELETE of ClusterRole "wg-policy-anchor" by "alice"`},
 		"if system:masters deletes the anchor, allow (the last way back in)": {admission.Delete, nil, masters, ""},
 		"if the configured break-glass deletes the anchor, allow":            {admission.Delete, nil, oncall, ""},
 		"if helm relabels the anchor, allow whoever runs it":                 {admission.Update, relabelled, admin, ""},
+		"if helm relabels the anchor with rules null, allow":                 {admission.Update, nullRules, admin, ""},
 		"if someone gives the anchor rules, deny: it must grant nothing":     {admission.Update, withRules, admin, "must grant nothing"},
 		"if someone makes the anchor aggregate roles, deny":                  {admission.Update, aggregated, admin, "must grant nothing"},
 	} {

@@ -60,14 +60,19 @@ func refusalCA(err error) vap.CA {
 }
 
 // maxReasonLen bounds the refusal quoted in the fail-closed policy's
-// message: kube-apiserver's answer may quote the refused object.
-const maxReasonLen = 512
+// message, the Event and the log: kube-apiserver's answer may quote the
+// refused field whole (an expression holding a 100 KB CA), with the reason
+// at its end, so the start and the end are kept.
+const (
+	maxReasonLen = 640
+	reasonHead   = 240
+)
 
 func trimReason(s string) string {
 	if len(s) <= maxReasonLen {
 		return s
 	}
-	return s[:maxReasonLen] + "…"
+	return strings.ToValidUTF8(s[:reasonHead]+" … "+s[len(s)-(maxReasonLen-reasonHead):], "")
 }
 
 // mappingOf names the mapping that generates each object name.

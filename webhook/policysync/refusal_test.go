@@ -204,3 +204,12 @@ func Test_SyncerAnchor(t *testing.T) {
 		assert.Contains(t, ev.got[0], `Warning PolicyAnchorMissing wg-policy-anchor: the anchor ClusterRole "wg-policy-anchor" does not exist`)
 	})
 }
+
+func Test_trimReason(t *testing.T) {
+	long := `ValidatingAdmissionPolicy "webhook-guard-app-ca" is invalid: spec.variables[10].expression: Invalid value: "` + strings.Repeat("Q", 100000) + `": compilation failed: ERROR: <input>:-1:0: expression code point size exceeds limit: size: 100001, limit 100000`
+	got := trimReason(long)
+	assert.LessOrEqual(t, len(got), maxReasonLen+len(" … "))
+	assert.True(t, strings.HasPrefix(got, `ValidatingAdmissionPolicy "webhook-guard-app-ca" is invalid`), "the start names the object")
+	assert.True(t, strings.HasSuffix(got, "expression code point size exceeds limit: size: 100001, limit 100000"), "the end says why")
+	assert.Equal(t, "short", trimReason("short"))
+}

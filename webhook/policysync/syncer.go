@@ -202,7 +202,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		for mapping, err := range second {
 			refusals[mapping] = fmt.Errorf("%w; the fail-closed policy was refused too: %w", refusals[mapping], err)
 			// Nothing the guard wrote enforces the mapping: the pass failed.
-			errs = append(errs, fmt.Errorf("mapping %s: %w", mapping, refusals[mapping]))
+			errs = append(errs, fmt.Errorf("mapping %s: %s", mapping, trimReason(refusals[mapping].Error())))
 		}
 	}
 	s.reportRefusals(cfg, objs, refusals)
@@ -434,7 +434,7 @@ func (s *Syncer) reportRefusals(cfg *policy.Config, objs *vap.Objects, refusals 
 		s.mu.Unlock()
 		switch {
 		case err != nil && !was:
-			s.Log.Error(err, "policy mode: kube-apiserver refused a generated object; the mapping's caBundle changes fail closed (ca-unavailable) until it accepts them", "mapping", name)
+			s.Log.Error(errors.New(trimReason(err.Error())), "policy mode: kube-apiserver refused a generated object; the mapping's caBundle changes fail closed (ca-unavailable) until it accepts them", "mapping", name)
 			s.event(objs, name, "Warning", ReasonPolicyRefused, fmt.Sprintf("kube-apiserver refused a generated object of mapping %q; its caBundle changes fail closed (ca-unavailable): %s", name, trimReason(err.Error())))
 		case err == nil && was:
 			s.Log.Info("policy mode: kube-apiserver accepts the mapping's generated objects again", "mapping", name)
