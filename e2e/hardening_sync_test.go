@@ -24,6 +24,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
@@ -178,6 +182,21 @@ func TestHardeningAnchorProtected(t *testing.T) {
 	if v := f.env.Guard.Metric(t, "webhook_guard_policy_anchor_present", map[string]string{"anchor": policyAnchor}); v != 1 {
 		t.Fatalf("webhook_guard_policy_anchor_present = %g; want 1", v)
 	}
+
+	t.Run("kube-controller-manager's type checker finds nothing in the anchor policy", func(t *testing.T) {
+		dc := f.env.AdminKube.Discovery()
+		tc := &validating.TypeChecker{
+			SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: dc},
+			RestMapper:     restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		}
+		p, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, vap.AnchorPolicyName(policyAnchor), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := tc.Check(p); len(w) > 0 {
+			t.Errorf("type-check warnings for %s: %v", p.Name, w)
+		}
+	})
 
 	// A cluster admin who is not in system:masters (nor break-glass).
 	alice := f.env.Client(t, envtest.User{Name: "alice", Groups: []string{"platform-admins"}})
