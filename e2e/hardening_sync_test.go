@@ -150,6 +150,19 @@ func TestHardeningSyncRefusedPolicyFailsClosed(t *testing.T) {
 			t.Errorf("the owner writing its own CA to another mapping's configuration: %v", err)
 		}
 	})
+	t.Run("a refused mapping costs no write per pass", func(t *testing.T) {
+		// Once the fail-closed policy is written, every pass tries the
+		// refused object again (kube-apiserver refuses it; nothing is
+		// stored) and writes nothing.
+		gs := []*framework.Guard{f.env.Guard}
+		writes, syncs := totalWrites(t, gs), totalSyncs(t, gs)
+		framework.Eventually(t, 20*time.Second, "three more sync passes", func() bool {
+			return totalSyncs(t, gs) >= syncs+3
+		})
+		if after := totalWrites(t, gs); after != writes {
+			t.Errorf("webhook_guard_policy_writes_total rose from %g to %g over three passes with a refused mapping", writes, after)
+		}
+	})
 	t.Run("the refusal is an Event about the mapping's policy", func(t *testing.T) {
 		evs := eventsWithReason(t, f, policysync.ReasonPolicyRefused)
 		if len(evs) != 1 || !strings.Contains(evs[0], "ValidatingAdmissionPolicy/"+vap.PolicyName(bigMapping)) || !strings.Contains(evs[0], `mapping "big"`) {

@@ -25,6 +25,24 @@ func (e *foreignObjectError) Error() string {
 		e.kind, e.name, vap.LabelManagedBy, vap.ManagedBy)
 }
 
+// refusal is a refused write of one of a mapping's objects.
+type refusal struct {
+	object string
+	err    error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// refusedObject names the object of a refusal ("" for another error).
+func refusedObject(err error) string {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.object
+	}
+	return ""
+}
+
 // refused reports whether err is kube-apiserver refusing a write for what
 // the object is (invalid, too large, forbidden, a name taken by a foreign
 // object): writing the same object again will not succeed. Anything else
@@ -56,7 +74,23 @@ func refused(err error) bool {
 // ca-unavailable, as they do when the CA source cannot be read. The reason
 // names the refusal, so the denial tells the writer why.
 func refusalCA(err error) vap.CA {
-	return vap.CAFromError(fmt.Errorf("kube-apiserver refused the mapping's generated policy (%s)", trimReason(err.Error())))
+	return vap.CAFromError(fmt.Errorf("kube-apiserver refused the mapping's generated policy (%s)", trimReason(refusalReason(err))))
+}
+
+// refusalReason is kube-apiserver's answer itself, without the verb the
+// guard tried: a refused create and, at the next pass, a refused update of
+// the same object give the same reason, so the fail-closed policy holding
+// it is not rewritten.
+func refusalReason(err error) string {
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return status.Error()
+	}
+	var foreign *foreignObjectError
+	if errors.As(err, &foreign) {
+		return foreign.Error()
+	}
+	return err.Error()
 }
 
 // maxReasonLen bounds the refusal quoted in the fail-closed policy's

@@ -110,6 +110,28 @@ func Test_SyncerRefusals(t *testing.T) {
 			assert.Contains(t, ev.got[1], "Normal PolicyAccepted")
 		})
 	}
+	t.Run("if kube-apiserver keeps refusing a mapping's object, later passes write nothing", func(t *testing.T) {
+		for name, secretParams := range map[string]bool{"the CA param policy": true, "the policy holding the CA literal": false} {
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t, testConfig)
+				e.mayReadSecrets = secretParams
+				refusedName := "webhook-guard-app"
+				if secretParams {
+					refusedName = "webhook-guard-app-ca"
+				}
+				e.syncer.Client = &refusingClient{Client: e.client, name: refusedName, err: invalid()}
+				require.NoError(t, e.syncer.Sync(ctx))
+				require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Refused.WithLabelValues("app")))
+				before := e.total()
+				for range 3 {
+					require.NoError(t, e.syncer.Sync(ctx))
+				}
+				assert.Equal(t, before, e.total(), "the fail-closed objects are not rewritten back and forth")
+				assert.Equal(t, 4.0, testutil.ToFloat64(e.metrics.Refusals.WithLabelValues("app")), "one refused attempt per pass")
+				assert.Equal(t, `""`, policyVariable(t, e.policy(t, "webhook-guard-app"), "ca"))
+			})
+		}
+	})
 	t.Run("if a write fails for a passing reason (timeout, conflict), the mapping is not switched to fail closed", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))

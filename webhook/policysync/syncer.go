@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -74,8 +75,9 @@ type Syncer struct {
 	// secretParamsAsked when it was given.
 	secretParams      *bool
 	secretParamsAsked time.Time
-	// reported are the refusals last reported, by mapping; anchorMissing
-	// whether the anchor was last seen missing.
+	// reported are the mappings refused at the last pass, each with the
+	// name of its object kube-apiserver refused; anchorMissing whether the
+	// anchor was last seen missing.
 	reported      map[string]string
 	anchorMissing bool
 }
@@ -188,7 +190,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	// written in a second round: it fails closed rather than running with
 	// no policy, half a policy or a stale one.
 	refusals := map[string]error{}
-	errs := s.applyObjects(ctx, objs, live{livePolicies, liveBindings}, keep, owners, nil, refusals)
+	errs := s.applyObjects(ctx, objs, live{livePolicies, liveBindings}, keep, owners, nil, refusals, s.lastRefused())
 	if len(refusals) > 0 {
 		for mapping, err := range refusals {
 			res.CAs[mapping] = refusalCA(err)
@@ -198,9 +200,9 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			return err
 		}
 		second := map[string]error{}
-		errs = append(errs, s.applyObjects(ctx, objs, live{livePolicies, liveBindings}, keep, owners, refusals, second)...)
+		errs = append(errs, s.applyObjects(ctx, objs, live{livePolicies, liveBindings}, keep, owners, refusals, second, nil)...)
 		for mapping, err := range second {
-			refusals[mapping] = fmt.Errorf("%w; the fail-closed policy was refused too: %w", refusals[mapping], err)
+			refusals[mapping] = &refusal{object: refusedObject(refusals[mapping]), err: fmt.Errorf("%w; the fail-closed policy was refused too: %w", refusals[mapping], err)}
 			// Nothing the guard wrote enforces the mapping: the pass failed.
 			errs = append(errs, fmt.Errorf("mapping %s: %s", mapping, trimReason(refusals[mapping].Error())))
 		}
@@ -238,12 +240,22 @@ type live struct {
 // first, bindings next, so that a binding never points at a policy that does
 // not exist yet. With only set, it writes only the objects of those
 // mappings. A refused write is recorded in refusals (by mapping, the first
-// one) and the mapping's bindings are not written in this round; other
+// one) and the mapping's other objects are not written in this round; other
 // errors are returned.
-func (s *Syncer) applyObjects(ctx context.Context, objs *vap.Objects, l live, keep map[string]bool, owners map[string]string, only, refusals map[string]error) []error {
+//
+// The object refused at the previous pass (retryFirst, by mapping) is tried
+// before the mapping's others: while kube-apiserver still refuses it, the
+// mapping's live fail-closed objects are not first rewritten to their
+// normal form and then back (two writes per pass for nothing).
+func (s *Syncer) applyObjects(ctx context.Context, objs *vap.Objects, l live, keep map[string]bool, owners map[string]string, only, refusals map[string]error, retryFirst map[string]string) []error {
 	var errs []error
-	skip := func(name string) bool {
-		if keep[name] {
+	done := map[string]bool{}
+	skip := func(key, name string) bool {
+		if keep[name] || done[key] {
+			return true
+		}
+		if _, ok := refusals[owners[name]]; ok && owners[name] != "" {
+			// The mapping waits for its fail-closed objects.
 			return true
 		}
 		if only == nil {
@@ -263,32 +275,50 @@ func (s *Syncer) applyObjects(ctx context.Context, objs *vap.Objects, l live, ke
 		}
 		s.Metrics.Refusals.WithLabelValues(mapping).Inc()
 		if _, seen := refusals[mapping]; !seen {
-			refusals[mapping] = err
+			refusals[mapping] = &refusal{object: name, err: err}
 		}
 	}
-	for _, d := range objs.Policies {
-		if skip(d.Name) {
-			continue
+	policy := func(d *admv1.ValidatingAdmissionPolicy) {
+		key := kindAdmissionPolicy + "/" + d.Name
+		if skip(key, d.Name) {
+			return
 		}
+		done[key] = true
 		got, err := apply(ctx, s, kindAdmissionPolicy, d, l.policies[d.Name], equalAdmissionPolicy, mergeAdmissionPolicy)
 		if err == nil && got != nil {
 			l.policies[d.Name] = got
 		}
 		fail(d.Name, err)
 	}
-	for _, d := range objs.Bindings {
-		if skip(d.Name) {
-			continue
+	binding := func(d *admv1.ValidatingAdmissionPolicyBinding) {
+		key := kindAdmissionPolicyBinding + "/" + d.Name
+		if skip(key, d.Name) {
+			return
 		}
-		if _, ok := refusals[owners[d.Name]]; ok && owners[d.Name] != "" {
-			// Its policy was refused: the binding waits for the fail-closed one.
-			continue
-		}
+		done[key] = true
 		got, err := apply(ctx, s, kindAdmissionPolicyBinding, d, l.bindings[d.Name], equalAdmissionPolicyBinding, mergeAdmissionPolicyBinding)
 		if err == nil && got != nil {
 			l.bindings[d.Name] = got
 		}
 		fail(d.Name, err)
+	}
+	for _, name := range retryFirst {
+		for _, d := range objs.Policies {
+			if d.Name == name {
+				policy(d)
+			}
+		}
+		for _, d := range objs.Bindings {
+			if d.Name == name {
+				binding(d)
+			}
+		}
+	}
+	for _, d := range objs.Policies {
+		policy(d)
+	}
+	for _, d := range objs.Bindings {
+		binding(d)
 	}
 	return errs
 }
@@ -412,6 +442,13 @@ const (
 	ReasonPolicyAccepted = "PolicyAccepted"
 )
 
+// lastRefused is a copy of reported.
+func (s *Syncer) lastRefused() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.reported)
+}
+
 // reportRefusals sets each mapping's refusal gauge and logs (and writes an
 // Event about) a refusal when it starts and when it ends: not once per pass.
 func (s *Syncer) reportRefusals(cfg *policy.Config, objs *vap.Objects, refusals map[string]error) {
@@ -427,7 +464,7 @@ func (s *Syncer) reportRefusals(cfg *policy.Config, objs *vap.Objects, refusals 
 		s.mu.Lock()
 		_, was := s.reported[name]
 		if err != nil {
-			s.reported[name] = err.Error()
+			s.reported[name] = refusedObject(err)
 		} else {
 			delete(s.reported, name)
 		}
