@@ -26,9 +26,13 @@ type alertRule struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
-func renderedAlerts(t *testing.T) []alertRule {
+func renderedAlerts(t *testing.T, valueSet ...string) []alertRule {
 	t.Helper()
-	out, err := helm(t, templateArgs(chartDir, valueSets["static"], "--show-only", "templates/prometheusrule.yaml")...)
+	set := "static"
+	if len(valueSet) > 0 {
+		set = valueSet[0]
+	}
+	out, err := helm(t, templateArgs(chartDir, valueSets[set], "--show-only", "templates/prometheusrule.yaml", "--set", "monitoring.prometheusRule.enabled=true")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,8 @@ func Test_everyAlertHasARunbook(t *testing.T) {
 			anchors[githubAnchor(h)] = true
 		}
 	}
-	alerts := renderedAlerts(t)
+	// Both shapes: each adds alerts of its own.
+	alerts := append(renderedAlerts(t, "static"), renderedAlerts(t, "policy")...)
 	if len(alerts) == 0 {
 		t.Fatal("no alerts rendered")
 	}

@@ -59,7 +59,7 @@ func Test_caSourceKindsRenderRBAC(t *testing.T) {
 	}
 	got := map[string][]string{}
 	for _, o := range renderObjects(t, mappingPerKind(t), "--show-only", "templates/rbac.yaml") {
-		if o.Kind != "Role" || strings.HasSuffix(o.Metadata.Name, "-leader-election") {
+		if o.Kind != "Role" || strings.HasSuffix(o.Metadata.Name, "-leader-election") || strings.HasSuffix(o.Metadata.Name, "-events") {
 			continue
 		}
 		for i, r := range o.Rules {

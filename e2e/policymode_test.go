@@ -712,8 +712,9 @@ func TestPolicyModeSafe(t *testing.T) {
 	}
 	framework.StartControllerManager(t, f.env.Admin, "garbagecollector", "namespace")
 	waitPolicyActive(t, f)
+	// Two policies and two bindings per mapping, and the anchor's own pair.
 	framework.Eventually(t, 20*time.Second, "every generated object is owned by the anchor", func() bool {
-		return len(generatedObjects(t, f)) == 8 && len(unanchored(t, f)) == 0
+		return len(generatedObjects(t, f)) == 10 && len(unanchored(t, f)) == 0
 	})
 
 	// The intruder may deletecollection webhook configurations (RBAC), so

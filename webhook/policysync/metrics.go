@@ -26,6 +26,19 @@ type Metrics struct {
 	Writes *prometheus.CounterVec
 	// Syncs counts sync passes by result: success | error.
 	Syncs *prometheus.CounterVec
+	// Refusals counts, by mapping, the writes of its generated objects
+	// kube-apiserver refused (invalid, too large, forbidden, a name taken by
+	// an object the guard did not create).
+	Refusals *prometheus.CounterVec
+	// Refused is 1 for each mapping whose last pass had a write refused:
+	// its caBundle changes fail closed (ca-unavailable), or, when even the
+	// fail-closed policy was refused, the mapping runs on whatever is live.
+	Refused *prometheus.GaugeVec
+	// AnchorPresent is 1 while the anchor ClusterRole exists, 0 once it is
+	// missing or being deleted (the garbage collector then deletes every
+	// generated object and the guard writes nothing). Only the leader sets
+	// it, after its first pass: followers export no series.
+	AnchorPresent *prometheus.GaugeVec
 }
 
 // NewMetrics creates the collectors, registers them with reg and
@@ -42,7 +55,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Policy mode sync passes by result (success, error); only the leader syncs.",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.Writes, m.Syncs)
+	m.Refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "webhook_guard_policy_write_refusals_total",
+		Help: "Writes of a mapping's generated objects that kube-apiserver refused (invalid, too large, forbidden, a name taken by a foreign object), by mapping.",
+	}, []string{"mapping"})
+	m.Refused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "webhook_guard_policy_mapping_refused",
+		Help: "1 for each mapping whose generated objects kube-apiserver refused at the leader's last pass: its caBundle changes fail closed (ca-unavailable).",
+	}, []string{"mapping"})
+	m.AnchorPresent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "webhook_guard_policy_anchor_present",
+		Help: "1 while the anchor ClusterRole that owns the generated objects exists, 0 when it is missing or being deleted (the generated objects are garbage collected). Set by the leader only.",
+	}, []string{"anchor"})
+	reg.MustRegister(m.Writes, m.Syncs, m.Refusals, m.Refused, m.AnchorPresent)
 	for _, k := range []string{kindAdmissionPolicy, kindAdmissionPolicyBinding} {
 		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
 			m.Writes.WithLabelValues(k, v)

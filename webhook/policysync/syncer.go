@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // DefaultInterval is how often the leader re-resolves the owners' CAs and
@@ -52,6 +54,10 @@ type Syncer struct {
 	Interval time.Duration
 	Metrics  *Metrics
 	Log      logr.Logger
+	// Events, when set, receives a Warning Event when a mapping's objects
+	// are first refused (or refused for another reason) and when the
+	// anchor goes missing: once per change, not once per pass.
+	Events records.EventRecorder
 
 	trigger chan struct{}
 	once    sync.Once
@@ -69,6 +75,11 @@ type Syncer struct {
 	// secretParamsAsked when it was given.
 	secretParams      *bool
 	secretParamsAsked time.Time
+	// reported are the mappings refused at the last pass, each with the
+	// name of its object kube-apiserver refused; anchorMissing whether the
+	// anchor was last seen missing.
+	reported      map[string]string
+	anchorMissing bool
 }
 
 // secretParamsRecheck is how long the answer to "may the guard get every
@@ -98,6 +109,7 @@ func (s *Syncer) init() {
 		s.trigger = make(chan struct{}, 1)
 		s.written = map[string]writeMark{}
 		s.warned = map[string]bool{}
+		s.reported = map[string]string{}
 		if s.Interval <= 0 {
 			s.Interval = DefaultInterval
 		}
@@ -142,7 +154,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if !s.mayUseSecretParams(ctx) {
 		res.DropParams()
 	}
-	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs, Anchor: anchor})
+	objs, err := s.generate(cfg, res, anchor)
 	if err != nil {
 		return err
 	}
@@ -172,21 +184,30 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		s.Log.Info("policy mode: the owner's CA source cannot be read; keeping its policies as they are", "mapping", mapping, "reason", terr.Error())
 	}
 
-	var errs []error
-	// Policies first, bindings next: a binding never points at a policy
-	// that does not exist yet.
-	for _, d := range objs.Policies {
-		if !keep[d.Name] {
-			errs = append(errs, apply(ctx, s, kindAdmissionPolicy, d, livePolicies[d.Name], equalAdmissionPolicy, mergeAdmissionPolicy))
+	owners := mappingOf(cfg)
+	// A first round writes every object. A mapping with an object
+	// kube-apiserver refused is generated again with no CA (refusalCA) and
+	// written in a second round: it fails closed rather than running with
+	// no policy, half a policy or a stale one.
+	refusals := map[string]error{}
+	errs := s.applyObjects(ctx, objs, live{livePolicies, liveBindings}, keep, owners, nil, refusals, s.lastRefused())
+	if len(refusals) > 0 {
+		for mapping, err := range refusals {
+			res.CAs[mapping] = refusalCA(err)
+		}
+		objs, err = s.generate(cfg, res, anchor)
+		if err != nil {
+			return err
+		}
+		second := map[string]error{}
+		errs = append(errs, s.applyObjects(ctx, objs, live{livePolicies, liveBindings}, keep, owners, refusals, second, nil)...)
+		for mapping, err := range second {
+			refusals[mapping] = &refusal{object: refusedObject(refusals[mapping]), err: fmt.Errorf("%w; the fail-closed policy was refused too: %w", refusals[mapping], err)}
+			// Nothing the guard wrote enforces the mapping: the pass failed.
+			errs = append(errs, fmt.Errorf("mapping %s: %s", mapping, trimReason(refusals[mapping].Error())))
 		}
 	}
-	for _, d := range objs.Bindings {
-		if keep[d.Name] {
-			// Its param names the source that could not be asked.
-			continue
-		}
-		errs = append(errs, apply(ctx, s, kindAdmissionPolicyBinding, d, liveBindings[d.Name], equalAdmissionPolicyBinding, mergeAdmissionPolicyBinding))
-	}
+	s.reportRefusals(cfg, objs, refusals)
 	// Deletions in the reverse order.
 	desired := map[string]bool{}
 	for _, o := range objs.Bindings {
@@ -206,6 +227,115 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// live are the generated objects as listed at the start of a pass, updated
+// with every write of the pass.
+type live struct {
+	policies map[string]*admv1.ValidatingAdmissionPolicy
+	bindings map[string]*admv1.ValidatingAdmissionPolicyBinding
+}
+
+// applyObjects writes the objects that differ from the live ones, policies
+// first, bindings next, so that a binding never points at a policy that does
+// not exist yet. With only set, it writes only the objects of those
+// mappings. A refused write is recorded in refusals (by mapping, the first
+// one) and the mapping's other objects are not written in this round; other
+// errors are returned.
+//
+// The object refused at the previous pass (retryFirst, by mapping) is tried
+// before the mapping's others: while kube-apiserver still refuses it, the
+// mapping's live fail-closed objects are not first rewritten to their
+// normal form and then back (two writes per pass for nothing).
+func (s *Syncer) applyObjects(ctx context.Context, objs *vap.Objects, l live, keep map[string]bool, owners map[string]string, only, refusals map[string]error, retryFirst map[string]string) []error {
+	var errs []error
+	done := map[string]bool{}
+	skip := func(key, name string) bool {
+		if keep[name] || done[key] {
+			return true
+		}
+		if _, ok := refusals[owners[name]]; ok && owners[name] != "" {
+			// The mapping waits for its fail-closed objects.
+			return true
+		}
+		if only == nil {
+			return false
+		}
+		_, ok := only[owners[name]]
+		return !ok
+	}
+	fail := func(name string, err error) {
+		if err == nil {
+			return
+		}
+		mapping, ok := owners[name]
+		if !ok || !refused(err) {
+			errs = append(errs, err)
+			return
+		}
+		s.Metrics.Refusals.WithLabelValues(mapping).Inc()
+		if _, seen := refusals[mapping]; !seen {
+			refusals[mapping] = &refusal{object: name, err: err}
+		}
+	}
+	policy := func(d *admv1.ValidatingAdmissionPolicy) {
+		key := kindAdmissionPolicy + "/" + d.Name
+		if skip(key, d.Name) {
+			return
+		}
+		done[key] = true
+		got, err := apply(ctx, s, kindAdmissionPolicy, d, l.policies[d.Name], equalAdmissionPolicy, mergeAdmissionPolicy)
+		if err == nil && got != nil {
+			l.policies[d.Name] = got
+		}
+		fail(d.Name, err)
+	}
+	binding := func(d *admv1.ValidatingAdmissionPolicyBinding) {
+		key := kindAdmissionPolicyBinding + "/" + d.Name
+		if skip(key, d.Name) {
+			return
+		}
+		done[key] = true
+		got, err := apply(ctx, s, kindAdmissionPolicyBinding, d, l.bindings[d.Name], equalAdmissionPolicyBinding, mergeAdmissionPolicyBinding)
+		if err == nil && got != nil {
+			l.bindings[d.Name] = got
+		}
+		fail(d.Name, err)
+	}
+	for _, name := range retryFirst {
+		for _, d := range objs.Policies {
+			if d.Name == name {
+				policy(d)
+			}
+		}
+		for _, d := range objs.Bindings {
+			if d.Name == name {
+				binding(d)
+			}
+		}
+	}
+	for _, d := range objs.Policies {
+		policy(d)
+	}
+	for _, d := range objs.Bindings {
+		binding(d)
+	}
+	return errs
+}
+
+// generate builds the objects of every mapping, and the anchor's own
+// policy when there is an anchor.
+func (s *Syncer) generate(cfg *policy.Config, res Resolution, anchor *metav1.OwnerReference) (*vap.Objects, error) {
+	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs, Anchor: anchor})
+	if err != nil {
+		return nil, err
+	}
+	if anchor != nil {
+		p, b := vap.AnchorPolicy(&cfg.Spec, anchor)
+		objs.Policies = append(objs.Policies, p)
+		objs.Bindings = append(objs.Bindings, b)
+	}
+	return objs, nil
 }
 
 // mayUseSecretParams reports whether the guard may write a policy whose
@@ -254,23 +384,118 @@ func errText(err error) string {
 }
 
 // anchor reads the anchor ClusterRole's uid; nil when no anchor is set.
+// A missing anchor (or one being deleted) is reported once per
+// disappearance and keeps the pass from writing.
 func (s *Syncer) anchor(ctx context.Context) (*metav1.OwnerReference, error) {
 	if s.Anchor == "" {
 		return nil, nil
 	}
 	var role rbacv1.ClusterRole
 	err := s.Reader.Get(ctx, types.NamespacedName{Name: s.Anchor}, &role)
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("the anchor ClusterRole %q does not exist (the guard is being uninstalled, or --policy-anchor names the wrong ClusterRole): "+
-			"writing nothing, since generated objects without it would outlive the guard", s.Anchor)
-	}
-	if err != nil {
+	var missing error
+	switch {
+	case apierrors.IsNotFound(err):
+		missing = fmt.Errorf("the anchor ClusterRole %q does not exist (the guard is being uninstalled, someone deleted it, or --policy-anchor names the wrong ClusterRole): "+
+			"writing nothing, since generated objects without it would outlive the guard; `helm upgrade` creates it again", s.Anchor)
+	case err != nil:
 		return nil, fmt.Errorf("get the anchor ClusterRole %q: %w", s.Anchor, err)
+	case role.DeletionTimestamp != nil:
+		missing = fmt.Errorf("the anchor ClusterRole %q is being deleted: writing nothing, the garbage collector is removing the generated objects", s.Anchor)
 	}
-	if role.DeletionTimestamp != nil {
-		return nil, fmt.Errorf("the anchor ClusterRole %q is being deleted: writing nothing, the garbage collector is removing the generated objects", s.Anchor)
+	s.reportAnchor(missing)
+	if missing != nil {
+		return nil, missing
 	}
 	return vap.AnchorReference(role.Name, role.UID), nil
+}
+
+// reportAnchor sets the anchor gauge and, when the anchor has just gone
+// missing, writes an Event about it.
+func (s *Syncer) reportAnchor(missing error) {
+	present := 1.0
+	if missing != nil {
+		present = 0
+	}
+	s.Metrics.AnchorPresent.WithLabelValues(s.Anchor).Set(present)
+	s.mu.Lock()
+	changed := s.anchorMissing != (missing != nil)
+	s.anchorMissing = missing != nil
+	s.mu.Unlock()
+	if !changed {
+		return
+	}
+	if missing == nil {
+		s.Log.Info("policy mode: the anchor ClusterRole exists again; writing the generated objects", "anchor", s.Anchor)
+		return
+	}
+	s.Log.Error(missing, "policy mode: the anchor ClusterRole is gone; every generated policy is being garbage collected and no mapping is enforced", "anchor", s.Anchor)
+	if s.Events != nil {
+		ref := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: metav1.ObjectMeta{Name: s.Anchor}}
+		s.Events.Eventf(ref, nil, "Warning", ReasonAnchorMissing, "Sync", "%s; no mapping is enforced until it exists again", missing.Error())
+	}
+}
+
+// Reasons of the syncer's Events.
+const (
+	ReasonAnchorMissing  = "PolicyAnchorMissing"
+	ReasonPolicyRefused  = "PolicyRefused"
+	ReasonPolicyAccepted = "PolicyAccepted"
+)
+
+// lastRefused is a copy of reported.
+func (s *Syncer) lastRefused() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.reported)
+}
+
+// reportRefusals sets each mapping's refusal gauge and logs (and writes an
+// Event about) a refusal when it starts and when it ends: not once per pass.
+func (s *Syncer) reportRefusals(cfg *policy.Config, objs *vap.Objects, refusals map[string]error) {
+	s.Metrics.Refused.Reset()
+	for i := range cfg.Spec.Owners {
+		name := cfg.Spec.Owners[i].Name
+		err := refusals[name]
+		v := 0.0
+		if err != nil {
+			v = 1
+		}
+		s.Metrics.Refused.WithLabelValues(name).Set(v)
+		s.mu.Lock()
+		_, was := s.reported[name]
+		if err != nil {
+			s.reported[name] = refusedObject(err)
+		} else {
+			delete(s.reported, name)
+		}
+		s.mu.Unlock()
+		switch {
+		case err != nil && !was:
+			s.Log.Error(errors.New(trimReason(err.Error())), "policy mode: kube-apiserver refused a generated object; the mapping's caBundle changes fail closed (ca-unavailable) until it accepts them", "mapping", name)
+			s.event(objs, name, "Warning", ReasonPolicyRefused, fmt.Sprintf("kube-apiserver refused a generated object of mapping %q; its caBundle changes fail closed (ca-unavailable): %s", name, trimReason(err.Error())))
+		case err == nil && was:
+			s.Log.Info("policy mode: kube-apiserver accepts the mapping's generated objects again", "mapping", name)
+			s.event(objs, name, "Normal", ReasonPolicyAccepted, fmt.Sprintf("kube-apiserver accepts the generated objects of mapping %q again", name))
+		}
+	}
+}
+
+// event writes an Event about the mapping's main policy.
+func (s *Syncer) event(objs *vap.Objects, mapping, eventType, reason, note string) {
+	if s.Events == nil {
+		return
+	}
+	regarding := &admv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: vap.PolicyName(mapping)},
+	}
+	for _, p := range objs.Policies {
+		if p.Labels[vap.LabelMapping] == vap.Labels(mapping)[vap.LabelMapping] {
+			regarding.Name = p.Name
+			break
+		}
+	}
+	s.Events.Eventf(regarding, nil, eventType, reason, "Sync", "%s", note)
 }
 
 func index[T any, PT interface {
@@ -286,28 +511,34 @@ func index[T any, PT interface {
 }
 
 // apply creates desired when there is no live object, and updates the live
-// one only when it differs in a field the guard owns.
-func apply[T client.Object](ctx context.Context, s *Syncer, kind string, desired, live T, equal func(d, l T) bool, merge func(d, l T) T) error {
+// one only when it differs in a field the guard owns. It returns the object
+// as written (nil when nothing was written).
+func apply[T client.Object](ctx context.Context, s *Syncer, kind string, desired, live T, equal func(d, l T) bool, merge func(d, l T) T) (T, error) {
+	var none T
 	key := kind + "/" + desired.GetNamespace() + "/" + desired.GetName()
 	if isNil(live) {
 		obj := desired.DeepCopyObject().(T)
 		err := s.Client.Create(ctx, obj)
 		if err == nil {
 			s.wrote(key, kind, VerbCreate, digest(desired), obj)
-			return nil
+			return obj, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", kind, desired.GetName(), err)
+			return none, fmt.Errorf("create %s %s: %w", kind, desired.GetName(), err)
 		}
-		// It exists without the guard's label (someone removed it, or
-		// created the name first): take it over by name.
 		live = desired.DeepCopyObject().(T)
 		if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: desired.GetNamespace(), Name: desired.GetName()}, live); err != nil {
-			return fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
+			return none, fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
+		}
+		// The list missed it: it was created since, by another guard
+		// (then it carries the label and is updated as usual), or by
+		// someone else, whose object is never taken over.
+		if live.GetLabels()[vap.LabelManagedBy] != vap.ManagedBy {
+			return none, &foreignObjectError{kind: kind, name: desired.GetName()}
 		}
 	}
 	if equal(desired, live) {
-		return nil
+		return none, nil
 	}
 	sum := digest(desired)
 	s.mu.Lock()
@@ -322,14 +553,14 @@ func apply[T client.Object](ctx context.Context, s *Syncer, kind string, desired
 		if warn {
 			s.Log.Error(nil, "policy mode: the live object still differs from the one the guard wrote, and nothing changed since; not writing it again", "kind", kind, "name", desired.GetName())
 		}
-		return nil
+		return none, nil
 	}
 	obj := merge(desired, live)
 	if err := s.Client.Update(ctx, obj); err != nil {
-		return fmt.Errorf("update %s %s: %w", kind, desired.GetName(), err)
+		return none, fmt.Errorf("update %s %s: %w", kind, desired.GetName(), err)
 	}
 	s.wrote(key, kind, VerbUpdate, sum, obj)
-	return nil
+	return obj, nil
 }
 
 // wrote records a write of the desired object whose digest is sum.

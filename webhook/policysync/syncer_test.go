@@ -235,6 +235,7 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, 2.0, e.writes(kindAdmissionPolicy, VerbUpdate))
 		assert.Equal(t, 2.0, e.writes(kindAdmissionPolicyBinding, VerbUpdate))
+		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicy, VerbCreate)-2, "and the anchor's own policy is created")
 		want := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "wg-policy-anchor", UID: anchor.UID}}
 		var b admv1.ValidatingAdmissionPolicyBinding
 		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
@@ -248,7 +249,7 @@ func Test_Syncer(t *testing.T) {
 		e.syncer.Anchor = "wg-policy-anchor"
 		err := e.syncer.Sync(ctx)
 		require.Error(t, err)
-		assert.Equal(t, `the anchor ClusterRole "wg-policy-anchor" does not exist (the guard is being uninstalled, or --policy-anchor names the wrong ClusterRole): writing nothing, since generated objects without it would outlive the guard`, err.Error())
+		assert.Equal(t, `the anchor ClusterRole "wg-policy-anchor" does not exist (the guard is being uninstalled, someone deleted it, or --policy-anchor names the wrong ClusterRole): writing nothing, since generated objects without it would outlive the guard; `+"`helm upgrade`"+` creates it again`, err.Error())
 		assert.Equal(t, 0.0, e.total())
 	})
 	t.Run("if the anchor was deleted and created again, the reference to the old one is replaced", func(t *testing.T) {

@@ -118,6 +118,29 @@ and from extraSecretReads/extraConfigMapReads.
 {{- end }}
 
 {{/*
+The names policy mode's generated objects may have (vap.PolicyNames for each
+mapping, and vap.AnchorPolicyName), plus those of the generated objects
+(label app.kubernetes.io/managed-by=webhook-guard) that exist at install or
+upgrade time (lookup; empty under `helm template`), so that the objects of a
+mapping removed by this upgrade may still be deleted. A YAML list, sorted.
+*/}}
+{{- define "webhook-guard.policyObjectNames" -}}
+{{- $names := list (printf "webhook-guard.anchor.%s-policy-anchor" (include "webhook-guard.fullname" .)) }}
+{{- range .Values.config.owners }}
+{{- $base := printf "webhook-guard-%s" .name }}
+{{- $names = concat $names (list $base (printf "%s-selected" $base) (printf "%s-ca" $base) (printf "%s-selected-ca" $base)) }}
+{{- end }}
+{{- range $kind := list "ValidatingAdmissionPolicy" "ValidatingAdmissionPolicyBinding" }}
+{{- range (lookup "admissionregistration.k8s.io/v1" $kind "" "").items | default list }}
+{{- if eq (get (.metadata.labels | default dict) "app.kubernetes.io/managed-by") "webhook-guard" }}
+{{- $names = append $names .metadata.name }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml ($names | uniq | sortAlpha) }}
+{{- end }}
+
+{{/*
 Mappings whose CA source resolves to a Secret only at run time; NOTES.txt
 reminds the user to list those Secrets in extraSecretReads.
 */}}

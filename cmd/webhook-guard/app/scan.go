@@ -30,6 +30,7 @@ type scanOptions struct {
 	source          configSource
 	expiryThreshold time.Duration
 	dialTimeout     time.Duration
+	policyAnchor    string
 	out             outputFlags
 }
 
@@ -82,6 +83,7 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 	o.source.add(cmd, "; without a GuardConfig only the health checks run")
 	cmd.Flags().DurationVar(&o.expiryThreshold, "expiry-threshold", 30*24*time.Hour, "Warn when the owner's CA or a serving certificate expires within this duration.")
 	cmd.Flags().DurationVar(&o.dialTimeout, "dial-timeout", 2*time.Second, "Timeout of one TLS dial to a webhook to read its serving certificate.")
+	cmd.Flags().StringVar(&o.policyAnchor, "policy-anchor", "", "Policy shape: the anchor ClusterRole (the chart's <release>-webhook-guard-policy-anchor); a fail finding when it is missing.")
 	o.out.add(cmd)
 	return cmd
 }
@@ -160,6 +162,11 @@ func runScan(ctx context.Context, c client.Client, cfg *policy.Config, o *scanOp
 			return err
 		}
 	}
+	anchor, err := scanAnchor(ctx, c, o.policyAnchor)
+	if err != nil {
+		return &exitError{code: ExitInvalid, err: err}
+	}
+	res.Findings = append(res.Findings, anchor...)
 	return finishScan(res, o, out)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // addPolicySync adds policy mode's controller to the manager: leader
@@ -24,6 +25,9 @@ func addPolicySync(mgr ctrl.Manager, o *serveOptions, store *webhook.ConfigStore
 		Interval: o.PolicySyncInterval,
 		Metrics:  policysync.NewMetrics(ctrlmetrics.Registry),
 		Log:      log,
+		// Refusals and a missing anchor, once per change, in the Events
+		// namespace the guard's other Events use.
+		Events: records.NewEventWriter(mgr.GetClient(), "webhook-guard", eventInstance(), log.WithName("events")),
 	}
 	prev := reloader.OnReload
 	reloader.OnReload = func(cfg *policy.Config) {

@@ -1,0 +1,128 @@
+package policysync
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+)
+
+// foreignObjectError is a generated object's name taken by an object the
+// guard did not create (no app.kubernetes.io/managed-by=webhook-guard
+// label). The guard never adopts it: overwriting it would silently replace
+// someone's policy, and deleting it later would remove it.
+type foreignObjectError struct {
+	kind, name string
+}
+
+func (e *foreignObjectError) Error() string {
+	return fmt.Sprintf("%s %q already exists and was not created by the guard (no %s=%s label): it is left as it is; rename the mapping, or delete that object if it is a leftover",
+		e.kind, e.name, vap.LabelManagedBy, vap.ManagedBy)
+}
+
+// refusal is a refused write of one of a mapping's objects.
+type refusal struct {
+	object string
+	err    error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+// refusedObject names the object of a refusal ("" for another error).
+func refusedObject(err error) string {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.object
+	}
+	return ""
+}
+
+// refused reports whether err is kube-apiserver refusing a write for what
+// the object is (invalid, too large, forbidden, a name taken by a foreign
+// object): writing the same object again will not succeed. Anything else
+// (timeouts, an unreachable or overloaded API server, a resourceVersion
+// conflict) is retried as it is at the next pass.
+func refused(err error) bool {
+	var foreign *foreignObjectError
+	if errors.As(err, &foreign) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return false
+	}
+	if apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+		return false
+	}
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
+		apierrors.IsRequestEntityTooLargeError(err), apierrors.IsAlreadyExists(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err):
+		return true
+	}
+	return isStorageTooLarge(err)
+}
+
+// refusalCA is the CA a mapping is generated with once kube-apiserver refused
+// one of its objects: none, so its caBundle changes fail closed as
+// ca-unavailable, as they do when the CA source cannot be read. The reason
+// names the refusal, so the denial tells the writer why.
+func refusalCA(err error) vap.CA {
+	return vap.CAFromError(fmt.Errorf("kube-apiserver refused the mapping's generated policy (%s)", trimReason(refusalReason(err))))
+}
+
+// refusalReason is kube-apiserver's answer itself, without the verb the
+// guard tried: a refused create and, at the next pass, a refused update of
+// the same object give the same reason, so the fail-closed policy holding
+// it is not rewritten.
+func refusalReason(err error) string {
+	var status *apierrors.StatusError
+	if errors.As(err, &status) {
+		return status.Error()
+	}
+	var foreign *foreignObjectError
+	if errors.As(err, &foreign) {
+		return foreign.Error()
+	}
+	return err.Error()
+}
+
+// maxReasonLen bounds the refusal quoted in the fail-closed policy's
+// message, the Event and the log: kube-apiserver's answer may quote the
+// refused field whole (an expression holding a 100 KB CA), with the reason
+// at its end, so the start and the end are kept.
+const (
+	maxReasonLen = 640
+	reasonHead   = 240
+)
+
+func trimReason(s string) string {
+	if len(s) <= maxReasonLen {
+		return s
+	}
+	return strings.ToValidUTF8(s[:reasonHead]+" … "+s[len(s)-(maxReasonLen-reasonHead):], "")
+}
+
+// mappingOf names the mapping that generates each object name.
+func mappingOf(cfg *policy.Config) map[string]string {
+	out := map[string]string{}
+	for i := range cfg.Spec.Owners {
+		for _, n := range vap.PolicyNames(cfg.Spec.Owners[i].Name) {
+			out[n] = cfg.Spec.Owners[i].Name
+		}
+	}
+	return out
+}
+
+// isStorageTooLarge reports etcd refusing an object past its request size
+// limit (--max-request-bytes, 1.5 MiB by default), which kube-apiserver
+// returns as a 500 quoting etcd's message.
+func isStorageTooLarge(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "request is too large")
+}
