@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -224,6 +225,24 @@ func Test_SyncerAnchor(t *testing.T) {
 		assert.Equal(t, 0.0, testutil.ToFloat64(e.metrics.AnchorPresent.WithLabelValues("wg-policy-anchor")))
 		require.Len(t, ev.got, 1)
 		assert.Contains(t, ev.got[0], `Warning PolicyAnchorMissing wg-policy-anchor: the anchor ClusterRole "wg-policy-anchor" does not exist`)
+	})
+	t.Run("if anchor protection is turned off, its policy and binding are deleted and the mappings' stay", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		anchor := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "wg-policy-anchor", UID: "a1"}}
+		require.NoError(t, e.client.Create(ctx, anchor))
+		e.syncer.Anchor = anchor.Name
+		require.NoError(t, e.syncer.Sync(ctx))
+		e.policy(t, vap.AnchorPolicyName("wg-policy-anchor"))
+
+		e.syncer.ProtectAnchor = false
+		require.NoError(t, e.syncer.Sync(ctx))
+		var p admv1.ValidatingAdmissionPolicy
+		err := e.client.Get(ctx, types.NamespacedName{Name: vap.AnchorPolicyName("wg-policy-anchor")}, &p)
+		assert.True(t, apierrors.IsNotFound(err), "the anchor policy is deleted: %v", err)
+		var b admv1.ValidatingAdmissionPolicyBinding
+		err = e.client.Get(ctx, types.NamespacedName{Name: vap.AnchorPolicyName("wg-policy-anchor")}, &b)
+		assert.True(t, apierrors.IsNotFound(err), "the anchor binding is deleted: %v", err)
+		e.policy(t, vap.PolicyName("app"))
 	})
 }
 

@@ -50,6 +50,11 @@ type Syncer struct {
 	// garbage collector delete them. While it does not exist the syncer
 	// writes nothing: an object created then would outlive the guard.
 	Anchor string
+	// ProtectAnchor adds the anchor's own policy, which denies deleting the
+	// anchor (or giving it rules) to everyone but break-glass. Off, a
+	// non-break-glass `helm uninstall` works and the anchor is as safe as
+	// RBAC makes it.
+	ProtectAnchor bool
 	// Interval between passes.
 	Interval time.Duration
 	Metrics  *Metrics
@@ -330,7 +335,7 @@ func (s *Syncer) generate(cfg *policy.Config, res Resolution, anchor *metav1.Own
 	if err != nil {
 		return nil, err
 	}
-	if anchor != nil {
+	if anchor != nil && s.ProtectAnchor {
 		p, b := vap.AnchorPolicy(&cfg.Spec, anchor)
 		objs.Policies = append(objs.Policies, p)
 		objs.Bindings = append(objs.Bindings, b)

@@ -85,7 +85,7 @@ func newEnv(t *testing.T, cfg string) *env {
 	e.client = cl
 	e.syncer = &Syncer{
 		Client: cl, Reader: cl, Config: func() *policy.Config { return e.config }, CA: casource.New(cl, casource.Options{}),
-		Metrics: e.metrics, Log: logr.Discard(),
+		Metrics: e.metrics, Log: logr.Discard(), ProtectAnchor: true,
 	}
 	return e
 }

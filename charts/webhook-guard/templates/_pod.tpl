@@ -96,6 +96,8 @@ spec:
         # Every generated object is owned by this ClusterRole (policy-anchor.yaml):
         # helm uninstall deletes it and the garbage collector removes them.
         - --policy-anchor={{ include "webhook-guard.fullname" . }}-policy-anchor
+        # Only break-glass may delete the anchor (policy.anchorProtection).
+        - --policy-anchor-protection={{ .Values.policy.anchorProtection }}
         {{- else if .Values.policyGuardServiceAccount }}
         # Writes of that policy-shape release's generated policies and bindings
         # reach this static guard; only its service account may make them.

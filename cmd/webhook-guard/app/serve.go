@@ -77,7 +77,7 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	wh.StringVar(&o.TLSMinVersion, "tls-min-version", "VersionTLS12", "Minimum TLS version: VersionTLS12 or VersionTLS13.")
 	wh.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", nil, "TLS 1.2 cipher suites (IANA names); default: Go's secure suites.")
 	wh.DurationVar(&o.CATTL, "ca-cache-ttl", casource.DefaultTTL, "How long policy mode's syncer caches an owner's CA read (admissions read owners' CAs from watches of exactly those objects).")
-	wh.DurationVar(&o.CAMaxStale, "ca-max-stale", casource.DefaultMaxStale, "How long a cached or watched CA serves while the API server cannot be reached; then caBundle changes fail closed.")
+	wh.DurationVar(&o.CAMaxStale, "ca-max-stale", casource.DefaultMaxStale, "How long a CA source whose watch keeps failing (API server unreachable, read forbidden) serves its last CA; then caBundle changes of its mappings fail closed. Each source has its own clock.")
 
 	kube := pflag.NewFlagSet("Kubernetes", pflag.ExitOnError)
 	kube.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty.")
@@ -96,6 +96,7 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	_ = pm.MarkDeprecated("policy-namespace", "policy mode generates no param ConfigMaps any more; the flag is ignored")
 	pm.DurationVar(&o.PolicySyncInterval, "policy-sync-interval", policysync.DefaultInterval, "How often the owners' CAs are re-read and the generated objects compared (a write happens only on a difference).")
 	pm.StringVar(&o.PolicyAnchor, "policy-anchor", "", "ClusterRole that owns every generated object (owner references): deleting it, as helm uninstall does, makes the garbage collector remove them. While it does not exist nothing is written.")
+	pm.BoolVar(&o.PolicyAnchorProtection, "policy-anchor-protection", true, "Generate a policy that denies deleting the --policy-anchor ClusterRole (or giving it rules) to everyone but break-glass. It also stops a non-break-glass `helm uninstall`: turn it off first (helm upgrade), or uninstall as break-glass.")
 	pm.StringVar(&o.PolicyGuardServiceAccount, "policy-guard-service-account", "", "The guard's own service account (namespace/name): writes of the generated policies and bindings that the static webhook routes here are denied to anyone else (and break-glass).")
 
 	obs := pflag.NewFlagSet("Observability", pflag.ExitOnError)

@@ -88,6 +88,8 @@ type serveOptions struct {
 	// PolicyAnchor names the ClusterRole every generated object is owned
 	// by, so that deleting it (uninstall) garbage-collects them.
 	PolicyAnchor string
+	// PolicyAnchorProtection generates the anchor's own policy.
+	PolicyAnchorProtection bool
 
 	// Observability
 

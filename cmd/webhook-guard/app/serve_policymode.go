@@ -17,14 +17,15 @@ import (
 // and a pass right after every configuration reload.
 func addPolicySync(mgr ctrl.Manager, o *serveOptions, store *webhook.ConfigStore, resolver *casource.Resolver, reloader *webhook.ConfigReloader, log logr.Logger) error {
 	syncer := &policysync.Syncer{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Config:   store.Current,
-		CA:       resolver,
-		Anchor:   o.PolicyAnchor,
-		Interval: o.PolicySyncInterval,
-		Metrics:  policysync.NewMetrics(ctrlmetrics.Registry),
-		Log:      log,
+		Client:        mgr.GetClient(),
+		Reader:        mgr.GetAPIReader(),
+		Config:        store.Current,
+		CA:            resolver,
+		Anchor:        o.PolicyAnchor,
+		ProtectAnchor: o.PolicyAnchorProtection,
+		Interval:      o.PolicySyncInterval,
+		Metrics:       policysync.NewMetrics(ctrlmetrics.Registry),
+		Log:           log,
 		// Refusals and a missing anchor, once per change, in the Events
 		// namespace the guard's other Events use.
 		Events: records.NewEventWriter(mgr.GetClient(), "webhook-guard", eventInstance(), log.WithName("events")),
