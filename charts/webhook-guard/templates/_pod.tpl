@@ -126,9 +126,13 @@ spec:
         {{- toYaml . | nindent 8 }}
         {{- end }}
       ports:
+        {{- if $static }}
+        # The policy shape serves no admission endpoint: kube-apiserver
+        # evaluates the generated policies itself.
         - name: webhook
           containerPort: {{ .Values.webhook.port }}
           protocol: TCP
+        {{- end }}
         - name: metrics
           containerPort: {{ .Values.metrics.port }}
           protocol: TCP
