@@ -7,7 +7,7 @@ import "fmt"
 // the same list, so both shapes agree on when a fill is coming.
 const (
 	AnnotationInjectCAFrom       = "cert-manager.io/inject-ca-from"
-	AnnotationInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret"
+	AnnotationInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret" //nolint:gosec // an annotation name, not a credential
 	// AnnotationInjectAPIServerCA is honoured by cainjector only with the
 	// value "true".
 	AnnotationInjectAPIServerCA = "cert-manager.io/inject-apiserver-ca"
