@@ -386,21 +386,29 @@ func (m mappingPolicy) validations(part policyPart) []admv1.Validation {
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
 	}
-	if part != partOwner {
-		// A subject that is not a writer is denied not-owner, and on who it
-		// is alone (as the static shape decides it): the caBundle rules
-		// speak only of writers' caBundles, so a non-writer's denial, warning
-		// and audit annotation never name the owner's CA source or its
-		// fingerprints.
+	// A subject that is not a writer is denied not-owner, and on who it is
+	// alone (as the static shape decides it): the caBundle rules speak only
+	// of writers' caBundles, so a non-writer's denial, warning and audit
+	// annotation never name the owner's CA source or its fingerprints.
+	switch part {
+	case partOwner:
+		out = append(out, m.entryValidation())
+	case partCA:
 		out = append(out, admv1.Validation{
 			Expression:        `!variables.isWriter || size(variables.badWebhooks) == 0`,
 			Message:           m.caMismatchFallback(),
 			MessageExpression: m.caMismatchMessage(),
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
-	}
-	if part != partCA {
-		out = append(out, m.entryValidations()...)
+	default:
+		// The entry rules need no CA; folded in here they cost an ordinary
+		// write one comparison of the entry names (entries.go).
+		out = append(out, admv1.Validation{
+			Expression:        `!variables.isWriter || (size(variables.badWebhooks) == 0 && (` + m.entriesKept() + `))`,
+			Message:           m.caMismatchFallback(),
+			MessageExpression: `size(variables.badWebhooks) > 0 ? ` + m.caMismatchMessage() + ` : ` + m.entriesMessage(),
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+		})
 	}
 	return out
 }
