@@ -9,8 +9,9 @@
 // CA bytes in, typed objects out. `webhook-guard render policy` prints them;
 // `webhook-guard serve --policy-mode` keeps them in step with the cluster.
 //
-// What CEL cannot express, compared with the webhook (see also
-// docs/policy-shape.md):
+// What CEL cannot express, compared with the webhook (docs/policy-shape.md
+// has the one table of the differences that remain, which Test_shapeParity
+// holds the two shapes to):
 //   - PEM parsing. A changed caBundle must equal the owner's CA bytes exactly
 //     (held in the policy itself): a rotation bundle holding old+new,
 //     a re-encoded PEM, extra whitespace or a different certificate order
