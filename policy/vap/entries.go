@@ -108,9 +108,10 @@ const entriesDetail = "webhooks: an entry of a CREATE, or a new or renamed entry
 	"hint: " + policy.UnfilledHint + "; keep each entry (and its name) with the owner's CA, removing it is a break-glass change"
 
 // entryValidation is the entry rules as a validation of their own, for the
-// policy that checks no caBundle against a CA (partOwner); partAll folds
-// them into its caBundle validation instead, so that an ordinary write
-// evaluates one validation and one message more, not three.
+// policy that checks no caBundle against a CA (partOwner). partAll folds
+// them into its caBundle validation instead, whose message evaluates
+// badWebhooks anyway, so that an ordinary write there pays for sameNames
+// and nothing else.
 func (m mappingPolicy) entryValidation() admv1.Validation {
 	return admv1.Validation{
 		Expression:        `!variables.isWriter || ` + m.entriesKept(),

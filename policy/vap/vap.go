@@ -364,8 +364,8 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 		// changed to something the rotation rule does not allow
 		// (rotation.go), or emptied. An unchanged caBundle is never
 		// checked, nor an empty one on a new entry (unfilledWebhooks
-		// decides those); a DELETE (object is null) changes none. The cheap comparisons come
-		// first (CEL's || stops at a true left side): the lookup of the
+		// decides those); a DELETE (object is null) changes none. The
+		// cheap comparisons come first (CEL's || stops at a true left side): the lookup of the
 		// entry in the stored object (a scan of its webhooks, quadratic
 		// over the whole object) and the merge check run only for a
 		// caBundle that is not the owner's CA.
