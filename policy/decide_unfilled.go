@@ -2,29 +2,28 @@ package policy
 
 import "fmt"
 
-// CAInjectorAnnotations are the annotations cert-manager's cainjector fills
-// a configuration's caBundles from. The generated policy (policy/vap) checks
-// the same list, so both shapes agree on when a fill is coming.
+// The annotations cert-manager's cainjector fills a configuration's
+// caBundles from, and that the guard can resolve the injected CA from
+// (webhook/casource). The generated policy (policy/vap) checks the same
+// ones, so both shapes agree on when a fill is coming.
 const (
 	AnnotationInjectCAFrom       = "cert-manager.io/inject-ca-from"
 	AnnotationInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret" //nolint:gosec // an annotation name, not a credential
-	// AnnotationInjectAPIServerCA is honoured by cainjector only with the
-	// value "true".
-	AnnotationInjectAPIServerCA = "cert-manager.io/inject-apiserver-ca"
 )
 
 // FillComing reports whether cainjector will fill the empty caBundles of a
 // configuration with these annotations under this CA source: only under
 // injectedByCertManager (cainjector is then a writer of the mapping, and
 // the CA it injects is the one the guard checks), and only while the object
-// carries an annotation cainjector acts on.
+// carries an annotation naming that CA. cert-manager.io/inject-apiserver-ca
+// does not count: the guard cannot name kube-apiserver's CA, so it denies
+// that fill (ca-unavailable), and an entry allowed empty for it would stay
+// empty, trusting the system roots, for good.
 func FillComing(ca CASource, annotations map[string]string) bool {
 	if ca.InjectedByCertManager == nil {
 		return false
 	}
-	return annotations[AnnotationInjectCAFrom] != "" ||
-		annotations[AnnotationInjectCAFromSecret] != "" ||
-		annotations[AnnotationInjectAPIServerCA] == "true"
+	return annotations[AnnotationInjectCAFrom] != "" || annotations[AnnotationInjectCAFromSecret] != ""
 }
 
 // UnfilledEntries lists the indexes of the entries of the new object that
@@ -74,4 +73,4 @@ func checkUnfilled(co *compiledOwner, in *Input) []Violation {
 }
 
 // UnfilledHint is the fix for an entry without a caBundle, in both shapes.
-const UnfilledHint = "write the owner's CA into the entry; only a mapping with ca.injectedByCertManager may leave it empty, on a configuration with a cert-manager.io/inject-ca-from(-secret) or inject-apiserver-ca annotation, for cainjector to fill"
+const UnfilledHint = "write the owner's CA into the entry; only a mapping with ca.injectedByCertManager may leave it empty, on a configuration with a cert-manager.io/inject-ca-from or inject-ca-from-secret annotation, for cainjector to fill"

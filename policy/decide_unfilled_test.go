@@ -46,12 +46,8 @@ func Test_Decide_unfilled(t *testing.T) {
 			input:      create("istio", cainjector, map[string]string{AnnotationInjectCAFromSecret: "istio-system/istio-ca"}, nil),
 			expOutcome: OutcomeAllow,
 		},
-		"if the annotation is inject-apiserver-ca: true, allow": {
-			input:      create("istio", cainjector, map[string]string{AnnotationInjectAPIServerCA: "true"}, nil),
-			expOutcome: OutcomeAllow,
-		},
-		"if inject-apiserver-ca is not true, deny: cainjector ignores it": {
-			input:         create("istio", cainjector, map[string]string{AnnotationInjectAPIServerCA: "false"}, nil),
+		"if the only annotation is inject-apiserver-ca, deny: the guard cannot name that CA, so it denies the fill and the entry would stay empty": {
+			input:         create("istio", cainjector, map[string]string{"cert-manager.io/inject-apiserver-ca": "true"}, nil),
 			expOutcome:    OutcomeDeny,
 			expViolations: []Violation{caUnfilled(0, whA)},
 		},

@@ -58,9 +58,8 @@ const (
 // fillComing is CEL that is true when cainjector will fill the object's
 // empty caBundles, as policy.FillComing decides it.
 var fillComing = fmt.Sprintf(`(%[1]s in variables.annotations && variables.annotations[%[1]s] != "") || `+
-	`(%[2]s in variables.annotations && variables.annotations[%[2]s] != "") || `+
-	`(%[3]s in variables.annotations && variables.annotations[%[3]s] == "true")`,
-	CELString(policy.AnnotationInjectCAFrom), CELString(policy.AnnotationInjectCAFromSecret), CELString(policy.AnnotationInjectAPIServerCA))
+	`(%[2]s in variables.annotations && variables.annotations[%[2]s] != "")`,
+	CELString(policy.AnnotationInjectCAFrom), CELString(policy.AnnotationInjectCAFromSecret))
 
 // injected says the mapping's CA is injectedByCertManager: only then can a
 // fill be coming.

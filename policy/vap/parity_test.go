@@ -118,6 +118,9 @@ func parityCases(t *testing.T) (map[string]parityCase, *testpki.CA) {
 		"cainjector creates empty entries with no inject annotation": {
 			op: policy.OperationCreate, config: "injected", user: cainjector, next: []entry{{a, nil}},
 		},
+		"cainjector creates empty entries under inject-apiserver-ca alone": {
+			op: policy.OperationCreate, config: "injected", user: cainjector, annotations: map[string]string{"cert-manager.io/inject-apiserver-ca": "true"}, next: []entry{{a, nil}},
+		},
 		"cainjector adds an empty entry it will fill": {
 			op: policy.OperationUpdate, config: "injected", user: cainjector, annotations: inject, old: []entry{{a, cur.PEM}}, next: []entry{{a, cur.PEM}, {b, nil}},
 		},
