@@ -71,6 +71,12 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 	}
 	if in.Operation != OperationDelete {
 		d.Violations = append(d.Violations, c.checkBundles(co, in, d.Changes)...)
+		if !breakGlass {
+			// Break-glass may leave entries empty as before (an
+			// administrator creating a configuration ahead of its
+			// controller); a writer may not, unless a fill is coming.
+			d.Violations = append(d.Violations, checkUnfilled(co, in)...)
+		}
 	}
 	// Break-glass subjects are always allowed, writers or not (the static
 	// webhook sends their writes to an entry that fails open);
@@ -126,7 +132,7 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 		}
 		if ch.Emptied() {
 			v := mismatch()
-			v.Detail = "a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate"
+			v.Detail = "a non-empty caBundle was emptied; kube-apiserver would trust its system roots for the webhook instead of the owner's CA"
 			v.Hint = "write the owner's CA instead of removing it"
 			out = append(out, v)
 			continue

@@ -112,8 +112,19 @@ func caEmptied(index int, webhook string) Violation {
 		Rule:    RuleCAMismatch,
 		Field:   fmt.Sprintf("webhooks[%d].clientConfig.caBundle", index),
 		Webhook: webhook,
-		Detail:  "a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate",
+		Detail:  "a non-empty caBundle was emptied; kube-apiserver would trust its system roots for the webhook instead of the owner's CA",
 		Hint:    "write the owner's CA instead of removing it",
+	}
+}
+
+func caUnfilled(index int, webhook string) Violation {
+	return Violation{
+		Rule:    RuleCAMismatch,
+		Field:   fmt.Sprintf("webhooks[%d].clientConfig.caBundle", index),
+		Webhook: webhook,
+		Detail:  "the new entry has no caBundle; kube-apiserver would trust its system roots for it, so any host with a publicly trusted certificate could serve it",
+		Summary: "the new entry has no caBundle; kube-apiserver would trust its system roots",
+		Hint:    UnfilledHint,
 	}
 }
 
@@ -235,9 +246,11 @@ func Test_Decide(t *testing.T) {
 			input:      update("koord", koordSA, same, same, CAResult{Err: sourceErr, Resolved: true}),
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
-		"if the owner creates the configuration with empty caBundles, allow: cainjector fills them later": {
+		"if the owner creates the configuration with empty caBundles and no fill is coming, deny: kube-apiserver would trust its system roots": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Webhooks: []Webhook{{Name: whA}, {Name: whB, CABundle: []byte{}}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expViolations: []Violation{caUnfilled(0, whA), caUnfilled(1, whB)},
+			expRecord:     true,
 		},
 		"if the owner creates the configuration with its CA, allow": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Webhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}, CA: koordCA},
@@ -248,13 +261,15 @@ func Test_Decide(t *testing.T) {
 			input:      update("koord", koordSA, [2][]byte{f.Owner.PEM, nil}, [2][]byte{f.Owner.PEM, {}}, CAResult{}),
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
-		"if UPDATE adds an entry with an empty caBundle, allow": {
+		"if UPDATE adds an entry with an empty caBundle and no fill is coming, deny: kube-apiserver would trust its system roots": {
 			input: Input{
 				Operation: OperationUpdate, Name: "koord", User: koordSA,
 				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
 				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB}},
 			},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expViolations: []Violation{caUnfilled(1, whB)},
+			expRecord:     true,
 		},
 		"if the owner deletes the configuration, allow": {
 			input:      Input{Operation: OperationDelete, Name: "koord", User: koordSA, OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
@@ -622,7 +637,7 @@ func Test_Decide(t *testing.T) {
 				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
 				Webhooks:    []Webhook{{Name: "renamed.koord.io"}}},
 			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
-			expViolations: []Violation{caRemoved(whA)},
+			expViolations: []Violation{caRemoved(whA), caUnfilled(0, "renamed.koord.io")},
 			expChanges:    []string{"webhooks"},
 			expRecord:     true,
 		},

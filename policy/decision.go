@@ -17,7 +17,8 @@ const (
 	// RuleNotOwner: the subject is neither a writer nor break-glass.
 	RuleNotOwner Rule = "not-owner"
 	// RuleCAMismatch: a written caBundle is invalid, emptied, or holds a
-	// certificate outside the owner's CA set.
+	// certificate outside the owner's CA set, or a new entry has none (and
+	// no fill by cainjector is coming).
 	RuleCAMismatch Rule = "ca-mismatch"
 	// RuleCAUnavailable: a caBundle was written but the owner's CA source
 	// could not be read; caBundle changes fail closed.

@@ -92,8 +92,9 @@ func (b BundleChange) Emptied() bool { return len(b.Old) > 0 && len(b.New) == 0 
 // or empties, in the new object's order, followed by the entries that
 // carried a caBundle and are gone from the new object (removed or renamed:
 // names are unique within a configuration, so a rename is a removal plus an
-// addition). An empty caBundle on a new entry is not a change: cainjector
-// fills it after creation. DELETE changes nothing.
+// addition). An empty caBundle on a new entry is not a change here (it
+// writes no CA); UnfilledEntries lists those, and the decision denies them
+// unless cainjector is about to fill them. DELETE changes nothing.
 func ChangedBundles(in *Input) []BundleChange {
 	if in.Operation == OperationDelete {
 		return nil
@@ -172,6 +173,15 @@ func (p pairing) change(i int) (old []byte, changed bool) {
 	}
 	// bytes.Equal treats nil and empty alike: an entry that stays empty is no change.
 	return old, !bytes.Equal(old, p.in.Webhooks[i].CABundle)
+}
+
+// stored reports whether in.Webhooks[i] has an entry of the same name in
+// the object before the request.
+func (p pairing) stored(i int) bool {
+	if p.old != nil {
+		return p.old[i] >= 0
+	}
+	return i < len(p.in.OldWebhooks)
 }
 
 // kept reports whether old entry j is still in the new object.

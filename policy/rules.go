@@ -55,7 +55,7 @@ var ruleTable = map[Rule]RuleInfo{
 	},
 	RuleCAMismatch: {
 		Priority: 4,
-		Summary:  "a written caBundle is invalid, emptied, or not the owner's CA",
+		Summary:  "a caBundle is invalid, emptied, missing, or not the owner's CA",
 		Category: "CA bundle",
 		Suggest:  suggestCAMismatch,
 	},

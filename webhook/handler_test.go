@@ -262,8 +262,8 @@ func Test_Handler_Review(t *testing.T) {
 			},
 			resolver: &fakeResolver{Cached: casource.Result{CAResult: policy.CAResult{Resolved: true, Err: sourceErr}, Source: koordSource}},
 			expResp: denied(
-				fmt.Sprintf(`webhook-guard denied UPDATE of ValidatingWebhookConfiguration "koord" by %q (mapping "koordinator", enforce); ca-mismatch: webhooks[0].clientConfig.caBundle (webhook "koord-0.example.com"): a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate; hint: write the owner's CA instead of removing it`, koordManager),
-				map[string]string{"decision": "deny", "rule": "ca-mismatch", "mapping": "koordinator", "violations": `ca-mismatch: webhooks[0].clientConfig.caBundle (webhook "koord-0.example.com"): a non-empty caBundle was emptied; kube-apiserver could no longer verify the webhook's certificate; hint: write the owner's CA instead of removing it`}),
+				fmt.Sprintf(`webhook-guard denied UPDATE of ValidatingWebhookConfiguration "koord" by %q (mapping "koordinator", enforce); ca-mismatch: webhooks[0].clientConfig.caBundle (webhook "koord-0.example.com"): a non-empty caBundle was emptied; kube-apiserver would trust its system roots for the webhook instead of the owner's CA; hint: write the owner's CA instead of removing it`, koordManager),
+				map[string]string{"decision": "deny", "rule": "ca-mismatch", "mapping": "koordinator", "violations": `ca-mismatch: webhooks[0].clientConfig.caBundle (webhook "koord-0.example.com"): a non-empty caBundle was emptied; kube-apiserver would trust its system roots for the webhook instead of the owner's CA; hint: write the owner's CA instead of removing it`}),
 			expDecision: "koordinator/ca-mismatch/deny",
 			expRecords:  []string{"koordinator/ca-mismatch/deny"},
 		},

@@ -218,7 +218,8 @@ func mergedAfter(k string) string {
 }
 
 // mergedAfterLiteral accepts the CA the guard last synced followed by the
-// current one: a merge that dropped the stored bundle's expired certificates.
+// current one in an entry that held a caBundle: a merge that dropped the
+// stored bundle's expired certificates.
 // The literal's groups are cut in Go, not in CEL.
 func (r rotation) mergedAfterLiteral() string {
 	if len(r.ca.PEM) == 0 {
@@ -236,5 +237,8 @@ func (r rotation) mergedAfterLiteral() string {
 	default:
 		tail = `"LQot" + variables.caShift1`
 	}
-	return fmt.Sprintf(` || (%[1]s.startsWith(%[2]s) && %[1]s.substring(%[3]d) == %[4]s)`, newBundle, CELString(lit[:cut]), cut, tail)
+	// Only an entry that held a caBundle may keep older certificates: a new
+	// or renamed entry, and every entry of a CREATE, has nothing stored and
+	// may hold only the current CA, as in the static shape.
+	return fmt.Sprintf(` || (%[1]s.startsWith(%[2]s) && %[1]s.substring(%[3]d) == %[4]s && %[5]s)`, newBundle, CELString(lit[:cut]), cut, tail, oldHasBundle)
 }

@@ -109,6 +109,17 @@ func Test_rotation_mergedBundles(t *testing.T) {
 		merged := append(append([]byte{}, prev.PEM...), next.PEM...)
 		assert.Empty(t, review(t, compile(t, prev.PEM), secret(next.PEM), stored, merged))
 	})
+	t.Run("a new entry holding the CA the guard last synced followed by the new one: denied, it has nothing stored to keep", func(t *testing.T) {
+		prev, next := cas[1], cas[2]
+		merged := append(append([]byte{}, prev.PEM...), next.PEM...)
+		ps := compile(t, prev.PEM)
+		created := vaptest.Request{Operation: admission.Create, Name: "app", User: cainjector, Object: webhookConfig(merged), Params: secret(next.PEM)}
+		assert.Len(t, ps.validate(t, created, true), 1, "a CREATE")
+		renamed := webhookConfig(merged)
+		renamed.Object["webhooks"].([]any)[0].(map[string]any)["name"] = "renamed.app.io"
+		r := vaptest.Request{Operation: admission.Update, Name: "app", User: cainjector, Object: renamed, Old: webhookConfig(prev.PEM), Params: secret(next.PEM)}
+		assert.NotEmpty(t, ps.validate(t, r, true), "a renamed entry")
+	})
 	t.Run("a Secret the guard sees missing: the owner policy checks caBundles against the literal (none: fail closed)", func(t *testing.T) {
 		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": {Err: "Secret app-system/app-ca: it does not exist", Param: param, ParamMissing: true}}})
 		require.NoError(t, err)

@@ -9,8 +9,9 @@
 // CA bytes in, typed objects out. `webhook-guard render policy` prints them;
 // `webhook-guard serve --policy-mode` keeps them in step with the cluster.
 //
-// What CEL cannot express, compared with the webhook (see also
-// docs/policy-shape.md):
+// What CEL cannot express, compared with the webhook (docs/policy-shape.md
+// has the one table of the differences that remain, which Test_shapeParity
+// holds the two shapes to):
 //   - PEM parsing. A changed caBundle must equal the owner's CA bytes exactly
 //     (held in the policy itself): a rotation bundle holding old+new,
 //     a re-encoded PEM, extra whitespace or a different certificate order
@@ -322,6 +323,12 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 		{Name: "username", Expression: requestUser},
 		{Name: "isWriter", Expression: isWriter},
 	}
+	if part != partCA {
+		// The entry checks that need no CA live where not-owner does: in
+		// the policy kube-apiserver always runs, never in the one it skips
+		// while the CA Secret is missing.
+		vars = append(vars, m.entryVariables()...)
+	}
 	if part == partOwner {
 		return vars
 	}
@@ -335,10 +342,10 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 		admv1.Variable{Name: "caShift2", Expression: caShift2},
 		// The webhooks[] entries whose caBundle the request added or
 		// changed to something the rotation rule does not allow
-		// (rotation.go), or emptied. An unchanged caBundle, or an empty one
-		// on a new entry (cainjector fills it later), is never checked; a
-		// DELETE (object is null) changes none. The cheap comparisons come
-		// first (CEL's || stops at a true left side): the lookup of the
+		// (rotation.go), or emptied. An unchanged caBundle is never
+		// checked, nor an empty one on a new entry (unfilledWebhooks
+		// decides those); a DELETE (object is null) changes none. The
+		// cheap comparisons come first (CEL's || stops at a true left side): the lookup of the
 		// entry in the stored object (a scan of its webhooks, quadratic
 		// over the whole object) and the merge check run only for a
 		// caBundle that is not the owner's CA.
@@ -360,17 +367,27 @@ func (m mappingPolicy) validations(part policyPart) []admv1.Validation {
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
 	}
-	if part != partOwner {
-		expr := `size(variables.badWebhooks) == 0`
-		if part == partCA {
-			// A subject that is not a writer is denied not-owner by the
-			// owner policy; this one speaks only of writers' caBundles.
-			expr = `!variables.isWriter || ` + expr
-		}
+	// A subject that is not a writer is denied not-owner, and on who it is
+	// alone (as the static shape decides it): the caBundle rules speak only
+	// of writers' caBundles, so a non-writer's denial, warning and audit
+	// annotation never name the owner's CA source or its fingerprints.
+	switch part {
+	case partOwner:
+		out = append(out, m.entryValidation())
+	case partCA:
 		out = append(out, admv1.Validation{
-			Expression:        expr,
+			Expression:        `!variables.isWriter || size(variables.badWebhooks) == 0`,
 			Message:           m.caMismatchFallback(),
 			MessageExpression: m.caMismatchMessage(),
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+		})
+	default:
+		// The entry rules need no CA; folded in here they cost an ordinary
+		// write one comparison of the entry names (entries.go).
+		out = append(out, admv1.Validation{
+			Expression:        `!variables.isWriter || (size(variables.badWebhooks) == 0 && (` + m.entriesKept() + `))`,
+			Message:           m.caMismatchFallback(),
+			MessageExpression: `size(variables.badWebhooks) > 0 ? ` + m.caMismatchMessage() + ` : ` + m.entriesMessage(),
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
 	}

@@ -217,7 +217,7 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.syncer.Sync(ctx))
 		owner := e.policy(t, "webhook-guard-app")
 		assert.Nil(t, owner.Spec.ParamKind)
-		assert.Len(t, owner.Spec.Validations, 1, "not-owner only")
+		assert.Len(t, owner.Spec.Validations, 2, "not-owner and the entry rules, neither of which reads the CA")
 		p := e.policy(t, "webhook-guard-app-ca")
 		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, p.Spec.ParamKind)
 		var b admv1.ValidatingAdmissionPolicyBinding

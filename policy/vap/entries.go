@@ -1,0 +1,121 @@
+package vap
+
+import (
+	"fmt"
+
+	admv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// The entry rules in CEL: the two caBundle rules that need no CA, decided
+// as the static shape decides them (policy.UnfilledEntries, and the removed
+// entries of policy.ChangedBundles).
+//
+//   - An entry without a caBundle (absent: a zero-length caBundle is omitted
+//     from the object CEL sees) on a CREATE, or new or renamed in an UPDATE,
+//     makes kube-apiserver trust its system roots for the webhook. A writer
+//     may leave one only while cainjector will fill it: the mapping's CA is
+//     injectedByCertManager and the object carries one of cainjector's
+//     annotations (read from the stored object on UPDATE, from the created
+//     one on CREATE, as the static shape reads them).
+//   - An entry that carried a caBundle and is gone from the object (removed,
+//     or renamed: names are unique in a configuration) takes its CA away
+//     with it, as if emptied.
+//
+// Both are writers' rules: a non-writer is denied not-owner alone.
+
+const (
+	// oldHasEntry says entry w of the request's object has a stored entry
+	// of the same name.
+	oldHasEntry = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name))`
+	// unfilledWebhooks are the entries of the object with no caBundle and
+	// no stored entry of their name.
+	unfilledWebhooks = `object != null && has(object.webhooks) ? object.webhooks.filter(w, !` + newHasBundle + ` && !` + oldHasEntry + `).map(w, w.name) : []`
+	// newNames are the entry names of the request's object.
+	newNames = `object != null && has(object.webhooks) ? object.webhooks.map(w, w.name) : []`
+	// sameNames says the request is an UPDATE that keeps every entry's name
+	// and position: then no entry is new and none is gone, so neither rule
+	// can fail. It is the common write (a caBundle or another field
+	// changed), and one comparison of the name lists decides it, so the two
+	// rules cost an ordinary write one pass over the names, not a lookup
+	// of each entry in the other object.
+	sameNames = `request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && object != null && has(object.webhooks) && ` +
+		`object.webhooks.map(w, w.name) == oldObject.webhooks.map(o, o.name)`
+	// removedWebhooks are the stored entries that carried a caBundle and
+	// whose name is gone.
+	removedWebhooks = `request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) ? ` +
+		`oldObject.webhooks.filter(o, has(o.clientConfig) && has(o.clientConfig.caBundle) && !(o.name in variables.newNames)).map(o, o.name) : []`
+	// storedAnnotations are the annotations a fill is decided on: the
+	// stored object's on UPDATE, the created object's on CREATE.
+	storedAnnotations = `request.operation == "UPDATE" ? ` +
+		`(oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}) : ` +
+		`(object != null && has(object.metadata) && has(object.metadata.annotations) ? object.metadata.annotations : {})`
+)
+
+// fillComing is CEL that is true when cainjector will fill the object's
+// empty caBundles, as policy.FillComing decides it.
+var fillComing = fmt.Sprintf(`(%[1]s in variables.annotations && variables.annotations[%[1]s] != "") || `+
+	`(%[2]s in variables.annotations && variables.annotations[%[2]s] != "")`,
+	CELString(policy.AnnotationInjectCAFrom), CELString(policy.AnnotationInjectCAFromSecret))
+
+// injected says the mapping's CA is injectedByCertManager: only then can a
+// fill be coming.
+func (m mappingPolicy) injected() bool { return m.owner.CA.InjectedByCertManager != nil }
+
+// entryVariables are the variables of the entry rules.
+func (m mappingPolicy) entryVariables() []admv1.Variable {
+	vars := []admv1.Variable{
+		{Name: "newNames", Expression: newNames},
+		{Name: "sameNames", Expression: sameNames},
+		{Name: "unfilledWebhooks", Expression: unfilledWebhooks},
+		{Name: "removedWebhooks", Expression: removedWebhooks},
+	}
+	if m.injected() {
+		vars = append(vars,
+			admv1.Variable{Name: "annotations", Expression: storedAnnotations},
+			admv1.Variable{Name: "fillComing", Expression: fillComing})
+	}
+	return vars
+}
+
+// entriesKept is CEL that is true when neither entry rule fails. On an
+// ordinary write sameNames decides it alone.
+func (m mappingPolicy) entriesKept() string {
+	unfilled := `size(variables.unfilledWebhooks) == 0`
+	if m.injected() {
+		unfilled = `(` + unfilled + ` || variables.fillComing)`
+	}
+	return `variables.sameNames || (` + unfilled + ` && size(variables.removedWebhooks) == 0)`
+}
+
+// entriesMessage is the entry rules' message. It names the rule and the
+// subject but not the entries: kube-apiserver evaluates every
+// messageExpression of a policy on every request, allowed ones included, so
+// a message that listed the entries would pay for both rules' lookups on
+// every ordinary write (which otherwise pays only for sameNames).
+func (m mappingPolicy) entriesMessage() string {
+	return m.prefix() + ` + ` + CELString(string(policy.RuleCAMismatch)+": "+entriesDetail)
+}
+
+// entriesDetail words both entry rules, as the static shape words each.
+const entriesDetail = "webhooks: an entry of a CREATE, or a new or renamed entry, has no caBundle " +
+	"(kube-apiserver would trust its system roots for it, so any host with a publicly trusted certificate could serve it), " +
+	"or an entry that carried a caBundle was removed or renamed (that empties its caBundle); " +
+	"hint: " + policy.UnfilledHint + "; keep each entry (and its name) with the owner's CA, removing it is a break-glass change"
+
+// entryValidation is the entry rules as a validation of their own, for the
+// policy that checks no caBundle against a CA (partOwner). partAll folds
+// them into its caBundle validation instead, whose message evaluates
+// badWebhooks anyway, so that an ordinary write there pays for sameNames
+// and nothing else.
+func (m mappingPolicy) entryValidation() admv1.Validation {
+	return admv1.Validation{
+		Expression:        `!variables.isWriter || ` + m.entriesKept(),
+		Message:           fallbackMessage(policy.RuleCAMismatch, m.owner.Name),
+		MessageExpression: m.entriesMessage(),
+		Reason:            ptr.To(metav1.StatusReasonForbidden),
+	}
+}
