@@ -109,10 +109,11 @@ const DefaultMaxResults = 100
 const maxMessageLen = 1024
 
 // ReportName is the ClusterReport name for a guarded object:
-// webhook-guard.<vwc|mwc|vap|vapb>.<name>, hashed when that is too long for
-// a name.
+// webhook-guard.<vwc|mwc|vap|vapb>.<name>, cut and hashed when that is too
+// long for a name (fitName), so every valid configuration name gives a
+// valid report name.
 func ReportName(kind policy.ConfigKind, name string) string {
-	return boundedName(Source+"."+kind.ShortName()+"."+name, name)
+	return fitName(Source+"."+kind.ShortName()+"."+name, "", name)
 }
 
 // AbsentReportName is the ClusterReport of a mapping's configurations that
@@ -125,15 +126,7 @@ func AbsentReportName(mapping string) string {
 	case PolicyGeneratedObjects:
 		return Source + ".absent.policy-objects"
 	}
-	return boundedName(Source+".absent."+mapping, mapping)
-}
-
-func boundedName(n, hashed string) string {
-	if len(n) <= 253 {
-		return n
-	}
-	sum := sha256.Sum256([]byte(hashed))
-	return n[:253-17] + "-" + hex.EncodeToString(sum[:8])
+	return fitName(Source+".absent."+mapping, "", mapping)
 }
 
 // Scope is the reference to a guarded configuration.
@@ -203,6 +196,8 @@ type delta struct {
 	distinct    int
 	window      string
 	managers    string
+	// attempts counts the flushes that failed to write it.
+	attempts int
 }
 
 func (d *delta) add(o *delta) {
@@ -215,6 +210,7 @@ func (d *delta) add(o *delta) {
 	}
 	d.writers = union(d.writers, o.writers)
 	d.distinct = max(d.distinct, o.distinct)
+	d.attempts = max(d.attempts, o.attempts)
 }
 
 // resultOf is the OpenReports result value of a result: fail for enforce
