@@ -46,7 +46,7 @@ owners:
 	at := time.Now()
 	o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg, fps: policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)}, Recorder: discard{},
 		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard()}
-	h := o.handler(b.Context())
+	h := draining{o: o, ctx: b.Context(), h: o.handler(b.Context())}
 	for name, bundles := range map[string][][]byte{
 		"foreign CAs, recorded":   foreign,
 		"owner's CA, allowed":     {owner, append(append([]byte{}, owner...), '\n')},

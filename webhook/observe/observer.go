@@ -3,12 +3,14 @@ package observe
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -36,6 +38,14 @@ type Recorder interface {
 // Observer watches webhook configurations and records what their changes
 // break. It is a controller-runtime manager.Runnable that runs on the
 // leader only.
+//
+// The watch's event handler only notes the latest state of a configuration
+// and puts its name on a workqueue (client-go's: a name queued twice is
+// queued once); one worker decides each queued configuration, its latest
+// state against the last state decided. However fast configurations are
+// written and however slow a decision is, the handler never waits, the
+// queue holds at most one entry per configuration, and a burst of writes to
+// one configuration is decided once or twice, not once per write.
 type Observer struct {
 	// Kube lists and watches the webhook configurations (read-only).
 	Kube     kubernetes.Interface
@@ -48,7 +58,31 @@ type Observer struct {
 	Now func() time.Time
 
 	flap policy.CurrentFlapDetector
+
+	queue workqueue.TypedInterface[configKey]
+	mu    sync.Mutex
+	// latest is the newest state the watch delivered of each queued
+	// configuration (nil: deleted); the worker takes it.
+	latest map[configKey]*object
+	// decided is the last state decided of each configuration (the initial
+	// list's at the start): what the next change is judged against.
+	decided map[configKey]object
 }
+
+// configKey names one configuration.
+type configKey struct {
+	kind policy.ConfigKind
+	name string
+}
+
+// Warmer is a Decider that resolves, off the event path, the CA sources the
+// configurations of the initial list name (CADecider).
+type Warmer interface {
+	Warm(ctx context.Context, kind policy.ConfigKind, name string, labels, annotations map[string]string)
+}
+
+// maxWarm bounds the configurations Warm is called for at the start.
+const maxWarm = 64
 
 // NeedLeaderElection is true: one replica observes, so each change is
 // recorded once however many replicas run.
@@ -60,6 +94,7 @@ func (o *Observer) Start(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithTransform(trim))
 	ctx = logf.IntoContext(ctx, o.Log)
 	handler := o.handler(ctx)
+	defer o.queue.ShutDown()
 	infs := []toolscache.SharedIndexInformer{
 		factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer(),
 		factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer(),
@@ -75,10 +110,40 @@ func (o *Observer) Start(ctx context.Context) error {
 			return errors.New("the observer's watch of " + typ.String() + " did not sync")
 		}
 	}
+	worker := make(chan struct{})
+	go func() {
+		defer close(worker)
+		for o.processNext(ctx) {
+		}
+	}()
+	if w, ok := o.Decider.(Warmer); ok {
+		go o.warm(ctx, w)
+	}
 	o.Log.Info("observing webhook configurations")
 	<-ctx.Done()
+	o.queue.ShutDown()
+	<-worker
 	o.shutdown(factory)
 	return nil
+}
+
+// warm lets the decider resolve the CA sources the initial list names.
+func (o *Observer) warm(ctx context.Context, w Warmer) {
+	o.mu.Lock()
+	baseline := make([]object, 0, min(len(o.decided), maxWarm))
+	for _, obj := range o.decided {
+		if len(baseline) == maxWarm {
+			break
+		}
+		baseline = append(baseline, obj)
+	}
+	o.mu.Unlock()
+	for _, obj := range baseline {
+		if ctx.Err() != nil {
+			return
+		}
+		w.Warm(ctx, obj.kind, obj.meta.Name, obj.meta.Labels, obj.meta.Annotations)
+	}
 }
 
 // shutdownWait bounds how long stopping waits for the informers.
@@ -103,19 +168,28 @@ func (o *Observer) shutdown(factory informers.SharedInformerFactory) {
 	}
 }
 
-// handler turns watch events into observed changes. Objects of the initial
-// list are the baseline, not changes; an update that changes no
-// resourceVersion (a relist of an unchanged object) is no change.
+// handler turns watch events into queued configurations. Objects of the
+// initial list are the baseline, not changes; an update that changes no
+// resourceVersion (a relist of an unchanged object) is no change. It never
+// blocks: it notes the latest state and queues the name.
 func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler {
+	o.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[configKey]{})
+	o.latest, o.decided = map[configKey]*object{}, map[configKey]object{}
+	context.AfterFunc(ctx, o.queue.ShutDown)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			if isInInitialList {
+			cur, ok := objectOf(obj)
+			if !ok {
 				return
 			}
-			if cur, ok := objectOf(obj); ok {
-				o.Metrics.Events.WithLabelValues("add").Inc()
-				o.changed(ctx, policy.OperationCreate, nil, &cur)
+			if isInInitialList {
+				o.mu.Lock()
+				o.decided[cur.key()] = cur
+				o.mu.Unlock()
+				return
 			}
+			o.Metrics.Events.WithLabelValues("add").Inc()
+			o.enqueue(cur.key(), &cur, nil)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := objectOf(oldObj)
@@ -124,15 +198,73 @@ func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler 
 				return
 			}
 			o.Metrics.Events.WithLabelValues("update").Inc()
-			o.changed(ctx, policy.OperationUpdate, &old, &cur)
+			o.enqueue(cur.key(), &cur, &old)
 		},
 		DeleteFunc: func(obj any) {
 			if gone, ok := objectOf(obj); ok {
 				o.Metrics.Events.WithLabelValues("delete").Inc()
-				o.flapDetector().Forget(gone.kind, gone.meta.Name)
+				o.enqueue(gone.key(), nil, nil)
 			}
 		},
 	}
+}
+
+// enqueue notes cur (nil: deleted) as the latest state of k and queues k.
+// old, the state the watch says cur replaced, is the baseline of a
+// configuration the observer has not seen yet.
+func (o *Observer) enqueue(k configKey, cur, old *object) {
+	o.mu.Lock()
+	o.latest[k] = cur
+	if _, ok := o.decided[k]; !ok && old != nil {
+		o.decided[k] = *old
+	}
+	o.mu.Unlock()
+	o.queue.Add(k)
+	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
+}
+
+// processNext decides the next queued configuration; false once the queue
+// is shut down.
+func (o *Observer) processNext(ctx context.Context) bool {
+	k, shutdown := o.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer o.queue.Done(k)
+	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
+	o.mu.Lock()
+	cur, queued := o.latest[k]
+	delete(o.latest, k)
+	prev, seen := o.decided[k]
+	switch {
+	case !queued:
+	case cur == nil:
+		delete(o.decided, k)
+	default:
+		o.decided[k] = *cur
+	}
+	o.mu.Unlock()
+	switch {
+	case !queued:
+		return true
+	case cur == nil:
+		o.flapDetector().Forget(k.kind, k.name)
+		return true
+	case seen && prev.meta.ResourceVersion == cur.meta.ResourceVersion:
+		return true
+	}
+	o.Metrics.Decided.Inc()
+	if !seen || prev.meta.UID != cur.meta.UID {
+		// New, or deleted and created again since the last decision: a
+		// successor starts clean.
+		if seen {
+			o.flapDetector().Forget(k.kind, k.name)
+		}
+		o.changed(ctx, policy.OperationCreate, nil, cur)
+		return true
+	}
+	o.changed(ctx, policy.OperationUpdate, &prev, cur)
+	return true
 }
 
 // changed judges one observed change (old is nil for a creation) and

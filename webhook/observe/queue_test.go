@@ -1,0 +1,181 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+)
+
+// blockingDecider decides with policyDecider once release is closed,
+// telling entered each time a decision starts.
+type blockingDecider struct {
+	policyDecider
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b blockingDecider) Decide(ctx context.Context, in *policy.Input) policy.Decision {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.policyDecider.Decide(ctx, in)
+}
+
+func Test_Observer_queue(t *testing.T) {
+	owner := newCA(t, "owner-ca")
+	foreign := make([][]byte, 4)
+	for i := range foreign {
+		foreign[i] = newCA(t, fmt.Sprintf("replica-%d-ca", i))
+	}
+	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+defaultMode: audit
+owners:
+- name: app
+  match: {validating: [guarded, other]}
+  writers: {serviceAccounts: [app/controller]}
+  ca:
+    pem: |
+      ` + indent(owner) + "\n"))
+	require.NoError(t, err)
+	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
+	named := func(name, rv string, bundle []byte, manager string) any {
+		o := vwc(rv, bundle, manager, at)
+		o.Name = name
+		return o
+	}
+
+	t.Run("if a decision is slow, the event handler never waits for it, and N writes to one configuration are queued once and decided once, the last state", func(t *testing.T) {
+		rec := &recorded{}
+		dec := blockingDecider{policyDecider: policyDecider{cfg: cfg}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		o := &Observer{Config: staticConfig{cfg}, Decider: dec, Recorder: rec,
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
+		h := o.handler(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for o.processNext(t.Context()) {
+			}
+		}()
+
+		// The worker is stuck deciding a write to another configuration.
+		h.OnUpdate(named("other", "1", owner, "app-controller"), named("other", "2", foreign[0], "replica-0"))
+		<-dec.entered
+		const writes = 1001
+		prev := named("guarded", "1", owner, "app-controller")
+		for i := range writes {
+			next := named("guarded", fmt.Sprint(i+2), foreign[i%len(foreign)], fmt.Sprintf("replica-%d", i%len(foreign)))
+			// Were the handler to wait for a decision, this would never return.
+			h.OnUpdate(prev, next)
+			prev = next
+		}
+		assert.Equal(t, 1, o.queue.Len(), "one queue entry for one configuration however often it is written")
+		assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.QueueDepth))
+		assert.Equal(t, float64(writes+1), testutil.ToFloat64(o.Metrics.Events.WithLabelValues("update")))
+
+		close(dec.release)
+		o.queue.ShutDown() // the worker decides what is queued, then stops
+		<-done
+
+		assert.Equal(t, 2.0, testutil.ToFloat64(o.Metrics.Decided), "one decision per configuration")
+		require.Len(t, rec.decisions, 2)
+		last := rec.decisions[1]
+		assert.Equal(t, "guarded", last.Name)
+		assert.Equal(t, fmt.Sprintf("fieldManager:replica-%d", (writes-1)%len(foreign)), last.Subject, "the last write is the one decided")
+		assert.Empty(t, o.latest, "nothing is kept of decided states but the last")
+	})
+	t.Run("if a configuration is deleted and created again before the worker runs, the successor is a CREATE", func(t *testing.T) {
+		rec := &recorded{}
+		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec,
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
+		h := o.handler(t.Context())
+		first := vwc("1", owner, "app-controller", at)
+		h.OnAdd(first, true)
+		h.OnDelete(first)
+		again := vwc("5", foreign[0], "replica-0", at)
+		again.UID = "another"
+		h.OnAdd(again, false)
+		for o.queue.Len() > 0 {
+			o.processNext(t.Context())
+		}
+		require.Len(t, rec.decisions, 1)
+		assert.Equal(t, policy.OperationCreate, rec.decisions[0].Operation)
+	})
+}
+
+// fakeResolver records requests and answers res.
+type fakeResolver struct {
+	reqs  []casource.Request
+	lives []bool
+	res   casource.Result
+}
+
+func (f *fakeResolver) Resolve(_ context.Context, req casource.Request, live bool) casource.Result {
+	f.reqs, f.lives = append(f.reqs, req), append(f.lives, live)
+	return f.res
+}
+
+func Test_CADecider(t *testing.T) {
+	owner := newCA(t, "owner-ca")
+	foreign := newCA(t, "foreign-ca")
+	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+defaultMode: audit
+owners:
+- name: declared
+  match: {validating: [declared]}
+  writers: {serviceAccounts: [app/controller]}
+  ca: {secret: {namespace: app, name: ca}}
+- name: injected
+  match: {validating: [injected]}
+  writers: {serviceAccounts: [cert-manager/cainjector]}
+  ca: {injectedByCertManager: {}}
+`))
+	require.NoError(t, err)
+	ownerSet, err := policy.NewCASet("Secret app/ca", owner)
+	require.NoError(t, err)
+	input := func(name string) *policy.Input {
+		return &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: name, Observed: true,
+			Annotations: map[string]string{casource.AnnotationInjectCAFrom: "attacker/bogus-" + name},
+			OldWebhooks: []policy.Webhook{{Name: "w", CABundle: owner}},
+			Webhooks:    []policy.Webhook{{Name: "w", CABundle: foreign}}}
+	}
+
+	t.Run("if a foreign CA is observed on a declared source, decide ca-mismatch from one cached resolve: no live re-read, no grace wait", func(t *testing.T) {
+		r := &fakeResolver{res: casource.Result{CAResult: policy.CAResult{Resolved: true, Set: ownerSet}, Watched: true}}
+		d := (&CADecider{Config: staticConfig{cfg}, CA: r}).Decide(t.Context(), input("declared"))
+		assert.Equal(t, policy.RuleCAMismatch, d.Rule)
+		assert.Equal(t, []bool{false}, r.lives)
+		assert.False(t, r.reqs[0].HeldOnly, "a declared source is resolved as admission resolves it")
+	})
+	t.Run("if the source is named by the object's inject annotation, resolve it only if held, else decide ca-unavailable at once", func(t *testing.T) {
+		r := &fakeResolver{res: casource.Result{CAResult: policy.CAResult{Resolved: true,
+			Err: &casource.SourceError{Source: "annotation", Reason: "not held", NotHeld: true}}}}
+		d := (&CADecider{Config: staticConfig{cfg}, CA: r}).Decide(t.Context(), input("injected"))
+		assert.Equal(t, policy.RuleCAUnavailable, d.Rule)
+		assert.True(t, d.Record)
+		require.Len(t, r.reqs, 1)
+		assert.True(t, r.reqs[0].HeldOnly)
+		assert.Equal(t, []bool{false}, r.lives)
+	})
+	t.Run("if warming an existing injected configuration, resolve its annotation's source (it may start a watch); declared sources are not warmed here", func(t *testing.T) {
+		r := &fakeResolver{}
+		dec := &CADecider{Config: staticConfig{cfg}, CA: r}
+		dec.Warm(t.Context(), policy.KindValidating, "injected", nil, map[string]string{casource.AnnotationInjectCAFrom: "cert-manager/serving"})
+		dec.Warm(t.Context(), policy.KindValidating, "declared", nil, nil)
+		require.Len(t, r.reqs, 1)
+		assert.False(t, r.reqs[0].HeldOnly)
+	})
+}
