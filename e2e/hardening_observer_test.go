@@ -8,18 +8,22 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 const (
@@ -156,5 +160,68 @@ func TestHardeningObserverKeepsUpWithHostileWriter(t *testing.T) {
 	}
 	if unavailable < 1 {
 		t.Errorf("no change of %s was decided ca-unavailable; want the bogus annotations judged without resolving them\n%s", floodInjectName, m.Series("webhook_guard_observed_changes_total"))
+	}
+}
+
+// TestHardeningOneWriteOneRecord: in the static shape an audited write is
+// decided by admission and seen again by the observer; N audited writes
+// must count N in the ClusterReport, not 2N. The writer writes N distinct
+// foreign CAs one after another; the report's ca-mismatch results add up
+// to N once both recorders have flushed, and stay at N.
+func TestHardeningOneWriteOneRecord(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, framework.Options{ReportCRDs: true, GuardArgs: []string{"--records-flush-interval", flushInterval.String()}})
+	reports := reportClient(t, f)
+	ctx := t.Context()
+	f.create(t, framework.Validating, auditedName, f.ownerCA.PEM)
+
+	const n = 5
+	for i := range n {
+		f.owner.Warnings.Take()
+		if _, err := f.owner.SetCABundle(ctx, framework.Validating, auditedName, framework.NewCA(t, fmt.Sprintf("foreign-%d", i)).PEM); err != nil {
+			t.Fatal(err)
+		}
+		if len(framework.Containing(f.owner.Warnings.Take(), "would deny")) == 0 {
+			t.Fatalf("write %d was not audited by admission (no would-deny warning)", i)
+		}
+	}
+	// counted sums the counts of the report's ca-mismatch results, and
+	// those the observer recorded.
+	counted := func() (all, observed int) {
+		var rep reportsv1alpha1.ClusterReport
+		if reports.Get(ctx, types.NamespacedName{Name: records.ReportName(policy.KindValidating, auditedName)}, &rep) != nil {
+			return 0, 0
+		}
+		for _, r := range rep.Results {
+			if r.Rule != string(policy.RuleCAMismatch) {
+				continue
+			}
+			c, _ := strconv.Atoi(r.Properties[records.PropCount])
+			all += c
+			if r.Properties[records.PropOrigin] == records.OriginObserved {
+				observed += c
+			}
+		}
+		return all, observed
+	}
+	// The observer has seen every write once it has decided them all.
+	framework.Eventually(t, 20*time.Second, "the observer decides the writes", func() bool {
+		return f.env.Guard.Metric(t, "webhook_guard_observed_changes_total", map[string]string{"mapping": auditedMapping, "rule": "ca-mismatch"}) == n
+	})
+	framework.Eventually(t, 5*flushInterval+5*time.Second, fmt.Sprintf("the report counts %d ca-mismatch writes", n), func() bool {
+		all, _ := counted()
+		return all >= n
+	})
+	// Both recorders have flushed everything after a few more intervals.
+	time.Sleep(3 * flushInterval)
+	all, observed := counted()
+	t.Logf("%d audited writes: the report counts %d ca-mismatch results, %d of them from the observer", n, all, observed)
+	if all != n {
+		t.Errorf("the report counts %d ca-mismatch writes (%d from the observer); want exactly %d: one write, one record", all, observed, n)
+	}
+	// Admission recorded each write before it was stored, with the user:
+	// the observer's sighting of the same write is the one left out.
+	if observed != 0 {
+		t.Errorf("%d of the writes count as observed; want every write counted where admission recorded it", observed)
 	}
 }

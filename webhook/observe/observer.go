@@ -277,6 +277,9 @@ func (o *Observer) changed(ctx context.Context, op policy.Operation, old, cur *o
 	}
 	if old != nil {
 		in.OldWebhooks = old.webhooks
+		in.Write = policy.WriteID(string(cur.meta.UID), old.meta.ResourceVersion)
+	} else {
+		in.Write = policy.WriteID(string(cur.meta.UID), "")
 	}
 	changes := policy.ChangedBundles(in)
 	if len(changes) == 0 {
@@ -293,7 +296,7 @@ func (o *Observer) changed(ctx context.Context, op policy.Operation, old, cur *o
 	in.User.Username = policy.ObservedSubject(managers)
 
 	d := o.Decider.Decide(ctx, in)
-	d.FieldManagers = managers
+	d.FieldManagers, d.Write = managers, in.Write
 	o.Metrics.Changes.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()
 	if d.Record {
 		o.Recorder.RecordDecision(ctx, &d)

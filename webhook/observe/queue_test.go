@@ -112,6 +112,26 @@ owners:
 		}
 		require.Len(t, rec.decisions, 1)
 		assert.Equal(t, policy.OperationCreate, rec.decisions[0].Operation)
+		assert.Equal(t, policy.WriteID("another", ""), rec.decisions[0].Write, "a creation is named as admission names it")
+	})
+	t.Run("if writes are coalesced, the decision names the first write it covers, as admission named it (uid and the resourceVersion it replaced)", func(t *testing.T) {
+		rec := &recorded{}
+		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec,
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
+		h := o.handler(t.Context())
+		withUID := func(rv string, bundle []byte) any {
+			obj := vwc(rv, bundle, "replica-0", at)
+			obj.UID = "u1"
+			return obj
+		}
+		h.OnAdd(withUID("10", owner), true)
+		h.OnUpdate(withUID("10", owner), withUID("11", foreign[0]))
+		h.OnUpdate(withUID("11", foreign[0]), withUID("12", foreign[1]))
+		for o.queue.Len() > 0 {
+			o.processNext(t.Context())
+		}
+		require.Len(t, rec.decisions, 1)
+		assert.Equal(t, policy.WriteID("u1", "10"), rec.decisions[0].Write)
 	})
 }
 

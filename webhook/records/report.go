@@ -43,6 +43,10 @@ const (
 	// AnnotationDroppedResults counts results dropped (oldest first) to keep
 	// the report under its bound.
 	AnnotationDroppedResults = "webhook-guard.io/dropped-results"
+	// AnnotationRecordedWrites lists the last writes counted in the report
+	// (hashed, space-separated, oldest first), so that a write recorded by
+	// admission on one replica and by the observer on another counts once.
+	AnnotationRecordedWrites = "webhook-guard.io/recorded-writes"
 )
 
 // Result properties. Every result carries the key properties (mapping,
@@ -198,6 +202,9 @@ type delta struct {
 	managers    string
 	// attempts counts the flushes that failed to write it.
 	attempts int
+	// writes identify the writes counted in count (writeKey), when known:
+	// a write admission decided and the observer saw counts once.
+	writes []string
 }
 
 func (d *delta) add(o *delta) {
@@ -211,6 +218,20 @@ func (d *delta) add(o *delta) {
 	d.writers = union(d.writers, o.writers)
 	d.distinct = max(d.distinct, o.distinct)
 	d.attempts = max(d.attempts, o.attempts)
+	if room := maxDeltaWrites - len(d.writes); room > 0 {
+		d.writes = append(d.writes, o.writes[:min(room, len(o.writes))]...)
+	}
+}
+
+// maxDeltaWrites bounds the write identities one delta carries; writes past
+// it are counted without one (and so never de-duplicated).
+const maxDeltaWrites = 1024
+
+// writeKey identifies what one write did to one webhook entry: the unit a
+// result counts. Hashed, so that it is short and the same in every replica.
+func writeKey(write, webhook string) string {
+	sum := sha256.Sum256([]byte(write + "\x00" + webhook))
+	return hex.EncodeToString(sum[:8])
 }
 
 // resultOf is the OpenReports result value of a result: fail for enforce
@@ -275,10 +296,14 @@ func deltasOf(d *policy.Decision, now time.Time) []*delta {
 		origin, managers = OriginObserved, fieldManagers(d.FieldManagers)
 	}
 	base := func(rule, webhook string, found []string) *delta {
-		return &delta{
+		x := &delta{
 			key:   resultKey{Policy: pol, Rule: rule, Subject: d.Subject, Webhook: webhook, Decision: string(d.Outcome), Found: strings.Join(found, ","), Origin: origin},
 			count: 1, first: now, last: now, mode: string(d.Mode), message: truncate(d.Message()), managers: managers,
 		}
+		if d.Write != "" {
+			x.writes = []string{writeKey(d.Write, webhook)}
+		}
+		return x
 	}
 	if d.Outcome == policy.OutcomeBreakGlass || len(d.Violations) == 0 {
 		return []*delta{base(string(d.Rule), "", nil)}
@@ -334,7 +359,18 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 	for i := range rep.Results {
 		index[keyOf(&rep.Results[i])] = i
 	}
+	recorded := parseRecordedWrites(rep.Annotations[AnnotationRecordedWrites])
+	// A write both admission and the observer recorded counts where
+	// admission put it: its record names the user, the observer's only the
+	// field manager.
+	deltas = slices.Clone(deltas)
+	slices.SortStableFunc(deltas, func(a, b *delta) int {
+		return strings.Compare(a.key.Origin, b.key.Origin)
+	})
 	for _, d := range deltas {
+		if d = recorded.unseen(d); d == nil {
+			continue // every write it counts is counted already
+		}
 		k := d.key
 		if t.UID == "" {
 			k.Config = string(t.Kind) + "/" + t.Name
@@ -348,6 +384,12 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 		apply(&rep.Results[i], d, k, t)
 	}
 
+	if len(recorded.order) > 0 {
+		if rep.Annotations == nil {
+			rep.Annotations = map[string]string{}
+		}
+		rep.Annotations[AnnotationRecordedWrites] = recorded.String()
+	}
 	if over := len(rep.Results) - maxResults; over > 0 && maxResults > 0 {
 		sort.SliceStable(rep.Results, func(i, j int) bool {
 			return rep.Results[i].Properties[PropLastSeen] < rep.Results[j].Properties[PropLastSeen]
