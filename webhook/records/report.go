@@ -227,10 +227,11 @@ func (d *delta) add(o *delta) {
 // it are counted without one (and so never de-duplicated).
 const maxDeltaWrites = 1024
 
-// writeKey identifies what one write did to one webhook entry: the unit a
-// result counts. Hashed, so that it is short and the same in every replica.
-func writeKey(write, webhook string) string {
-	sum := sha256.Sum256([]byte(write + "\x00" + webhook))
+// writeKey identifies what one write did to one webhook entry (the CAs it
+// wrote there included): the unit a result counts. Hashed, so that it is
+// short and the same in every replica.
+func writeKey(write, webhook, found string) string {
+	sum := sha256.Sum256([]byte(write + "\x00" + webhook + "\x00" + found))
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -301,7 +302,7 @@ func deltasOf(d *policy.Decision, now time.Time) []*delta {
 			count: 1, first: now, last: now, mode: string(d.Mode), message: truncate(d.Message()), managers: managers,
 		}
 		if d.Write != "" {
-			x.writes = []string{writeKey(d.Write, webhook)}
+			x.writes = []string{writeKey(d.Write, webhook, x.key.Found)}
 		}
 		return x
 	}
@@ -367,10 +368,13 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 	slices.SortStableFunc(deltas, func(a, b *delta) int {
 		return strings.Compare(a.key.Origin, b.key.Origin)
 	})
+	var takeBack []string
 	for _, d := range deltas {
-		if d = recorded.unseen(d); d == nil {
+		var back []string
+		if d, back = recorded.admit(d, ResultID(t.Kind, t.Name, d.key)); d == nil {
 			continue // every write it counts is counted already
 		}
+		takeBack = append(takeBack, back...)
 		k := d.key
 		if t.UID == "" {
 			k.Config = string(t.Kind) + "/" + t.Name
@@ -384,6 +388,7 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 		apply(&rep.Results[i], d, k, t)
 	}
 
+	rep.Results = takeBackObserved(rep.Results, takeBack)
 	if len(recorded.order) > 0 {
 		if rep.Annotations == nil {
 			rep.Annotations = map[string]string{}
@@ -419,6 +424,29 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 		}
 	}
 	return dropped
+}
+
+// takeBackObserved decrements, once per reference, the observed result
+// whose ResultID starts with it (a write the observer counted before
+// admission's record of it arrived), and drops a result left at zero.
+func takeBackObserved(results []reportsv1alpha1.ReportResult, refs []string) []reportsv1alpha1.ReportResult {
+	if len(refs) == 0 {
+		return results
+	}
+	for _, ref := range refs {
+		for i := range results {
+			p := results[i].Properties
+			if p[PropOrigin] != OriginObserved || !strings.HasPrefix(p[PropResultID], ref) {
+				continue
+			}
+			n, _ := strconv.ParseInt(p[PropCount], 10, 64)
+			p[PropCount] = strconv.FormatInt(n-1, 10)
+			break
+		}
+	}
+	return slices.DeleteFunc(results, func(r reportsv1alpha1.ReportResult) bool {
+		return r.Properties[PropOrigin] == OriginObserved && r.Properties[PropCount] == "0"
+	})
 }
 
 func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {

@@ -64,20 +64,37 @@ func Test_Recorder_oneWriteOneRecord(t *testing.T) {
 		r.Flush(t.Context())
 		assert.Equal(t, 2, total(t, r))
 	})
-	t.Run("if two replicas record the same write, whichever flushes first counts it", func(t *testing.T) {
+	t.Run("if the leader's observer flushes a write before the replica whose admission decided it, admission's record takes the count back", func(t *testing.T) {
+		c := newFakeClient(t)
+		admission, leader := newRecorder(c, now, nil), newRecorder(c, now, nil)
+		leader.RecordDecision(t.Context(), observed("w/1"))
+		leader.RecordDecision(t.Context(), observed("w/3"))
+		leader.Flush(t.Context())
+		admission.RecordDecision(t.Context(), decided("w/1"))
+		admission.RecordDecision(t.Context(), decided("w/2"))
+		admission.Flush(t.Context())
+		assert.Equal(t, 3, total(t, admission))
+		assert.Equal(t, map[string]string{
+			"ca-mismatch/" + policy.ObservedSubjectPrefix + "replica-0/1111111111111111": "1",
+			"ca-mismatch/system:serviceaccount:app:replica-0/1111111111111111":           "2",
+		}, counts(getReport(t, c)))
+	})
+	t.Run("if the observer's only write is taken back, its result goes", func(t *testing.T) {
 		c := newFakeClient(t)
 		admission, leader := newRecorder(c, now, nil), newRecorder(c, now, nil)
 		leader.RecordDecision(t.Context(), observed("w/1"))
 		leader.Flush(t.Context())
 		admission.RecordDecision(t.Context(), decided("w/1"))
-		admission.RecordDecision(t.Context(), decided("w/2"))
 		admission.Flush(t.Context())
-		assert.Equal(t, 2, total(t, admission))
-		rep := getReport(t, c)
-		assert.Equal(t, map[string]string{
-			"ca-mismatch/" + policy.ObservedSubjectPrefix + "replica-0/1111111111111111": "1",
-			"ca-mismatch/system:serviceaccount:app:replica-0/1111111111111111":           "1",
-		}, counts(rep))
+		assert.Equal(t, map[string]string{"ca-mismatch/system:serviceaccount:app:replica-0/1111111111111111": "1"}, counts(getReport(t, c)))
+	})
+	t.Run("if admission decides two requests against the same stored object (concurrent writers, a retried write), each counts", func(t *testing.T) {
+		r := newRecorder(newFakeClient(t), now, nil)
+		r.RecordDecision(t.Context(), decided("w/1"))
+		r.RecordDecision(t.Context(), decided("w/1"))
+		r.RecordDecision(t.Context(), observed("w/1"))
+		r.Flush(t.Context())
+		assert.Equal(t, 2, total(t, r))
 	})
 	t.Run("if decisions carry no write identity, each counts", func(t *testing.T) {
 		r := newRecorder(newFakeClient(t), now, nil)
