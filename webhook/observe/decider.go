@@ -2,6 +2,8 @@ package observe
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -31,30 +33,104 @@ type CAResolver interface {
 // once. The sources that matter are held: admission resolves the stored
 // object's annotation on every writer's request (static shape), and Warm
 // resolves those of the configurations that existed when the observer
-// started. An annotation pointing somewhere no request and no existing
-// configuration pointed is itself worth a finding.
+// started. In the policy shape nothing else reads a configuration created
+// later, so one more case may start reading: an annotation the object
+// already carried before the change being judged (a writer that changes
+// the annotation and the caBundle in one write never gets that), at most one
+// new source per StartInterval, read in the background while the change
+// waits on the queue (DecideObserved). An annotation pointing somewhere no
+// request and no existing configuration pointed is itself worth a finding.
 type CADecider struct {
 	Config ConfigSource
 	CA     CAResolver
 	// Fingerprints memoizes caBundle parsing (admission's cache); nil
 	// parses every bundle.
 	Fingerprints *policy.FingerprintCache
+	// StartInterval is the least time between two sources started in the
+	// background; DefaultStartInterval when zero.
+	StartInterval time.Duration
+
+	mu        sync.Mutex
+	lastStart time.Time
+	lastKey   string
+	reading   chan casource.Request
 }
 
-// Decide implements Decider.
+// DefaultStartInterval bounds how often an observed object's annotation
+// may make the guard start reading a new CA source.
+const DefaultStartInterval = time.Second
+
+// Decide implements Decider: it never starts reading a source.
 func (d *CADecider) Decide(ctx context.Context, in *policy.Input) policy.Decision {
+	dec, _ := d.DecideObserved(ctx, in, false)
+	return dec
+}
+
+// DecideObserved decides like Decide. When the inject annotation's source
+// is not held and mayStart is set, it instead starts reading the source in
+// the background (unless one was started less than StartInterval ago) and
+// returns false: the caller decides again later, without having waited.
+func (d *CADecider) DecideObserved(ctx context.Context, in *policy.Input, mayStart bool) (policy.Decision, bool) {
 	if in.Fingerprints == nil {
 		in.Fingerprints = d.Fingerprints
 	}
 	cfg := d.Config.Current()
 	m := cfg.MatchInput(in)
 	if !cfg.NeedsOwnerCA(m, in) {
-		return cfg.DecideMatched(m, in)
+		return cfg.DecideMatched(m, in), true
 	}
+	injected := m.Owner.CA.InjectedByCertManager != nil
 	req := casource.Request{Owner: m.Owner, Annotations: in.Annotations, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace,
-		HeldOnly: m.Owner.CA.InjectedByCertManager != nil}
-	in.CA = d.CA.Resolve(ctx, req, false).CAResult
-	return cfg.DecideMatched(m, in)
+		HeldOnly: injected}
+	res := d.CA.Resolve(ctx, req, false)
+	if injected && mayStart && casource.IsNotHeld(res.Err) && d.startReading(ctx, req) {
+		return policy.Decision{}, false
+	}
+	in.CA = res.CAResult
+	return cfg.DecideMatched(m, in), true
+}
+
+// startReading hands req to the background reader, at most once per
+// StartInterval and never blocking; false when it did not.
+func (d *CADecider) startReading(ctx context.Context, req casource.Request) bool {
+	interval := d.StartInterval
+	if interval <= 0 {
+		interval = DefaultStartInterval
+	}
+	key := req.Annotations[casource.AnnotationInjectCAFrom] + "\x00" + req.Annotations[casource.AnnotationInjectCAFromSecret]
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if now.Sub(d.lastStart) < interval {
+		// The source being read (another configuration naming it) is
+		// waited for too; any other waits for the next interval's start.
+		return key == d.lastKey
+	}
+	if d.reading == nil {
+		d.reading = make(chan casource.Request, 1)
+		go d.read(ctx, d.reading)
+	}
+	req.HeldOnly = false
+	select {
+	case d.reading <- req:
+		d.lastStart, d.lastKey = now, key
+		return true
+	default:
+		return false
+	}
+}
+
+// read resolves the requests it is handed, one at a time: each may start a
+// CA watch and wait for its initial list, off the observer's worker.
+func (d *CADecider) read(ctx context.Context, reqs <-chan casource.Request) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case req := <-reqs:
+			d.CA.Resolve(ctx, req, false)
+		}
+	}
 }
 
 // Warm resolves the CA source the inject annotation of an existing

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
 // ConfigSource gives the configuration in force (webhook.ConfigStore).
@@ -39,13 +41,16 @@ type Recorder interface {
 // break. It is a controller-runtime manager.Runnable that runs on the
 // leader only.
 //
-// The watch's event handler only notes the latest state of a configuration
-// and puts its name on a workqueue (client-go's: a name queued twice is
-// queued once); one worker decides each queued configuration, its latest
-// state against the last state decided. However fast configurations are
-// written and however slow a decision is, the handler never waits, the
-// queue holds at most one entry per configuration, and a burst of writes to
-// one configuration is decided once or twice, not once per write.
+// The watch's event handler only notes the latest write of a configuration
+// (its new state and the state it replaced) and puts its name on a
+// workqueue (client-go's: a name queued twice is queued once); one worker
+// decides each queued configuration's latest write. However fast
+// configurations are written and however slow a decision is, the handler
+// never waits, the queue holds at most one entry per configuration, and a
+// burst of writes to one configuration is decided once, not once per write:
+// writes overtaken before the worker got to them are not judged (the last
+// one is, against its own predecessor, so that the rotation rule's "already
+// in the stored caBundle" means what it means for admission).
 type Observer struct {
 	// Kube lists and watches the webhook configurations (read-only).
 	Kube     kubernetes.Interface
@@ -56,14 +61,25 @@ type Observer struct {
 	Log      logr.Logger
 	// Now is the clock for flapping detection; time.Now when nil.
 	Now func() time.Time
+	// MismatchGrace is how long a ca-mismatch waits on the queue before it
+	// stands: the CA watch may not yet have delivered a rotation written just
+	// before the change (admission waits for it; the observer must not wait
+	// in its worker). DefaultMismatchGrace when zero; negative: no grace.
+	MismatchGrace time.Duration
 
 	flap policy.CurrentFlapDetector
 
-	queue workqueue.TypedInterface[configKey]
-	mu    sync.Mutex
-	// latest is the newest state the watch delivered of each queued
-	// configuration (nil: deleted); the worker takes it.
-	latest map[configKey]*object
+	queue workqueue.TypedDelayingInterface[configKey]
+	// retries counts the times a configuration's change was put back on the
+	// queue to wait for a CA source read in the background.
+	retries map[configKey]int
+	// confirming holds the configurations whose ca-mismatch is waiting out
+	// MismatchGrace on the queue.
+	confirming map[configKey]bool
+	mu         sync.Mutex
+	// latest is the newest write the watch delivered of each queued
+	// configuration; the worker takes it.
+	latest map[configKey]write
 	// decided is the last state decided of each configuration (the initial
 	// list's at the start): what the next change is judged against.
 	decided map[configKey]object
@@ -83,6 +99,25 @@ type Warmer interface {
 
 // maxWarm bounds the configurations Warm is called for at the start.
 const maxWarm = 64
+
+// SourceStarter is a Decider that may, instead of deciding, start reading a
+// CA source the change names in the background and ask to be called again
+// (CADecider.DecideObserved).
+type SourceStarter interface {
+	DecideObserved(ctx context.Context, in *policy.Input, mayStart bool) (policy.Decision, bool)
+}
+
+// Waiting for a source read in the background: a change is put back on the
+// queue retryAfter later, at most maxRetries times, then decided on what is
+// held.
+const (
+	retryAfter = time.Second
+	maxRetries = 5
+)
+
+// DefaultMismatchGrace is admission's wait for a rotation (casource's
+// DefaultGrace), spent on the queue instead.
+const DefaultMismatchGrace = time.Second
 
 // NeedLeaderElection is true: one replica observes, so each change is
 // recorded once however many replicas run.
@@ -173,8 +208,8 @@ func (o *Observer) shutdown(factory informers.SharedInformerFactory) {
 // resourceVersion (a relist of an unchanged object) is no change. It never
 // blocks: it notes the latest state and queues the name.
 func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler {
-	o.queue = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[configKey]{})
-	o.latest, o.decided = map[configKey]*object{}, map[configKey]object{}
+	o.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[configKey]{})
+	o.latest, o.decided, o.retries, o.confirming = map[configKey]write{}, map[configKey]object{}, map[configKey]int{}, map[configKey]bool{}
 	context.AfterFunc(ctx, o.queue.ShutDown)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
@@ -209,12 +244,17 @@ func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler 
 	}
 }
 
-// enqueue notes cur (nil: deleted) as the latest state of k and queues k.
-// old, the state the watch says cur replaced, is the baseline of a
-// configuration the observer has not seen yet.
+// write is one change the watch delivered: the new state (nil: deleted)
+// and the state it replaced (nil: a creation, or unknown).
+type write struct {
+	cur, old *object
+}
+
+// enqueue notes the write of cur over old as the latest of k and queues k.
+// old is also the baseline of a configuration the observer has not seen.
 func (o *Observer) enqueue(k configKey, cur, old *object) {
 	o.mu.Lock()
-	o.latest[k] = cur
+	o.latest[k] = write{cur: cur, old: old}
 	if _, ok := o.decided[k]; !ok && old != nil {
 		o.decided[k] = *old
 	}
@@ -233,13 +273,16 @@ func (o *Observer) processNext(ctx context.Context) bool {
 	defer o.queue.Done(k)
 	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
 	o.mu.Lock()
-	cur, queued := o.latest[k]
+	w, queued := o.latest[k]
 	delete(o.latest, k)
+	cur := w.cur
 	prev, seen := o.decided[k]
 	switch {
 	case !queued:
 	case cur == nil:
 		delete(o.decided, k)
+		delete(o.retries, k)
+		delete(o.confirming, k)
 	default:
 		o.decided[k] = *cur
 	}
@@ -253,24 +296,57 @@ func (o *Observer) processNext(ctx context.Context) bool {
 	case seen && prev.meta.ResourceVersion == cur.meta.ResourceVersion:
 		return true
 	}
-	o.Metrics.Decided.Inc()
-	if !seen || prev.meta.UID != cur.meta.UID {
-		// New, or deleted and created again since the last decision: a
-		// successor starts clean.
+	var old *object
+	switch {
+	case w.old != nil && w.old.meta.UID == cur.meta.UID:
+		old = w.old // the state this write replaced
+	case seen && prev.meta.UID == cur.meta.UID:
+		old = &prev
+	case seen:
+		// Deleted and created again since the last decision: the successor
+		// starts clean.
+		o.flapDetector().Forget(k.kind, k.name)
+	}
+	if wait := o.changed(ctx, k, old, cur); wait > 0 {
+		// Waiting for a CA source read in the background, or for a rotation
+		// to reach the CA watch: put the change back, judged later against
+		// the same old state (unless a newer state arrived meanwhile, which
+		// is judged instead).
+		o.mu.Lock()
 		if seen {
-			o.flapDetector().Forget(k.kind, k.name)
+			o.decided[k] = prev
+		} else {
+			delete(o.decided, k)
 		}
-		o.changed(ctx, policy.OperationCreate, nil, cur)
+		if _, newer := o.latest[k]; !newer {
+			o.latest[k] = w
+		}
+		if !o.confirming[k] {
+			o.retries[k]++
+		}
+		o.mu.Unlock()
+		o.queue.AddAfter(k, wait)
 		return true
 	}
-	o.changed(ctx, policy.OperationUpdate, &prev, cur)
+	o.mu.Lock()
+	delete(o.retries, k)
+	delete(o.confirming, k)
+	o.mu.Unlock()
+	o.Metrics.Decided.Inc()
 	return true
 }
 
 // changed judges one observed change (old is nil for a creation) and
 // records what it broke. Changes that write no caBundle, and
 // configurations no single mapping owns, cost a comparison and a match.
-func (o *Observer) changed(ctx context.Context, op policy.Operation, old, cur *object) {
+// It returns how long the change should wait on the queue, having
+// recorded nothing: for a CA source the decider started reading, or, once,
+// for a ca-mismatch to stand (MismatchGrace); 0 once decided.
+func (o *Observer) changed(ctx context.Context, k configKey, old, cur *object) time.Duration {
+	op := policy.OperationUpdate
+	if old == nil {
+		op = policy.OperationCreate
+	}
 	in := &policy.Input{
 		Operation: op, Kind: cur.kind, Name: cur.meta.Name, Labels: cur.meta.Labels, Annotations: cur.meta.Annotations,
 		Webhooks: cur.webhooks, Observed: true,
@@ -283,10 +359,10 @@ func (o *Observer) changed(ctx context.Context, op policy.Operation, old, cur *o
 	}
 	changes := policy.ChangedBundles(in)
 	if len(changes) == 0 {
-		return
+		return 0
 	}
 	if m := o.Config.Current().Match(in.Kind, in.Name, in.Labels); m.Owner == nil || len(m.Conflicting) > 0 {
-		return
+		return 0
 	}
 	names := make([]string, len(changes))
 	for i, c := range changes {
@@ -295,20 +371,74 @@ func (o *Observer) changed(ctx context.Context, op policy.Operation, old, cur *o
 	managers := caBundleManagers(cur.meta, names)
 	in.User.Username = policy.ObservedSubject(managers)
 
-	d := o.Decider.Decide(ctx, in)
+	var d policy.Decision
+	if starter, ok := o.Decider.(SourceStarter); ok {
+		// Only an annotation the object carried before this change may make
+		// the guard start reading a source; a writer changing both at once
+		// is decided on what is held.
+		mayStart := old != nil && sameInjectAnnotations(old, cur) && o.retryCount(k) < maxRetries
+		var decided bool
+		if d, decided = starter.DecideObserved(ctx, in, mayStart); !decided {
+			return retryAfter
+		}
+	} else {
+		d = o.Decider.Decide(ctx, in)
+	}
+	if grace := o.mismatchGrace(); grace > 0 && slices.ContainsFunc(d.Violations, func(v policy.Violation) bool {
+		return v.Rule == policy.RuleCAMismatch
+	}) && o.startConfirming(k) {
+		return grace
+	}
 	d.FieldManagers, d.Write = managers, in.Write
 	o.Metrics.Changes.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()
 	if d.Record {
 		o.Recorder.RecordDecision(ctx, &d)
 	}
 	if d.Mapping == "" {
-		return
+		return 0
 	}
 	if report, flapping := o.flapDetector().Observe(&d, o.now()); flapping {
 		report.Observed = true
 		o.Metrics.Flapping.WithLabelValues(d.Mapping).Inc()
 		o.Recorder.RecordFlapping(ctx, d.Mapping, report)
 	}
+	return 0
+}
+
+func (o *Observer) mismatchGrace() time.Duration {
+	if o.MismatchGrace == 0 {
+		return DefaultMismatchGrace
+	}
+	return o.MismatchGrace
+}
+
+// startConfirming marks k's ca-mismatch as waiting out the grace; false
+// when it already has (it stands now).
+func (o *Observer) startConfirming(k configKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.confirming[k] {
+		return false
+	}
+	o.confirming[k] = true
+	return true
+}
+
+func (o *Observer) retryCount(k configKey) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.retries[k]
+}
+
+// sameInjectAnnotations: the change leaves cert-manager's inject
+// annotations as they were.
+func sameInjectAnnotations(old, cur *object) bool {
+	for _, a := range []string{casource.AnnotationInjectCAFrom, casource.AnnotationInjectCAFromSecret} {
+		if old.meta.Annotations[a] != cur.meta.Annotations[a] {
+			return false
+		}
+	}
+	return true
 }
 
 // flapDetector returns the detector for the flapping settings in force,

@@ -101,7 +101,7 @@ owners:
 	setup := func() (*Observer, *recorded, toolscache.ResourceEventHandler) {
 		rec := &recorded{}
 		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec,
-			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }, MismatchGrace: -1}
 		return o, rec, draining{o: o, ctx: t.Context(), h: o.handler(t.Context())}
 	}
 

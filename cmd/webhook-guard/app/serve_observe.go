@@ -12,8 +12,9 @@ import (
 
 // addObserver runs the observer on the leader: it decides observed changes
 // with the admission handler's CA resolver and policy code, without
-// admission's waits (observe.CADecider), and records them through the same
-// recorders, marked observed.
+// admission's waits (observe.CADecider: reads it starts run in the
+// background), and records them through the same recorders, marked
+// observed.
 func addObserver(mgr ctrl.Manager, store webhook.ConfigSource, handler *webhook.Handler, recorder webhook.Recorder, log logr.Logger) error {
 	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
