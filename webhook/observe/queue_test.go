@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -379,4 +380,37 @@ owners:
 		assert.Equal(t, policy.RuleCAMismatch, rec.decisions[0].Rule)
 		assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.Decided))
 	})
+}
+
+func Test_Observer_coalescedMergedRotation(t *testing.T) {
+	cas := [][]byte{newCA(t, "ca-0"), newCA(t, "ca-1"), newCA(t, "ca-2")}
+	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+defaultMode: audit
+owners:
+- name: app
+  match: {validating: [guarded]}
+  writers: {serviceAccounts: [app/controller]}
+  ca:
+    pem: |
+      ` + indent(cas[2]) + "\n"))
+	require.NoError(t, err)
+	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
+	bundle := func(n int) []byte { return bytes.Join(cas[:n], nil) }
+	rec := &recorded{}
+	o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec, MismatchGrace: -1,
+		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
+	h := o.handler(t.Context())
+	// A merging writer (cainjector) keeps the old CAs beside the new one;
+	// two rotations land before the worker runs, and the owner's CA is
+	// already the newest.
+	s0, s1, s2 := vwc("1", bundle(1), "cainjector", at), vwc("2", bundle(2), "cainjector", at), vwc("3", bundle(3), "cainjector", at)
+	h.OnAdd(s0, true)
+	h.OnUpdate(s0, s1)
+	h.OnUpdate(s1, s2)
+	for o.queue.Len() > 0 {
+		o.processNext(t.Context())
+	}
+	assert.Empty(t, rec.decisions, "the last write kept what its predecessor held: no CA is foreign")
+	assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.Decided))
 }
