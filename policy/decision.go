@@ -112,6 +112,8 @@ type Decision struct {
 	Observed bool `json:"observed,omitempty"`
 	// FieldManagers own the changed caBundles, for an observed change.
 	FieldManagers []FieldManager `json:"fieldManagers,omitempty"`
+	// Write is Input.Write: what the records de-duplicate on.
+	Write string `json:"-"`
 }
 
 // Allowed reports whether the request goes through.

@@ -50,6 +50,21 @@ type Input struct {
 	// event), not an admission request: who made it is unknown, so only
 	// what the object itself shows is decided (decideObserved).
 	Observed bool
+	// Write identifies the stored write the input is about, the same
+	// whether admission decided the request or the observer saw its result
+	// (WriteID), so that records count each write once; empty when unknown.
+	Write string
+}
+
+// WriteID identifies one write of a configuration: its uid and the
+// resourceVersion the write replaced (empty for a creation). Admission
+// reads both from the request's objects, the observer from the stored
+// object and the state it replaced, so the two name a write alike.
+func WriteID(uid, replacedResourceVersion string) string {
+	if uid == "" {
+		return ""
+	}
+	return uid + "/" + replacedResourceVersion
 }
 
 // CAResult is the outcome of resolving an owner's CA source.

@@ -30,9 +30,12 @@ type webhookConfiguration struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
-		Name        string            `json:"name"`
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
+		Name string `json:"name"`
+		// UID and ResourceVersion identify the write (policy.WriteID).
+		UID             string            `json:"uid"`
+		ResourceVersion string            `json:"resourceVersion"`
+		Labels          map[string]string `json:"labels"`
+		Annotations     map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Webhooks []struct {
 		Name         string `json:"name"`
@@ -232,6 +235,12 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 		in.UpdatedLabels = meta.Metadata.Labels
 	}
 	in.Webhooks, in.OldWebhooks = webhooks(obj), webhooks(old)
+	switch in.Operation {
+	case policy.OperationCreate:
+		in.Write = policy.WriteID(obj.Metadata.UID, "")
+	case policy.OperationUpdate:
+		in.Write = policy.WriteID(old.Metadata.UID, old.Metadata.ResourceVersion)
+	}
 	return in, nil
 }
 

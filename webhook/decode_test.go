@@ -45,6 +45,13 @@ func decodeInput(t *testing.T, req *admissionv1.AdmissionRequest) (*policy.Input
 	return review.Request.input()
 }
 
+// The write identity (policy.WriteID) of the fixture's objects: a creation
+// replaces nothing; an update replaces the stored object's resourceVersion.
+const (
+	writeCreated = "0c1b8d3c-0000-4000-8000-000000000001/"
+	writeUpdated = "0c1b8d3c-0000-4000-8000-000000000001/42"
+)
+
 func Test_decodeInput(t *testing.T) {
 	f := testFixtures(t)
 	groups := []string{"system:authenticated"}
@@ -215,6 +222,7 @@ func Test_decodeInput(t *testing.T) {
 				return request(t, admissionv1.Create, policy.KindValidating, koordManager, &koord, nil)
 			},
 			exp: &policy.Input{
+				Write:       writeCreated,
 				Operation:   policy.OperationCreate,
 				Kind:        policy.KindValidating,
 				Name:        "koord",
@@ -231,6 +239,7 @@ func Test_decodeInput(t *testing.T) {
 				return req
 			},
 			exp: &policy.Input{
+				Write:       writeCreated,
 				Operation:   policy.OperationCreate,
 				Kind:        policy.KindMutating,
 				Name:        "koord",
@@ -248,6 +257,7 @@ func Test_decodeInput(t *testing.T) {
 				return req
 			},
 			exp: &policy.Input{
+				Write:       writeCreated,
 				Operation:   policy.OperationCreate,
 				Kind:        policy.KindMutating,
 				Name:        "koord",
@@ -262,6 +272,7 @@ func Test_decodeInput(t *testing.T) {
 				return request(t, admissionv1.Update, policy.KindValidating, intruder, &koordRotated, &koord)
 			},
 			exp: &policy.Input{
+				Write:         writeUpdated,
 				Operation:     policy.OperationUpdate,
 				Kind:          policy.KindValidating,
 				Name:          "koord",
@@ -278,6 +289,7 @@ func Test_decodeInput(t *testing.T) {
 				return request(t, admissionv1.Update, policy.KindMutating, koordManager, &koordRotated, &koord)
 			},
 			exp: &policy.Input{
+				Write:         writeUpdated,
 				Operation:     policy.OperationUpdate,
 				Kind:          policy.KindMutating,
 				Name:          "koord",
@@ -324,6 +336,7 @@ func Test_decodeInput(t *testing.T) {
 				return req
 			},
 			exp: &policy.Input{
+				Write:       writeCreated,
 				Operation:   policy.OperationCreate,
 				Kind:        policy.KindValidating,
 				Name:        "koord",

@@ -97,6 +97,7 @@ func NewHandler(o HandlerOptions) (*Handler, error) {
 func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) (policy.Decision, admissionv1.AdmissionResponse) {
 	start := time.Now()
 	d := h.Decide(ctx, in)
+	d.Write = in.Write
 	h.Metrics.DecisionDuration.WithLabelValues(string(d.Outcome)).Observe(time.Since(start).Seconds())
 	h.observe(ctx, &d)
 	return d, Response(&d)

@@ -52,6 +52,14 @@ type Request struct {
 	Annotations map[string]string
 	// ClusterResourceNamespace holds ClusterIssuers' CA Secrets.
 	ClusterResourceNamespace string
+	// HeldOnly answers only from what the resolver already holds: a running,
+	// synced watch (watching resolvers) or a cached answer younger than
+	// MaxStale. Anything else is a SourceError with NotHeld set, at once:
+	// no watch is started, nothing is read, nothing is waited for. The
+	// observer uses it for sources the observed object names itself (an
+	// inject annotation), so a writer cannot make it start a watch and wait
+	// for its initial list per bogus annotation.
+	HeldOnly bool
 }
 
 // Result is a resolution and where it came from.
@@ -225,12 +233,22 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: "unknown"}
 	}
 	if r.watch != nil {
+		if req.HeldOnly {
+			// No grace wait either: a held answer is what the watch has now.
+			src, live = src.heldBy(r.watch), false
+		}
 		return r.resolveWatched(ctx, src, live)
 	}
 	now := r.opts.Now()
 	r.mu.Lock()
 	entry, ok := r.cache[src.key]
 	r.mu.Unlock()
+	if req.HeldOnly {
+		if ok && now.Sub(entry.readAt) < r.opts.MaxStale {
+			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Source: src.key}
+		}
+		return Result{CAResult: policy.CAResult{Resolved: true, Err: notHeld(src.key)}, Source: src.key}
+	}
 	if ok && !live && now.Sub(entry.readAt) < r.opts.TTL {
 		return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Source: src.key}
 	}
@@ -334,6 +352,22 @@ type SourceError struct {
 	InvalidData bool
 	// NotFound is true when the source object does not exist.
 	NotFound bool
+	// NotHeld is true when a HeldOnly request named a source the resolver
+	// does not hold.
+	NotHeld bool
+}
+
+// notHeld is the answer to a HeldOnly request for a source the resolver
+// does not hold.
+func notHeld(source string) error {
+	return &SourceError{Source: source, Reason: "the guard does not read this source yet (no writer's request named it); the observer does not start reading sources an observed object names", NotHeld: true}
+}
+
+// IsNotHeld reports whether err answers a HeldOnly request for a source the
+// resolver does not hold.
+func IsNotHeld(err error) bool {
+	var se *SourceError
+	return errors.As(err, &se) && se.NotHeld
 }
 
 // IsNotFound reports whether err says the source object does not exist.
@@ -350,6 +384,21 @@ func (e *SourceError) Error() string {
 type source struct {
 	key  string
 	read func(ctx context.Context, reader client.Reader) (policy.CASet, error)
+}
+
+// heldBy reads the source through w's running watches only.
+func (s source) heldBy(w *WatchReader) source {
+	read := s.read
+	s.read = func(ctx context.Context, _ client.Reader) (policy.CASet, error) {
+		// Whatever error the read wraps the miss in, a miss is a miss.
+		h := &heldReader{r: w}
+		set, err := read(ctx, h)
+		if h.missed {
+			return policy.CASet{}, notHeld(s.key)
+		}
+		return set, err
+	}
+	return s
 }
 
 func sourceOf(req Request) (source, error) {

@@ -218,6 +218,44 @@ func (r *WatchReader) Get(ctx context.Context, key client.ObjectKey, obj client.
 	if err != nil {
 		return err
 	}
+	return r.getFrom(ctx, w, k, key, obj)
+}
+
+// errNotWatched answers a heldReader's Get of an object with no running,
+// synced watch.
+var errNotWatched = errors.New("the object is not watched")
+
+// heldReader reads through a WatchReader's running, synced watches only: it
+// never starts a watch nor waits for one (Request.HeldOnly). missed is set
+// when a Get found no such watch.
+type heldReader struct {
+	r      *WatchReader
+	missed bool
+}
+
+func (h *heldReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	gvk, err := apiutil.GVKForObject(obj, h.r.client.Scheme())
+	if err != nil {
+		return err
+	}
+	k := watchKey{gvk: gvk, namespace: key.Namespace, name: key.Name}
+	h.r.mu.Lock()
+	w, ok := h.r.watches[k]
+	h.r.mu.Unlock()
+	if !ok || !w.informer.HasSynced() {
+		h.missed = true
+		return errNotWatched
+	}
+	return h.r.getFrom(ctx, w, k, key, obj)
+}
+
+func (h *heldReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("casource.heldReader serves Get only")
+}
+
+// getFrom copies the object from its watch's store, waiting up to
+// SyncTimeout for the watch's initial list.
+func (r *WatchReader) getFrom(ctx context.Context, w *objectWatch, k watchKey, key client.ObjectKey, obj client.Object) error {
 	if !w.informer.HasSynced() {
 		syncCtx, cancel := context.WithTimeout(ctx, r.opts.SyncTimeout)
 		synced := cache.WaitForCacheSync(syncCtx.Done(), w.informer.HasSynced)
@@ -241,7 +279,7 @@ func (r *WatchReader) Get(ctx context.Context, key client.ObjectKey, obj client.
 		return err
 	}
 	if !exists {
-		mapping, err := r.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := r.client.RESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
 		if err != nil {
 			return err
 		}

@@ -45,8 +45,8 @@ owners:
 	require.NoError(b, err)
 	at := time.Now()
 	o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg, fps: policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)}, Recorder: discard{},
-		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard()}
-	h := o.handler(b.Context())
+		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), MismatchGrace: -1}
+	h := draining{o: o, ctx: b.Context(), h: o.handler(b.Context())}
 	for name, bundles := range map[string][][]byte{
 		"foreign CAs, recorded":   foreign,
 		"owner's CA, allowed":     {owner, append(append([]byte{}, owner...), '\n')},

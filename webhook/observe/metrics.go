@@ -17,6 +17,12 @@ type Metrics struct {
 	// Events counts the watch events handled, by type: add | update |
 	// delete (the initial list is not counted).
 	Events *prometheus.CounterVec
+	// QueueDepth is how many configurations wait for a decision: at most
+	// one per configuration however often it is written.
+	QueueDepth prometheus.Gauge
+	// Decided counts configurations taken off the queue and decided (a
+	// burst of writes to one configuration is decided once or twice).
+	Decided prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -34,7 +40,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "webhook_guard_observer_events_total",
 			Help: "Watch events of webhook configurations the observer handled, by type (add, update, delete); the initial list is not counted.",
 		}, []string{"type"}),
+		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "webhook_guard_observer_queue_depth",
+			Help: "Webhook configurations waiting for the observer's decision (one entry per configuration, latest state wins).",
+		}),
+		Decided: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "webhook_guard_observer_decided_total",
+			Help: "Changed webhook configurations the observer took off its queue and decided, latest state against the last decided.",
+		}),
 	}
-	reg.MustRegister(m.Changes, m.Flapping, m.Events)
+	reg.MustRegister(m.Changes, m.Flapping, m.Events, m.QueueDepth, m.Decided)
 	return m
 }

@@ -20,6 +20,8 @@ type object struct {
 	webhooks []policy.Webhook
 }
 
+func (o *object) key() configKey { return configKey{kind: o.kind, name: o.meta.Name} }
+
 // objectOf reads a watched object; false for anything else.
 func objectOf(obj any) (object, bool) {
 	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {

@@ -3,15 +3,19 @@ package observe
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
 // ConfigSource gives the configuration in force (webhook.ConfigStore).
@@ -36,6 +40,17 @@ type Recorder interface {
 // Observer watches webhook configurations and records what their changes
 // break. It is a controller-runtime manager.Runnable that runs on the
 // leader only.
+//
+// The watch's event handler only notes the latest write of a configuration
+// (its new state and the state it replaced) and puts its name on a
+// workqueue (client-go's: a name queued twice is queued once); one worker
+// decides each queued configuration's latest write. However fast
+// configurations are written and however slow a decision is, the handler
+// never waits, the queue holds at most one entry per configuration, and a
+// burst of writes to one configuration is decided once, not once per write:
+// writes overtaken before the worker got to them are not judged (the last
+// one is, against its own predecessor, so that the rotation rule's "already
+// in the stored caBundle" means what it means for admission).
 type Observer struct {
 	// Kube lists and watches the webhook configurations (read-only).
 	Kube     kubernetes.Interface
@@ -46,9 +61,63 @@ type Observer struct {
 	Log      logr.Logger
 	// Now is the clock for flapping detection; time.Now when nil.
 	Now func() time.Time
+	// MismatchGrace is how long a ca-mismatch waits on the queue before it
+	// stands: the CA watch may not yet have delivered a rotation written just
+	// before the change (admission waits for it; the observer must not wait
+	// in its worker). DefaultMismatchGrace when zero; negative: no grace.
+	MismatchGrace time.Duration
 
 	flap policy.CurrentFlapDetector
+
+	queue workqueue.TypedDelayingInterface[configKey]
+	// retries counts the times a configuration's change was put back on the
+	// queue to wait for a CA source read in the background.
+	retries map[configKey]int
+	// confirming holds the configurations whose ca-mismatch is waiting out
+	// MismatchGrace on the queue.
+	confirming map[configKey]bool
+	mu         sync.Mutex
+	// latest is the newest write the watch delivered of each queued
+	// configuration; the worker takes it.
+	latest map[configKey]write
+	// decided is the last state decided of each configuration (the initial
+	// list's at the start): what the next change is judged against.
+	decided map[configKey]object
 }
+
+// configKey names one configuration.
+type configKey struct {
+	kind policy.ConfigKind
+	name string
+}
+
+// Warmer is a Decider that resolves, off the event path, the CA sources the
+// configurations of the initial list name (CADecider).
+type Warmer interface {
+	Warm(ctx context.Context, kind policy.ConfigKind, name string, labels, annotations map[string]string)
+}
+
+// maxWarm bounds the configurations Warm is called for at the start.
+const maxWarm = 64
+
+// SourceStarter is a Decider that may, instead of deciding, start reading a
+// CA source the change names in the background and ask to be called again
+// (CADecider.DecideObserved).
+type SourceStarter interface {
+	DecideObserved(ctx context.Context, in *policy.Input, mayStart bool) (policy.Decision, bool)
+}
+
+// Waiting for a source read in the background: a change is put back on the
+// queue retryAfter later, at most maxRetries times, then decided on what is
+// held.
+const (
+	retryAfter = time.Second
+	maxRetries = 5
+)
+
+// DefaultMismatchGrace is admission's wait for a rotation (casource's
+// DefaultGrace), spent on the queue instead.
+const DefaultMismatchGrace = time.Second
 
 // NeedLeaderElection is true: one replica observes, so each change is
 // recorded once however many replicas run.
@@ -60,6 +129,7 @@ func (o *Observer) Start(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithTransform(trim))
 	ctx = logf.IntoContext(ctx, o.Log)
 	handler := o.handler(ctx)
+	defer o.queue.ShutDown()
 	infs := []toolscache.SharedIndexInformer{
 		factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer(),
 		factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer(),
@@ -75,10 +145,40 @@ func (o *Observer) Start(ctx context.Context) error {
 			return errors.New("the observer's watch of " + typ.String() + " did not sync")
 		}
 	}
+	worker := make(chan struct{})
+	go func() {
+		defer close(worker)
+		for o.processNext(ctx) {
+		}
+	}()
+	if w, ok := o.Decider.(Warmer); ok {
+		go o.warm(ctx, w)
+	}
 	o.Log.Info("observing webhook configurations")
 	<-ctx.Done()
+	o.queue.ShutDown()
+	<-worker
 	o.shutdown(factory)
 	return nil
+}
+
+// warm lets the decider resolve the CA sources the initial list names.
+func (o *Observer) warm(ctx context.Context, w Warmer) {
+	o.mu.Lock()
+	baseline := make([]object, 0, min(len(o.decided), maxWarm))
+	for _, obj := range o.decided {
+		if len(baseline) == maxWarm {
+			break
+		}
+		baseline = append(baseline, obj)
+	}
+	o.mu.Unlock()
+	for _, obj := range baseline {
+		if ctx.Err() != nil {
+			return
+		}
+		w.Warm(ctx, obj.kind, obj.meta.Name, obj.meta.Labels, obj.meta.Annotations)
+	}
 }
 
 // shutdownWait bounds how long stopping waits for the informers.
@@ -103,19 +203,28 @@ func (o *Observer) shutdown(factory informers.SharedInformerFactory) {
 	}
 }
 
-// handler turns watch events into observed changes. Objects of the initial
-// list are the baseline, not changes; an update that changes no
-// resourceVersion (a relist of an unchanged object) is no change.
+// handler turns watch events into queued configurations. Objects of the
+// initial list are the baseline, not changes; an update that changes no
+// resourceVersion (a relist of an unchanged object) is no change. It never
+// blocks: it notes the latest state and queues the name.
 func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler {
+	o.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[configKey]{})
+	o.latest, o.decided, o.retries, o.confirming = map[configKey]write{}, map[configKey]object{}, map[configKey]int{}, map[configKey]bool{}
+	context.AfterFunc(ctx, o.queue.ShutDown)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			if isInInitialList {
+			cur, ok := objectOf(obj)
+			if !ok {
 				return
 			}
-			if cur, ok := objectOf(obj); ok {
-				o.Metrics.Events.WithLabelValues("add").Inc()
-				o.changed(ctx, policy.OperationCreate, nil, &cur)
+			if isInInitialList {
+				o.mu.Lock()
+				o.decided[cur.key()] = cur
+				o.mu.Unlock()
+				return
 			}
+			o.Metrics.Events.WithLabelValues("add").Inc()
+			o.enqueue(cur.key(), &cur, nil)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := objectOf(oldObj)
@@ -124,34 +233,136 @@ func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler 
 				return
 			}
 			o.Metrics.Events.WithLabelValues("update").Inc()
-			o.changed(ctx, policy.OperationUpdate, &old, &cur)
+			o.enqueue(cur.key(), &cur, &old)
 		},
 		DeleteFunc: func(obj any) {
 			if gone, ok := objectOf(obj); ok {
 				o.Metrics.Events.WithLabelValues("delete").Inc()
-				o.flapDetector().Forget(gone.kind, gone.meta.Name)
+				o.enqueue(gone.key(), nil, nil)
 			}
 		},
 	}
 }
 
+// write is one change the watch delivered: the new state (nil: deleted)
+// and the state it replaced (nil: a creation, or unknown).
+type write struct {
+	cur, old *object
+}
+
+// enqueue notes the write of cur over old as the latest of k and queues k.
+// old is also the baseline of a configuration the observer has not seen.
+func (o *Observer) enqueue(k configKey, cur, old *object) {
+	o.mu.Lock()
+	o.latest[k] = write{cur: cur, old: old}
+	if _, ok := o.decided[k]; !ok && old != nil {
+		o.decided[k] = *old
+	}
+	o.mu.Unlock()
+	o.queue.Add(k)
+	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
+}
+
+// processNext decides the next queued configuration; false once the queue
+// is shut down.
+func (o *Observer) processNext(ctx context.Context) bool {
+	k, shutdown := o.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer o.queue.Done(k)
+	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
+	o.mu.Lock()
+	w, queued := o.latest[k]
+	delete(o.latest, k)
+	cur := w.cur
+	prev, seen := o.decided[k]
+	switch {
+	case !queued:
+	case cur == nil:
+		delete(o.decided, k)
+		delete(o.retries, k)
+		delete(o.confirming, k)
+	default:
+		o.decided[k] = *cur
+	}
+	o.mu.Unlock()
+	switch {
+	case !queued:
+		return true
+	case cur == nil:
+		o.flapDetector().Forget(k.kind, k.name)
+		return true
+	case seen && prev.meta.ResourceVersion == cur.meta.ResourceVersion:
+		return true
+	}
+	var old *object
+	switch {
+	case w.old != nil && w.old.meta.UID == cur.meta.UID:
+		old = w.old // the state this write replaced
+	case seen && prev.meta.UID == cur.meta.UID:
+		old = &prev
+	case seen:
+		// Deleted and created again since the last decision: the successor
+		// starts clean.
+		o.flapDetector().Forget(k.kind, k.name)
+	}
+	if wait := o.changed(ctx, k, old, cur); wait > 0 {
+		// Waiting for a CA source read in the background, or for a rotation
+		// to reach the CA watch: put the change back, judged later against
+		// the same old state (unless a newer state arrived meanwhile, which
+		// is judged instead).
+		o.mu.Lock()
+		if seen {
+			o.decided[k] = prev
+		} else {
+			delete(o.decided, k)
+		}
+		if _, newer := o.latest[k]; !newer {
+			o.latest[k] = w
+		}
+		if !o.confirming[k] {
+			o.retries[k]++
+		}
+		o.mu.Unlock()
+		o.queue.AddAfter(k, wait)
+		return true
+	}
+	o.mu.Lock()
+	delete(o.retries, k)
+	delete(o.confirming, k)
+	o.mu.Unlock()
+	o.Metrics.Decided.Inc()
+	return true
+}
+
 // changed judges one observed change (old is nil for a creation) and
 // records what it broke. Changes that write no caBundle, and
 // configurations no single mapping owns, cost a comparison and a match.
-func (o *Observer) changed(ctx context.Context, op policy.Operation, old, cur *object) {
+// It returns how long the change should wait on the queue, having
+// recorded nothing: for a CA source the decider started reading, or, once,
+// for a ca-mismatch to stand (MismatchGrace); 0 once decided.
+func (o *Observer) changed(ctx context.Context, k configKey, old, cur *object) time.Duration {
+	op := policy.OperationUpdate
+	if old == nil {
+		op = policy.OperationCreate
+	}
 	in := &policy.Input{
 		Operation: op, Kind: cur.kind, Name: cur.meta.Name, Labels: cur.meta.Labels, Annotations: cur.meta.Annotations,
 		Webhooks: cur.webhooks, Observed: true,
 	}
 	if old != nil {
 		in.OldWebhooks = old.webhooks
+		in.Write = policy.WriteID(string(cur.meta.UID), old.meta.ResourceVersion)
+	} else {
+		in.Write = policy.WriteID(string(cur.meta.UID), "")
 	}
 	changes := policy.ChangedBundles(in)
 	if len(changes) == 0 {
-		return
+		return 0
 	}
 	if m := o.Config.Current().Match(in.Kind, in.Name, in.Labels); m.Owner == nil || len(m.Conflicting) > 0 {
-		return
+		return 0
 	}
 	names := make([]string, len(changes))
 	for i, c := range changes {
@@ -160,20 +371,74 @@ func (o *Observer) changed(ctx context.Context, op policy.Operation, old, cur *o
 	managers := caBundleManagers(cur.meta, names)
 	in.User.Username = policy.ObservedSubject(managers)
 
-	d := o.Decider.Decide(ctx, in)
-	d.FieldManagers = managers
+	var d policy.Decision
+	if starter, ok := o.Decider.(SourceStarter); ok {
+		// Only an annotation the object carried before this change may make
+		// the guard start reading a source; a writer changing both at once
+		// is decided on what is held.
+		mayStart := old != nil && sameInjectAnnotations(old, cur) && o.retryCount(k) < maxRetries
+		var decided bool
+		if d, decided = starter.DecideObserved(ctx, in, mayStart); !decided {
+			return retryAfter
+		}
+	} else {
+		d = o.Decider.Decide(ctx, in)
+	}
+	if grace := o.mismatchGrace(); grace > 0 && slices.ContainsFunc(d.Violations, func(v policy.Violation) bool {
+		return v.Rule == policy.RuleCAMismatch
+	}) && o.startConfirming(k) {
+		return grace
+	}
+	d.FieldManagers, d.Write = managers, in.Write
 	o.Metrics.Changes.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()
 	if d.Record {
 		o.Recorder.RecordDecision(ctx, &d)
 	}
 	if d.Mapping == "" {
-		return
+		return 0
 	}
 	if report, flapping := o.flapDetector().Observe(&d, o.now()); flapping {
 		report.Observed = true
 		o.Metrics.Flapping.WithLabelValues(d.Mapping).Inc()
 		o.Recorder.RecordFlapping(ctx, d.Mapping, report)
 	}
+	return 0
+}
+
+func (o *Observer) mismatchGrace() time.Duration {
+	if o.MismatchGrace == 0 {
+		return DefaultMismatchGrace
+	}
+	return o.MismatchGrace
+}
+
+// startConfirming marks k's ca-mismatch as waiting out the grace; false
+// when it already has (it stands now).
+func (o *Observer) startConfirming(k configKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.confirming[k] {
+		return false
+	}
+	o.confirming[k] = true
+	return true
+}
+
+func (o *Observer) retryCount(k configKey) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.retries[k]
+}
+
+// sameInjectAnnotations: the change leaves cert-manager's inject
+// annotations as they were.
+func sameInjectAnnotations(old, cur *object) bool {
+	for _, a := range []string{casource.AnnotationInjectCAFrom, casource.AnnotationInjectCAFromSecret} {
+		if old.meta.Annotations[a] != cur.meta.Annotations[a] {
+			return false
+		}
+	}
+	return true
 }
 
 // flapDetector returns the detector for the flapping settings in force,

@@ -101,8 +101,8 @@ owners:
 	setup := func() (*Observer, *recorded, toolscache.ResourceEventHandler) {
 		rec := &recorded{}
 		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec,
-			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
-		return o, rec, o.handler(t.Context())
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }, MismatchGrace: -1}
+		return o, rec, draining{o: o, ctx: t.Context(), h: o.handler(t.Context())}
 	}
 
 	t.Run("if the initial list holds a foreign CA, nothing is recorded: existing objects are the baseline", func(t *testing.T) {
@@ -161,6 +161,24 @@ owners:
 		assert.Len(t, rec.flapping, 1)
 	})
 }
+
+// draining is the observer's event handler followed by deciding what it
+// queued, so that a test reads the records of an event right after it.
+type draining struct {
+	o   *Observer
+	ctx context.Context
+	h   toolscache.ResourceEventHandler
+}
+
+func (d draining) drain() {
+	for d.o.queue.Len() > 0 {
+		d.o.processNext(d.ctx)
+	}
+}
+
+func (d draining) OnAdd(obj any, initial bool) { d.h.OnAdd(obj, initial); d.drain() }
+func (d draining) OnUpdate(old, cur any)       { d.h.OnUpdate(old, cur); d.drain() }
+func (d draining) OnDelete(obj any)            { d.h.OnDelete(obj); d.drain() }
 
 // indent indents a PEM for a YAML block scalar six spaces deep.
 func indent(pem []byte) string {

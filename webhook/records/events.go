@@ -98,7 +98,7 @@ func (w *EventWriter) Write(ctx context.Context, regarding runtime.Object, event
 		// The Event is gone (expired, deleted) or unwritable: start a new series.
 		w.mu.Lock()
 	}
-	s = &series{name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), count: 1, start: now}
+	s = &series{name: EventName(ref.Name, now), count: 1, start: now}
 	if len(w.series) >= maxSeries {
 		clear(w.series)
 	}
@@ -116,6 +116,13 @@ func (w *EventWriter) Write(ctx context.Context, regarding runtime.Object, event
 		Type:                eventtype,
 	}
 	return w.client.Create(ctx, ev)
+}
+
+// EventName is the name of an Event about the named configuration started
+// at now: <name>.<nanoseconds in hex>, as client-go names Events, cut and
+// hashed when the configuration's name leaves no room for the suffix.
+func EventName(configuration string, now time.Time) string {
+	return fitName(configuration, fmt.Sprintf(".%x", now.UnixNano()), configuration)
 }
 
 // patch counts one more occurrence of the series and replaces the note.

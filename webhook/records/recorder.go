@@ -193,10 +193,47 @@ func (r *Recorder) Flush(ctx context.Context) {
 				}
 				continue
 			}
-			r.opts.Log.Error(err, "writing the ClusterReport failed; its records are kept for the next flush", "report", ReportName(rk.kind, rk.name))
-			r.add(rk, failed...)
+			r.retryLater(rk, failed, err)
 		}
 	}
+}
+
+// maxWriteAttempts bounds the flushes that try to write one result: a
+// write kube-apiserver keeps refusing must not be retried (and held in
+// memory) for the rest of the process's life.
+const maxWriteAttempts = 5
+
+// retryLater keeps the results of a failed write for the next flush, unless
+// the write can never succeed (the API server found the report invalid:
+// retrying sends the same invalid object) or they failed maxWriteAttempts
+// flushes already; those are dropped and counted.
+func (r *Recorder) retryLater(rk reportKey, failed []*delta, err error) {
+	report := ReportName(rk.kind, rk.name)
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		r.abandon(failed, "invalid")
+		r.opts.Log.Error(err, "the API server refused the ClusterReport as invalid; its records are dropped", "report", report, "results", len(failed))
+		return
+	}
+	var keep []*delta
+	for _, d := range failed {
+		if d.attempts++; d.attempts >= maxWriteAttempts {
+			r.abandon([]*delta{d}, "attempts")
+			continue
+		}
+		keep = append(keep, d)
+	}
+	if len(keep) < len(failed) {
+		r.opts.Log.Error(err, "writing the ClusterReport failed too many times; records dropped", "report", report, "dropped", len(failed)-len(keep), "attempts", maxWriteAttempts)
+	}
+	if len(keep) > 0 {
+		r.opts.Log.Error(err, "writing the ClusterReport failed; its records are kept for the next flush", "report", report)
+		r.add(rk, keep...)
+	}
+}
+
+// abandon counts results given up on, by reason: invalid | attempts.
+func (r *Recorder) abandon(ds []*delta, reason string) {
+	r.opts.Metrics.AbandonedResults.WithLabelValues(reason).Add(float64(len(ds)))
 }
 
 func isNotServed(err error) bool {
@@ -390,6 +427,10 @@ type Metrics struct {
 	EventsEmitted *prometheus.CounterVec
 	// DroppedResults counts results dropped to keep reports bounded.
 	DroppedResults prometheus.Counter
+	// AbandonedResults counts results whose report could not be written, by
+	// reason: invalid (refused as invalid, never retried) | attempts (failed
+	// maxWriteAttempts flushes).
+	AbandonedResults *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg.
@@ -407,7 +448,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "webhook_guard_report_results_dropped_total",
 			Help: "Report results dropped (oldest first) to keep each ClusterReport within its bound.",
 		}),
+		AbandonedResults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhook_guard_report_results_abandoned_total",
+			Help: "Report results given up on because their ClusterReport could not be written, by reason: invalid (refused as invalid), attempts (failed too many flushes).",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.ReportWrites, m.EventsEmitted, m.DroppedResults)
+	reg.MustRegister(m.ReportWrites, m.EventsEmitted, m.DroppedResults, m.AbandonedResults)
 	return m
 }

@@ -43,6 +43,10 @@ const (
 	// AnnotationDroppedResults counts results dropped (oldest first) to keep
 	// the report under its bound.
 	AnnotationDroppedResults = "webhook-guard.io/dropped-results"
+	// AnnotationRecordedWrites lists the last writes counted in the report
+	// (hashed, space-separated, oldest first), so that a write recorded by
+	// admission on one replica and by the observer on another counts once.
+	AnnotationRecordedWrites = "webhook-guard.io/recorded-writes"
 )
 
 // Result properties. Every result carries the key properties (mapping,
@@ -109,10 +113,11 @@ const DefaultMaxResults = 100
 const maxMessageLen = 1024
 
 // ReportName is the ClusterReport name for a guarded object:
-// webhook-guard.<vwc|mwc|vap|vapb>.<name>, hashed when that is too long for
-// a name.
+// webhook-guard.<vwc|mwc|vap|vapb>.<name>, cut and hashed when that is too
+// long for a name (fitName), so every valid configuration name gives a
+// valid report name.
 func ReportName(kind policy.ConfigKind, name string) string {
-	return boundedName(Source+"."+kind.ShortName()+"."+name, name)
+	return fitName(Source+"."+kind.ShortName()+"."+name, "", name)
 }
 
 // AbsentReportName is the ClusterReport of a mapping's configurations that
@@ -125,15 +130,7 @@ func AbsentReportName(mapping string) string {
 	case PolicyGeneratedObjects:
 		return Source + ".absent.policy-objects"
 	}
-	return boundedName(Source+".absent."+mapping, mapping)
-}
-
-func boundedName(n, hashed string) string {
-	if len(n) <= 253 {
-		return n
-	}
-	sum := sha256.Sum256([]byte(hashed))
-	return n[:253-17] + "-" + hex.EncodeToString(sum[:8])
+	return fitName(Source+".absent."+mapping, "", mapping)
 }
 
 // Scope is the reference to a guarded configuration.
@@ -203,6 +200,11 @@ type delta struct {
 	distinct    int
 	window      string
 	managers    string
+	// attempts counts the flushes that failed to write it.
+	attempts int
+	// writes identify the writes counted in count (writeKey), when known:
+	// a write admission decided and the observer saw counts once.
+	writes []string
 }
 
 func (d *delta) add(o *delta) {
@@ -215,6 +217,22 @@ func (d *delta) add(o *delta) {
 	}
 	d.writers = union(d.writers, o.writers)
 	d.distinct = max(d.distinct, o.distinct)
+	d.attempts = max(d.attempts, o.attempts)
+	if room := maxDeltaWrites - len(d.writes); room > 0 {
+		d.writes = append(d.writes, o.writes[:min(room, len(o.writes))]...)
+	}
+}
+
+// maxDeltaWrites bounds the write identities one delta carries; writes past
+// it are counted without one (and so never de-duplicated).
+const maxDeltaWrites = 1024
+
+// writeKey identifies what one write did to one webhook entry (the CAs it
+// wrote there included): the unit a result counts. Hashed, so that it is
+// short and the same in every replica.
+func writeKey(write, webhook, found string) string {
+	sum := sha256.Sum256([]byte(write + "\x00" + webhook + "\x00" + found))
+	return hex.EncodeToString(sum[:8])
 }
 
 // resultOf is the OpenReports result value of a result: fail for enforce
@@ -279,10 +297,14 @@ func deltasOf(d *policy.Decision, now time.Time) []*delta {
 		origin, managers = OriginObserved, fieldManagers(d.FieldManagers)
 	}
 	base := func(rule, webhook string, found []string) *delta {
-		return &delta{
+		x := &delta{
 			key:   resultKey{Policy: pol, Rule: rule, Subject: d.Subject, Webhook: webhook, Decision: string(d.Outcome), Found: strings.Join(found, ","), Origin: origin},
 			count: 1, first: now, last: now, mode: string(d.Mode), message: truncate(d.Message()), managers: managers,
 		}
+		if d.Write != "" {
+			x.writes = []string{writeKey(d.Write, webhook, x.key.Found)}
+		}
+		return x
 	}
 	if d.Outcome == policy.OutcomeBreakGlass || len(d.Violations) == 0 {
 		return []*delta{base(string(d.Rule), "", nil)}
@@ -338,7 +360,21 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 	for i := range rep.Results {
 		index[keyOf(&rep.Results[i])] = i
 	}
+	recorded := parseRecordedWrites(rep.Annotations[AnnotationRecordedWrites])
+	// A write both admission and the observer recorded counts where
+	// admission put it: its record names the user, the observer's only the
+	// field manager.
+	deltas = slices.Clone(deltas)
+	slices.SortStableFunc(deltas, func(a, b *delta) int {
+		return strings.Compare(a.key.Origin, b.key.Origin)
+	})
+	var takeBack []string
 	for _, d := range deltas {
+		var back []string
+		if d, back = recorded.admit(d, ResultID(t.Kind, t.Name, d.key)); d == nil {
+			continue // every write it counts is counted already
+		}
+		takeBack = append(takeBack, back...)
 		k := d.key
 		if t.UID == "" {
 			k.Config = string(t.Kind) + "/" + t.Name
@@ -352,6 +388,13 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 		apply(&rep.Results[i], d, k, t)
 	}
 
+	rep.Results = takeBackObserved(rep.Results, takeBack)
+	if len(recorded.order) > 0 {
+		if rep.Annotations == nil {
+			rep.Annotations = map[string]string{}
+		}
+		rep.Annotations[AnnotationRecordedWrites] = recorded.String()
+	}
 	if over := len(rep.Results) - maxResults; over > 0 && maxResults > 0 {
 		sort.SliceStable(rep.Results, func(i, j int) bool {
 			return rep.Results[i].Properties[PropLastSeen] < rep.Results[j].Properties[PropLastSeen]
@@ -381,6 +424,29 @@ func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxRes
 		}
 	}
 	return dropped
+}
+
+// takeBackObserved decrements, once per reference, the observed result
+// whose ResultID starts with it (a write the observer counted before
+// admission's record of it arrived), and drops a result left at zero.
+func takeBackObserved(results []reportsv1alpha1.ReportResult, refs []string) []reportsv1alpha1.ReportResult {
+	if len(refs) == 0 {
+		return results
+	}
+	for _, ref := range refs {
+		for i := range results {
+			p := results[i].Properties
+			if p[PropOrigin] != OriginObserved || !strings.HasPrefix(p[PropResultID], ref) {
+				continue
+			}
+			n, _ := strconv.ParseInt(p[PropCount], 10, 64)
+			p[PropCount] = strconv.FormatInt(n-1, 10)
+			break
+		}
+	}
+	return slices.DeleteFunc(results, func(r reportsv1alpha1.ReportResult) bool {
+		return r.Properties[PropOrigin] == OriginObserved && r.Properties[PropCount] == "0"
+	})
 }
 
 func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {

@@ -11,8 +11,10 @@ import (
 )
 
 // addObserver runs the observer on the leader: it decides observed changes
-// with the admission handler's Decide (the same CA resolver and policy
-// code) and records them through the same recorders, marked observed.
+// with the admission handler's CA resolver and policy code, without
+// admission's waits (observe.CADecider: reads it starts run in the
+// background), and records them through the same recorders, marked
+// observed.
 func addObserver(mgr ctrl.Manager, store webhook.ConfigSource, handler *webhook.Handler, recorder webhook.Recorder, log logr.Logger) error {
 	kube, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
@@ -21,7 +23,7 @@ func addObserver(mgr ctrl.Manager, store webhook.ConfigSource, handler *webhook.
 	return mgr.Add(&observe.Observer{
 		Kube:     kube,
 		Config:   store,
-		Decider:  handler,
+		Decider:  &observe.CADecider{Config: store, CA: handler.CA, Fingerprints: handler.Fingerprints},
 		Recorder: recorder,
 		Metrics:  observe.NewMetrics(ctrlmetrics.Registry),
 		Log:      log,
