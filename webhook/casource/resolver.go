@@ -389,10 +389,16 @@ type source struct {
 // heldBy reads the source through w's running watches only.
 func (s source) heldBy(w *WatchReader) source {
 	read := s.read
-	s.read = func(ctx context.Context, _ client.Reader) (policy.CASet, error) {
+	s.read = func(ctx context.Context, reader client.Reader) (policy.CASet, error) {
 		// Whatever error the read wraps the miss in, a miss is a miss.
 		h := &heldReader{r: w}
 		set, err := read(ctx, h)
+		if rec, ok := reader.(*recordingReader); ok {
+			// The answer is memoized for every request: it must carry the
+			// watches it came from, or their failures would never make it
+			// stale.
+			rec.keys = append(rec.keys, h.keys...)
+		}
 		if h.missed {
 			return policy.CASet{}, notHeld(s.key)
 		}

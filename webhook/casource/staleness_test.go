@@ -386,3 +386,23 @@ func Test_Resolver_forbiddenInjectedSourceStaysItsOwn(t *testing.T) {
 		assert.False(t, res.Stale, owner)
 	}
 }
+
+// A held answer (the observer's) is memoized for admission too, so it
+// carries the watches it was read from: when one of them fails past
+// MaxStale, admission's next answer for that source is unavailable.
+func Test_Resolver_heldAnswerGoesStaleWithItsWatch(t *testing.T) {
+	const maxStale = time.Minute
+	e, _, c, w, r := newWatchingEnv(t, maxStale)
+	r.mu.Lock()
+	clear(r.cache)
+	r.mu.Unlock()
+	held := e.request("secret", nil)
+	held.HeldOnly = true
+	require.NoError(t, r.Resolve(t.Context(), held, false).Err)
+
+	health(t, w, secretKey).observe(errForbiddenSecret, c.Now())
+	c.Add(maxStale + time.Second)
+	res := r.Resolve(t.Context(), e.request("secret", nil), false)
+	require.Error(t, res.Err)
+	assert.Zero(t, res.Set.Len())
+}

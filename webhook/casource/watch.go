@@ -213,7 +213,6 @@ func (r *WatchReader) Get(ctx context.Context, key client.ObjectKey, obj client.
 	if err != nil {
 		return err
 	}
-	gvk := k.gvk
 	w, err := r.watch(ctx, k)
 	if err != nil {
 		return err
@@ -231,14 +230,16 @@ var errNotWatched = errors.New("the object is not watched")
 type heldReader struct {
 	r      *WatchReader
 	missed bool
+	// keys are the watches read, so that a held answer is as stale as
+	// they are (Resolver.readWatched memoizes it with them).
+	keys []watchKey
 }
 
 func (h *heldReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	gvk, err := apiutil.GVKForObject(obj, h.r.client.Scheme())
+	k, err := h.r.keyOf(key, obj)
 	if err != nil {
 		return err
 	}
-	k := watchKey{gvk: gvk, namespace: key.Namespace, name: key.Name}
 	h.r.mu.Lock()
 	w, ok := h.r.watches[k]
 	h.r.mu.Unlock()
@@ -246,6 +247,7 @@ func (h *heldReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 		h.missed = true
 		return errNotWatched
 	}
+	h.keys = append(h.keys, k)
 	return h.r.getFrom(ctx, w, k, key, obj)
 }
 
