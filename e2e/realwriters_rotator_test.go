@@ -319,10 +319,16 @@ func TestRealWriterRotatorStaticShape(t *testing.T) {
 	})
 }
 
+// rotatorCALead is how much longer than the lookahead the rotator's CA
+// lives in TestRealWriterRotatorRotatesBeforeExpiry: how often it rotates.
+// 3 s left the first CA too little time to reach every entry while the
+// whole suite ran in parallel on 2 cores.
+const rotatorCALead = 5 * time.Second
+
 // TestRealWriterRotatorRotatesBeforeExpiry: the rotator's own trigger, with
 // nothing forcing it. It regenerates a CA that is not valid at
-// now+lookahead; with a CA lifetime 3 s longer than the lookahead it does
-// so every 2-3 s (X.509 validity has whole seconds), found by its periodic
+// now+lookahead; with a CA lifetime rotatorCALead longer than the lookahead
+// it does so every 4-5 s (X.509 validity has whole seconds), found by its periodic
 // check (every 250 ms here, 12 h by default) or by any event of the Secret
 // or its configurations. Three rotations in a row through the static
 // shape's guard each reach every entry within 5 s of the new CA appearing
@@ -333,11 +339,12 @@ func TestRealWriterRotatorRotatesBeforeExpiry(t *testing.T) {
 	createGatekeeperConfigurations(t, env.AdminClient(t))
 	r := framework.StartRotator(t, env, framework.RotatorOptions{
 		Lookahead:              time.Hour,
-		CACertDuration:         time.Hour + 3*time.Second,
+		CACertDuration:         time.Hour + rotatorCALead,
 		RotationCheckFrequency: 250 * time.Millisecond,
 	})
-	ca := r.WaitCA(t, 10*time.Second)
-	if _, err := r.WaitInjected(t, ca, 10*time.Second); err != nil {
+	r.WaitCA(t, 10*time.Second)
+	ca, err := r.WaitInjectedCurrent(t, 10*time.Second)
+	if err != nil {
 		t.Fatalf("initial injection: %v", err)
 	}
 	for i := 1; i <= 3; i++ {

@@ -424,6 +424,27 @@ func (r *Rotator) injected(t testing.TB, ca []byte) (bool, string) {
 	return len(off) == 0, strings.Join(off, "; ")
 }
 
+// WaitInjectedCurrent polls every 10 ms until every webhooks[] entry of
+// the rotator's configurations holds the CA the Secret holds at that
+// moment, and returns that CA. A rotator whose CA lives seconds may
+// rotate again before its first CA reaches every entry; waiting for one
+// particular CA would then wait for a CA no writer will inject again.
+func (r *Rotator) WaitInjectedCurrent(t testing.TB, timeout time.Duration) ([]byte, error) {
+	t.Helper()
+	start := time.Now()
+	for {
+		ca := r.CA(t)
+		ok, off := r.injected(t, ca)
+		if ok && len(ca) > 0 {
+			return ca, nil
+		}
+		if time.Since(start) > timeout {
+			return nil, fmt.Errorf("after %s not every entry holds the Secret's current CA (%d bytes): %s", timeout, len(ca), off)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // WaitInjected polls every 10 ms until every webhooks[] entry of the
 // rotator's configurations holds exactly ca (byte for byte) and returns how
 // long that took; after timeout it returns an error naming the entries
