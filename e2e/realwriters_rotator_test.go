@@ -342,6 +342,7 @@ func TestRealWriterRotatorRotatesBeforeExpiry(t *testing.T) {
 		CACertDuration:         time.Hour + rotatorCALead,
 		RotationCheckFrequency: 250 * time.Millisecond,
 	})
+	history := recordCAHistory(t, env, r)
 	r.WaitCA(t, 10*time.Second)
 	ca, err := r.WaitInjectedCurrent(t, 10*time.Second)
 	if err != nil {
@@ -362,11 +363,18 @@ func TestRealWriterRotatorRotatesBeforeExpiry(t *testing.T) {
 	t.Logf("the rotator regenerated its CA %d times; its writes of the configurations: %d, by status code %v",
 		len(r.LogLines("refreshing CA and server certs")), len(writes), codes(writes))
 	logFailedWrites(t, writes)
-	if denied := rotatorDenials(t, env); len(denied) > 0 {
-		t.Errorf("the guard denied %d of the rotator's writes; first: %s", len(denied), denied[0].Message)
+	// The only denials allowed are of writes that would have undone the
+	// rotator's own rotation (a CA its Secret had already replaced): the
+	// guard is right to refuse those, and the rotator's retry converges.
+	stale, other := staleWrites(rotatorDenials(t, env), history)
+	if len(stale) > 0 {
+		t.Logf("the guard denied %d write(s) of a CA the rotator's Secret had already replaced (its cache behind its own rotation); first: %s", len(stale), stale[0].Message)
 	}
-	if n := env.Guard.Metric(t, "webhook_guard_decisions_total", map[string]string{"mapping": rotatorMapping, "decision": "deny"}); n > 0 {
-		t.Errorf("webhook_guard_decisions_total{mapping=%q,decision=\"deny\"} = %g; want 0", rotatorMapping, n)
+	if len(other) > 0 {
+		t.Errorf("the guard denied %d of the rotator's writes of its current CA; first: %s", len(other), other[0].Message)
+	}
+	if n := env.Guard.Metric(t, "webhook_guard_decisions_total", map[string]string{"mapping": rotatorMapping, "decision": "deny"}); n != float64(len(stale)) {
+		t.Errorf("webhook_guard_decisions_total{mapping=%q,decision=\"deny\"} = %g; want %d (the stale writes)", rotatorMapping, n, len(stale))
 	}
 }
 
