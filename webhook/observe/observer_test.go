@@ -181,6 +181,24 @@ func (d draining) OnUpdate(old, cur any)       { d.h.OnUpdate(old, cur); d.drain
 func (d draining) OnDelete(obj any)            { d.h.OnDelete(obj); d.drain() }
 
 // indent indents a PEM for a YAML block scalar six spaces deep.
+// auditConfig is the audit-mode mapping "app" of the validating
+// configurations names, written by app/controller, whose CA is ca inline.
+func auditConfig(t testing.TB, ca []byte, names ...string) *policy.Config {
+	t.Helper()
+	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+defaultMode: audit
+owners:
+- name: app
+  match: {validating: [` + strings.Join(names, ", ") + `]}
+  writers: {serviceAccounts: [app/controller]}
+  ca:
+    pem: |
+      ` + indent(ca) + "\n"))
+	require.NoError(t, err)
+	return cfg
+}
+
 func indent(pem []byte) string {
 	return strings.ReplaceAll(strings.TrimSpace(string(pem)), "\n", "\n      ")
 }

@@ -40,17 +40,7 @@ func Test_Observer_queue(t *testing.T) {
 	for i := range foreign {
 		foreign[i] = newCA(t, fmt.Sprintf("replica-%d-ca", i))
 	}
-	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-defaultMode: audit
-owners:
-- name: app
-  match: {validating: [guarded, other]}
-  writers: {serviceAccounts: [app/controller]}
-  ca:
-    pem: |
-      ` + indent(owner) + "\n"))
-	require.NoError(t, err)
+	cfg := auditConfig(t, owner, "guarded", "other")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	named := func(name, rv string, bundle []byte, manager string) any {
 		o := vwc(rv, bundle, manager, at)
@@ -221,17 +211,7 @@ func (s *startingDecider) DecideObserved(ctx context.Context, in *policy.Input, 
 func Test_Observer_waitsForASourceOffTheWorker(t *testing.T) {
 	owner := newCA(t, "owner-ca")
 	foreign := newCA(t, "foreign-ca")
-	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-defaultMode: audit
-owners:
-- name: app
-  match: {validating: [guarded]}
-  writers: {serviceAccounts: [app/controller]}
-  ca:
-    pem: |
-      ` + indent(owner) + "\n"))
-	require.NoError(t, err)
+	cfg := auditConfig(t, owner, "guarded")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	annotated := func(rv, annotation string, bundle []byte) any {
 		o := vwc(rv, bundle, "cainjector", at)
@@ -343,21 +323,7 @@ func (r *rotatingDecider) Decide(_ context.Context, in *policy.Input) policy.Dec
 
 func Test_Observer_mismatchGrace(t *testing.T) {
 	oldCA, newCA_ := newCA(t, "owner-ca-old"), newCA(t, "owner-ca-new")
-	load := func(ca []byte) *policy.Config {
-		cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-defaultMode: audit
-owners:
-- name: app
-  match: {validating: [guarded]}
-  writers: {serviceAccounts: [app/controller]}
-  ca:
-    pem: |
-      ` + indent(ca) + "\n"))
-		require.NoError(t, err)
-		return cfg
-	}
-	before, after := load(oldCA), load(newCA_)
+	before, after := auditConfig(t, oldCA, "guarded"), auditConfig(t, newCA_, "guarded")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	run := func(dec Decider) (*Observer, *recorded) {
 		rec := &recorded{}
@@ -384,17 +350,7 @@ owners:
 
 func Test_Observer_coalescedMergedRotation(t *testing.T) {
 	cas := [][]byte{newCA(t, "ca-0"), newCA(t, "ca-1"), newCA(t, "ca-2")}
-	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-defaultMode: audit
-owners:
-- name: app
-  match: {validating: [guarded]}
-  writers: {serviceAccounts: [app/controller]}
-  ca:
-    pem: |
-      ` + indent(cas[2]) + "\n"))
-	require.NoError(t, err)
+	cfg := auditConfig(t, cas[2], "guarded")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	bundle := func(n int) []byte { return bytes.Join(cas[:n], nil) }
 	rec := &recorded{}
