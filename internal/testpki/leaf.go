@@ -25,17 +25,7 @@ func (ca *CA) Issue(cn string, hosts ...string) (*Leaf, error) {
 	if len(hosts) == 0 {
 		hosts = []string{"localhost", "127.0.0.1"}
 	}
-	key, keyPEM, err := newKey(ca.keyType)
-	if err != nil {
-		return nil, fmt.Errorf("leaf %q: %w", cn, err)
-	}
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		NotBefore:   ca.Cert.NotBefore,
-		NotAfter:    ca.Cert.NotAfter,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	tmpl := ca.leafTemplate(cn, x509.ExtKeyUsageServerAuth)
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -43,9 +33,31 @@ func (ca *CA) Issue(cn string, hosts ...string) (*Leaf, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
+	return ca.issue("leaf", tmpl)
+}
+
+// leafTemplate is a certificate named cn for usage, with the CA's validity.
+func (ca *CA) leafTemplate(cn string, usage x509.ExtKeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		NotBefore:   ca.Cert.NotBefore,
+		NotAfter:    ca.Cert.NotAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}
+}
+
+// issue signs tmpl for a new key of the CA's key type; what names the
+// certificate in errors ("leaf", "client").
+func (ca *CA) issue(what string, tmpl *x509.Certificate) (*Leaf, error) {
+	cn := tmpl.Subject.CommonName
+	key, keyPEM, err := newKey(ca.keyType)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", what, cn, err)
+	}
 	cert, certPEM, err := sign(tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {
-		return nil, fmt.Errorf("sign leaf %q: %w", cn, err)
+		return nil, fmt.Errorf("sign %s %q: %w", what, cn, err)
 	}
 	return &Leaf{Cert: cert, CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
