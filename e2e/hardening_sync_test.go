@@ -177,16 +177,9 @@ func TestHardeningSyncRefusedPolicyFailsClosed(t *testing.T) {
 // once (gauge, Event), and `helm upgrade` creating it again brings every
 // generated object back.
 func TestHardeningAnchorProtected(t *testing.T) {
-	opts := policyOptions("--policy-anchor", policyAnchor)
-	opts.GuardRules = append(opts.GuardRules, rbacv1.PolicyRule{
-		APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"get"}, ResourceNames: []string{policyAnchor},
-	})
-	f := newFixture(t, opts)
+	f := newAnchoredFixture(t)
 	ctx := t.Context()
 	roles := f.env.AdminKube.RbacV1().ClusterRoles()
-	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: policyAnchor}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	framework.StartControllerManager(t, f.env.Admin, "garbagecollector")
 	waitPolicyActive(t, f)
 	framework.Eventually(t, 20*time.Second, "the anchor's policy and binding exist, anchored", func() bool {

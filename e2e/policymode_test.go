@@ -689,6 +689,22 @@ func Test_chartPolicyShapeWithChartRBAC(t *testing.T) {
 // the chart's policy-anchor.yaml creates it.
 const policyAnchor = "webhook-guard-policy-anchor"
 
+// newAnchoredFixture is a policy-shape fixture whose guard is told the
+// anchor (--policy-anchor, and get on that ClusterRole, as the chart grants),
+// with the anchor created as helm install creates it.
+func newAnchoredFixture(t *testing.T) *fixture {
+	t.Helper()
+	opts := policyOptions("--policy-anchor", policyAnchor)
+	opts.GuardRules = append(opts.GuardRules, rbacv1.PolicyRule{
+		APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"get"}, ResourceNames: []string{policyAnchor},
+	})
+	f := newFixture(t, opts)
+	if _, err := f.env.AdminKube.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: policyAnchor}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestPolicyModeSafe shows that the policy shape can deny nothing but what
 // its mappings decide, whatever happens to the guard: label-selected
 // deletecollections and generateName CREATEs are decided like any request;
@@ -700,16 +716,9 @@ const policyAnchor = "webhook-guard-policy-anchor"
 // is admitted. kube-controller-manager runs its garbage collector and
 // namespace controller, as in any cluster.
 func TestPolicyModeSafe(t *testing.T) {
-	opts := policyOptions("--policy-anchor", policyAnchor)
-	opts.GuardRules = append(opts.GuardRules, rbacv1.PolicyRule{
-		APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"get"}, ResourceNames: []string{policyAnchor},
-	})
-	f := newFixture(t, opts)
+	f := newAnchoredFixture(t)
 	ctx := t.Context()
 	roles := f.env.AdminKube.RbacV1().ClusterRoles()
-	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: policyAnchor}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	framework.StartControllerManager(t, f.env.Admin, "garbagecollector", "namespace")
 	waitPolicyActive(t, f)
 	// Two policies and two bindings per mapping, and the anchor's own pair.
