@@ -1,14 +1,18 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+)
 
 // The annotations cert-manager's cainjector fills a configuration's
 // caBundles from, and that the guard can resolve the injected CA from
 // (webhook/casource). The generated policy (policy/vap) checks the same
 // ones, so both shapes agree on when a fill is coming.
 const (
-	AnnotationInjectCAFrom       = "cert-manager.io/inject-ca-from"
-	AnnotationInjectCAFromSecret = "cert-manager.io/inject-ca-from-secret" //nolint:gosec // an annotation name, not a credential
+	AnnotationInjectCAFrom       = cmapi.WantInjectAnnotation
+	AnnotationInjectCAFromSecret = cmapi.WantInjectFromSecretAnnotation
 )
 
 // FillComing reports whether cainjector will fill the empty caBundles of a

@@ -3,15 +3,17 @@ package casource
 import (
 	"fmt"
 
-	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/webhook-guard/webhook-guard/policy"
 )
 
-// Annotations cert-manager's cainjector reads on webhook configurations.
+// Annotations cert-manager's cainjector reads on webhook configurations
+// (the decision's, so both name the same ones).
 const (
-	AnnotationInjectCAFrom       = cmapi.WantInjectAnnotation
-	AnnotationInjectCAFromSecret = cmapi.WantInjectFromSecretAnnotation
+	AnnotationInjectCAFrom       = policy.AnnotationInjectCAFrom
+	AnnotationInjectCAFromSecret = policy.AnnotationInjectCAFromSecret
 )
 
 // Keys of a cert-manager TLS Secret.
