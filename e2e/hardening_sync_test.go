@@ -127,9 +127,12 @@ func TestHardeningSyncRefusedPolicyFailsClosed(t *testing.T) {
 	t.Run("the owner's caBundle change is denied ca-unavailable, naming the refusal", func(t *testing.T) {
 		other := framework.NewCA(t, "any-new-ca").PEM
 		var err error
+		// Until kube-apiserver has the fail-closed policy, it may still
+		// enforce the one written while the Secret did not exist yet (its
+		// denial names the missing Secret): wait for the refusal's.
 		framework.Eventually(t, 20*time.Second, "kube-apiserver enforces the fail-closed policy", func() bool {
 			_, err = f.owner.SetCABundle(ctx, framework.Validating, bigName, other)
-			return err != nil && strings.Contains(err.Error(), "ca-unavailable")
+			return err != nil && strings.Contains(err.Error(), "kube-apiserver refused the mapping's generated policy")
 		})
 		requirePolicyDenied(t, err, vap.PolicyName(bigMapping), "ca-unavailable", "kube-apiserver refused the mapping's generated policy", "code point size exceeds limit")
 		if _, err := f.owner.SetCABundle(ctx, framework.Validating, bigName, bigPEM); err == nil || !strings.Contains(err.Error(), "ca-unavailable") {
