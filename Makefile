@@ -4,6 +4,8 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 VERSION := $(shell cat VERSION)
+# The commands whose output has golden files (testdata/*.golden).
+GOLDEN_PKGS := ./cmd/webhook-guard/check/ ./cmd/webhook-guard/render/ ./cmd/webhook-guard/review/
 LDFLAGS := -s -w -X github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app.Version=$(VERSION)
 BIN := $(CURDIR)/bin
 # Fuzzing budget per target (`make fuzz`); raise it for a longer local run.
@@ -118,7 +120,7 @@ test: tools build image ## Run every suite: unit, check goldens, chart, e2e agai
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane needed).
-	go test -race -count=1 ./policy/... ./webhook/... ./cmd/...
+	go test -race -count=1 ./policy/... ./webhook/... ./cmd/... ./internal/...
 
 .PHONY: test-e2e
 test-e2e: tools build image ## Run the e2e suite against a real kube-apiserver and etcd.
@@ -163,7 +165,7 @@ vulncheck: ## govulncheck against the Go vulnerability database from the golang.
 
 .PHONY: verify
 verify: lint ## lint, and check that generated files are current.
-	go test ./cmd/webhook-guard/app/ ./charts/ -count=1
+	go test $(GOLDEN_PKGS) ./charts/ -count=1
 
 .PHONY: demo
 demo: tools build ## Start etcd, kube-apiserver and the guard on loopback and walk through what it does.
@@ -171,7 +173,7 @@ demo: tools build ## Start etcd, kube-apiserver and the guard on loopback and wa
 
 .PHONY: update-golden
 update-golden: ## Rewrite golden files and the chart README's values reference after an intended change.
-	go test ./cmd/webhook-guard/app/ -update
+	go test $(GOLDEN_PKGS) -update
 	go test ./charts/ -update
 	go run ./hack/valuesdoc
 

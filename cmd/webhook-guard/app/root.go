@@ -1,14 +1,23 @@
-// Package app holds webhook-guard's commands.
+// Package app is webhook-guard's root command: it wires the commands,
+// each in its own package beside this one, under one cobra root.
 package app
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/check"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/discover"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/render"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/review"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/scan"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/serve"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/test"
 )
 
 // Version is set at build time from the VERSION file.
@@ -16,45 +25,17 @@ var Version = "dev"
 
 // Exit codes shared by the offline commands, so pipelines can gate on them.
 const (
-	ExitAllowed = 0
-	ExitDenied  = 1
-	ExitInvalid = 2
+	ExitAllowed = cmdutil.ExitAllowed
+	ExitDenied  = cmdutil.ExitDenied
+	ExitInvalid = cmdutil.ExitInvalid
 )
 
-// exitError carries an exit code out of a command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
-
-func invalid(format string, args ...any) error {
-	return &exitError{code: ExitInvalid, err: fmt.Errorf(format, args...)}
-}
+// LeaderElectionID names the Lease serve's replicas compete for.
+const LeaderElectionID = serve.LeaderElectionID
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	cmd := NewCommand(stdout, stderr)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if err == nil {
-		return 0
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "error:", ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintln(stderr, "error:", err)
-	return ExitInvalid
+	return cmdutil.Execute(NewCommand(stdout, stderr), args, stderr)
 }
 
 // NewCommand builds the root command, named after how it was invoked.
@@ -90,7 +71,7 @@ objects: the guard is reached through a static webhook manifest
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCommand(), newCheckCommand(), newRenderCommand(), newReviewCommand(), newScanCommand(), newDiscoverCommand(), newTestCommand(), newVersionCommand())
+	root.AddCommand(serve.NewCommand(Version), check.NewCommand(), render.NewCommand(), review.NewCommand(), scan.NewCommand(), discover.NewCommand(), test.NewCommand(), newVersionCommand())
 	return root
 }
 

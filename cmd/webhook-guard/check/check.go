@@ -1,0 +1,131 @@
+// Package check is `webhook-guard check`: one AdmissionReview decided
+// offline by the server's own handler.
+package check
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/internal/offline"
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook"
+)
+
+// Options are check's flags.
+type Options struct {
+	Source      cmdutil.ConfigSource
+	ReviewPath  string
+	ObjectsPath string
+	// Output is table (a summary), json or yaml.
+	Output string
+	// GuardServiceAccount is serve's --policy-guard-service-account.
+	GuardServiceAccount string
+
+	// admissionPolicyWriter is GuardServiceAccount's username.
+	admissionPolicyWriter string
+}
+
+// NewCommand is `webhook-guard check`.
+func NewCommand() *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "check --config guard.yaml|--values values.yaml --review review.json [--objects objects.yaml] [-o table|json|yaml]",
+		Short: "Evaluate one AdmissionReview offline against a GuardConfig",
+		Long: `Evaluate one AdmissionReview (JSON or YAML) against a GuardConfig, without a
+cluster, through the same decoder and decision as 'serve'. CA sources
+resolve against the Secrets, ConfigMaps and cert-manager objects in
+--objects; one that cannot be read (missing, or holding garbage) is decided
+as the server decides it: caBundle changes are denied (ca-unavailable).
+
+Exit codes: 0 allowed (audit warnings included), 1 denied, 2 invalid input
+(a malformed review, config or objects file; -o json still prints the
+server's 400 answer).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			o.Complete()
+			return o.Run(cmd, cmd.OutOrStdout())
+		},
+	}
+	o.Source.AddFileFlags(cmd, " (this or --values is required)")
+	cmd.Flags().StringVar(&o.ReviewPath, "review", "", "AdmissionReview file, JSON or YAML (required).")
+	cmd.Flags().StringVar(&o.ObjectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, Certificates, Issuers and ClusterIssuers that CA sources resolve against.")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", cmdutil.OutputTable, "Output: table (a summary), json or yaml (the AdmissionReview with its response), the vocabulary of scan and review.")
+	cmd.Flags().StringVar(&o.GuardServiceAccount, "policy-guard-service-account", "", "As serve's flag: the guard's own service account (namespace/name), the one writer besides break-glass of policy mode's generated objects.")
+	return cmd
+}
+
+// Validate checks the flags that need no file read.
+func (o *Options) Validate() error {
+	if o.ReviewPath == "" {
+		return cmdutil.Invalid("--review is required")
+	}
+	return cmdutil.ValidateStructured(o.Output)
+}
+
+// Complete derives the guard's username from its service account; a
+// malformed one is reported by Run, after the GuardConfig, as it always
+// was.
+func (o *Options) Complete() {
+	if _, _, ok := policy.SplitServiceAccount(o.GuardServiceAccount); ok {
+		o.admissionPolicyWriter = policy.ServiceAccountUsername(o.GuardServiceAccount)
+	}
+}
+
+// Run decides the review and prints the summary or the answer; a denial
+// exits 1, a review the server rejects before deciding exits 2.
+func (o *Options) Run(cmd *cobra.Command, out io.Writer) error {
+	ctx := cmd.Context()
+	cfg, err := o.Source.LoadRequired(ctx)
+	if err != nil {
+		return err
+	}
+	body, err := offline.ReadReview(o.ReviewPath)
+	if err != nil {
+		return cmdutil.Invalid("review %s: %v", o.ReviewPath, err)
+	}
+	scheme, err := webhook.NewScheme()
+	if err != nil {
+		return err
+	}
+	objects, err := offline.LoadObjects(scheme, o.ObjectsPath)
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	if sa := o.GuardServiceAccount; sa != "" && o.admissionPolicyWriter == "" {
+		return cmdutil.Invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)
+	}
+	h, err := offline.NewHandler(cfg, objects, o.admissionPolicyWriter)
+	if err != nil {
+		return err
+	}
+	v := h.Review(ctx, body)
+
+	if o.Output != cmdutil.OutputTable {
+		if err := cmdutil.PrintStructured(out, o.Output, reviewAnswer{APIVersion: v.APIVersion, Kind: "AdmissionReview", Response: v.Response}); err != nil {
+			return err
+		}
+	} else if v.Decision != nil {
+		printSummary(out, v.Decision)
+	}
+	switch {
+	case v.Decision == nil:
+		// Rejected before a decision: the review is malformed.
+		return cmdutil.Invalid("review %s: %s", o.ReviewPath, v.Response.Result.Message)
+	case !v.Decision.Allowed():
+		return cmdutil.Denied()
+	}
+	return nil
+}
+
+// reviewAnswer is the AdmissionReview check prints, as the server answers.
+type reviewAnswer struct {
+	APIVersion string                         `json:"apiVersion"`
+	Kind       string                         `json:"kind"`
+	Response   *admissionv1.AdmissionResponse `json:"response"`
+}

@@ -1,0 +1,122 @@
+// Package discover is `webhook-guard discover`: owner mappings proposed
+// from the live cluster, read-only.
+package discover
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/internal/discover"
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// Options are discover's flags.
+type Options struct {
+	Kube *cmdutil.KubeFlags
+	// Format is values or config.
+	Format string
+	// CAInjector is cainjector's service account, namespace/name; empty
+	// is cert-manager's default.
+	CAInjector string
+
+	// Client reads the cluster; Complete builds it from Kube.
+	Client client.Client
+}
+
+// NewCommand is `webhook-guard discover`.
+func NewCommand() *cobra.Command {
+	o := &Options{Kube: cmdutil.NewKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "discover [--format values|config]",
+		Short: "Propose owner mappings from the live cluster (read-only)",
+		Long: `Read the cluster's webhook configurations and what surrounds them, and
+propose owner mappings in audit mode, one per owning controller:
+
+  writer:    clientConfig.service -> the Service's selector -> the Deployment,
+             StatefulSet or DaemonSet it selects -> its serviceAccountName;
+  CA source: a cert-manager.io/inject-ca-from(-secret) annotation
+             (injectedByCertManager), otherwise the Secret or ConfigMap key
+             holding every certificate of the current caBundle, preferring one
+             the workload mounts; a cert-manager Certificate's Secret becomes a
+             certificate source.
+
+Every mapping carries its evidence as comments; configurations it could not
+decide are listed in comments with the reason and are left unmapped. The
+output is Helm values (--format values: config.defaultMode and config.owners,
+for helm install -f) or a GuardConfig file (--format config).
+
+It only lists: webhook configurations, namespaces, services, endpointslices,
+deployments, statefulsets, daemonsets, secrets, configmaps and cert-manager
+certificates (the chart renders this ClusterRole with discoverRBAC.create).
+
+Exit codes: 0 a proposal was printed (undecided configurations included),
+2 invalid flags or the cluster could not be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	o.Kube.AddFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.Format, "format", string(discover.FormatValues), "Proposal format: values (Helm values, config.owners) or config (a GuardConfig file).")
+	cmd.Flags().StringVar(&o.CAInjector, "cainjector-service-account", "", "cert-manager cainjector's service account, namespace/name (default "+policy.DefaultCAInjectorServiceAccount+"); written to certManager.caInjectorServiceAccount when it differs.")
+	return cmd
+}
+
+// Validate checks --format and --cainjector-service-account.
+func (o *Options) Validate() error {
+	if o.Format != string(discover.FormatValues) && o.Format != string(discover.FormatConfig) {
+		return cmdutil.Invalid("--format must be values or config, got %q", o.Format)
+	}
+	if o.CAInjector != "" {
+		if err := validServiceAccount(o.CAInjector); err != nil {
+			return cmdutil.Invalid("--cainjector-service-account: %v", err)
+		}
+	}
+	return nil
+}
+
+// Complete defaults cainjector's service account and builds the client.
+func (o *Options) Complete() error {
+	if o.CAInjector == "" {
+		o.CAInjector = policy.DefaultCAInjectorServiceAccount
+	}
+	return o.Kube.CompleteClient(&o.Client)
+}
+
+func validServiceAccount(sa string) error {
+	ns, name, ok := strings.Cut(sa, "/")
+	if !ok {
+		return fmt.Errorf("want namespace/name, got %q", sa)
+	}
+	for _, msg := range append(validation.IsDNS1123Label(ns), validation.IsDNS1123Subdomain(name)...) {
+		return fmt.Errorf("%q: %s", sa, msg)
+	}
+	return nil
+}
+
+// Run gathers the evidence and prints the proposal.
+func (o *Options) Run(ctx context.Context, out io.Writer) error {
+	configs, cluster, err := discover.Gather(ctx, o.Client, o.CAInjector)
+	if err != nil {
+		return &cmdutil.ExitError{Code: cmdutil.ExitInvalid, Err: err}
+	}
+	b, err := discover.Render(discover.Propose(configs, cluster), discover.Format(o.Format), o.CAInjector)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(b)
+	return err
+}

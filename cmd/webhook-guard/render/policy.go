@@ -1,0 +1,126 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/internal/offline"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/policysync"
+)
+
+// PolicyOptions are the flags of render policy.
+type PolicyOptions struct {
+	Source      cmdutil.ConfigSource
+	ObjectsPath string
+	// CAParams makes policies whose CA is a Secret key read that Secret as
+	// their param.
+	CAParams bool
+}
+
+// NewPolicyCommand is `render policy`.
+func NewPolicyCommand() *cobra.Command {
+	o := &PolicyOptions{}
+	cmd := &cobra.Command{
+		Use:   "policy --config guard.yaml|--values values.yaml [--objects objects.yaml]",
+		Short: "Render the ValidatingAdmissionPolicies and bindings of policy mode",
+		Long: `Policy mode enforces the owner mappings with CEL inside kube-apiserver, for
+clusters whose control plane can't load the static webhook (managed
+clusters): ValidatingAdmissionPolicy is evaluated for webhook configuration
+objects, API-registered webhooks are not.
+
+This prints, per mapping, a ValidatingAdmissionPolicy (not-owner and
+ca-mismatch, with the owner's CA bytes in the policy itself) and its binding
+(Deny in enforce, Warn+Audit in audit). CA sources resolve against
+--objects, as 'check' does. 'serve --policy-mode' keeps the
+same objects in step with the cluster; apply this output only to try policy
+mode or where the guard does not run.
+
+CEL cannot parse PEM: a changed caBundle must be the owner's CA exactly as its
+source holds it, or the stored caBundle followed by it (cainjector's merge). With
+--ca-params, a policy whose CA is a Secret key reads that Secret as its param,
+so that a rotation reaches kube-apiserver as it reaches the writer; whoever
+applies such a policy must be allowed to get every Secret. See docs/rotation.md
+and docs/concepts.md (the two shapes) for what the webhook enforces that this
+mode cannot.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	o.Source.AddFileFlags(cmd, " (this or --values is required)")
+	f.BoolVar(&o.CAParams, "ca-params", false, "Policies whose CA is a Secret key read that Secret as their param (applying them needs get on every Secret).")
+	f.StringVar(&o.ObjectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, cert-manager objects (and webhook configurations, for injectedByCertManager) that CA sources resolve against.")
+	return cmd
+}
+
+// Run resolves the CAs against --objects and prints the policies and
+// bindings; a CA that does not resolve is a warning on errOut.
+func (o *PolicyOptions) Run(ctx context.Context, out, errOut io.Writer) error {
+	cfg, err := o.Source.LoadRequired(ctx)
+	if err != nil {
+		return err
+	}
+	scheme, err := webhook.NewScheme()
+	if err != nil {
+		return err
+	}
+	objects, err := offline.LoadObjects(scheme, o.ObjectsPath)
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects)
+	if !o.CAParams {
+		res.DropParams()
+	}
+	for _, owner := range cfg.Spec.Owners {
+		if ca := res.CAs[owner.Name]; ca.Err != "" {
+			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its policy holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)
+		}
+	}
+	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs})
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	// Apply order: policies first, so that no binding points at a missing
+	// policy.
+	var docs []runtime.Object
+	for _, p := range objs.Policies {
+		docs = append(docs, p)
+	}
+	for _, b := range objs.Bindings {
+		docs = append(docs, b)
+	}
+	fmt.Fprintf(out, "# webhook-guard policy mode, generated from %s: %d mapping(s)\n", o.Source.Name(), len(cfg.Spec.Owners))
+	for _, d := range docs {
+		b, err := marshalClean(d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "---\n%s", b)
+	}
+	return nil
+}
+
+// marshalClean prints an object without the empty creationTimestamp and
+// status a typed object carries.
+func marshalClean(obj runtime.Object) ([]byte, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	if md, ok := u["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	delete(u, "status")
+	return yaml.Marshal(u)
+}

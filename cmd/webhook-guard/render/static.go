@@ -1,0 +1,314 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/static"
+	"github.com/webhook-guard/webhook-guard/webhook"
+)
+
+// The files --output-dir holds: DIR/admission-configuration.yaml, and the
+// manifest in DIR/static, named after the configuration it holds.
+const (
+	StaticConfigName = static.ConfigName
+	staticFileName   = StaticConfigName + ".yaml"
+	// AdmissionFileName is the AdmissionConfiguration's file in --output-dir.
+	AdmissionFileName = "admission-configuration.yaml"
+)
+
+// StaticOptions are the flags of render static-manifest.
+type StaticOptions struct {
+	url                string
+	caFile             string
+	source             cmdutil.ConfigSource
+	failurePolicy      string
+	timeoutSeconds     int32
+	outputDir          string
+	staticManifestsDir string
+	watch              bool
+	watchInterval      time.Duration
+	guardSA            string
+	// clientCertFile and clientKeyFile are the client certificate and key
+	// kube-apiserver presents to the guard (serve --client-ca-file), as
+	// kube-apiserver sees them; with them a kubeconfig is written next to
+	// the AdmissionConfiguration, which names it.
+	clientCertFile, clientKeyFile string
+}
+
+// NewStaticCommand is `render static-manifest`.
+func NewStaticCommand() *cobra.Command {
+	o := &StaticOptions{}
+	cmd := &cobra.Command{
+		Use:   "static-manifest --url https://127.0.0.1:9443/validate --ca-file ca.crt [--config guard.yaml] [--output-dir DIR]",
+		Short: "Render the static ValidatingWebhookConfiguration and the AdmissionConfiguration that loads it",
+		Long: `kube-apiserver never calls API-registered webhooks for webhook configuration
+objects, but it does call static webhooks: a ValidatingWebhookConfiguration
+file named *.static.k8s.io in the staticManifestsDir of the
+ValidatingAdmissionWebhook plugin (Kubernetes 1.37 beta, on by default; 1.36
+alpha behind the ManifestBasedAdmissionControlConfig gate).
+
+This renders that file and the AdmissionConfiguration for
+--admission-control-config-file. With --output-dir it writes
+DIR/admission-configuration.yaml and DIR/static/` + staticFileName + ` (atomically);
+otherwise it prints both. With --watch it re-renders whenever the CA file
+changes, so the manifest follows the guard's certificate renewals.
+
+failurePolicy Fail (the default) rejects writes to webhook configurations
+while the guard is unreachable. Break-glass subjects from --config are sent
+to a second webhook entry with failurePolicy Ignore (matchConditions, CEL
+evaluated inside kube-apiserver): while the guard is up their writes are
+warned about and recorded, while it is down they pass, so an administrator
+is never locked out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return cmdutil.Invalid("%v", err)
+			}
+			if err := o.Validate(); err != nil {
+				return cmdutil.Invalid("%v", err)
+			}
+			return o.Run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", "https://127.0.0.1:9443"+webhook.Path, "URL kube-apiserver calls; https, reachable from the apiserver (loopback for the static shape).")
+	f.StringVar(&o.caFile, "ca-file", "", "PEM CA that signed the guard's serving certificate (ca.crt of its cert-manager Secret). Required.")
+	o.source.AddFileFlags(cmd, " whose breakGlass subjects are exempted by matchConditions")
+	f.StringVar(&o.failurePolicy, "failure-policy", "Fail", "Fail: writes to webhook configurations are rejected while the guard is down (break-glass excepted). Ignore: they pass unguarded.")
+	f.Int32Var(&o.timeoutSeconds, "timeout-seconds", 5, "How long kube-apiserver waits for the guard (1-30).")
+	f.StringVar(&o.outputDir, "output-dir", "", "Write the files here instead of printing them.")
+	f.StringVar(&o.staticManifestsDir, "static-manifests-dir", "", "staticManifestsDir written into the AdmissionConfiguration, as kube-apiserver sees it (default: OUTPUT-DIR/static).")
+	f.BoolVar(&o.watch, "watch", false, "Keep running and re-render when the CA file or config changes (requires --output-dir).")
+	f.DurationVar(&o.watchInterval, "watch-interval", 5*time.Second, "How often --watch checks the inputs.")
+	f.StringVar(&o.clientCertFile, "client-cert-file", "", "Client certificate kube-apiserver presents to the guard (absolute, as kube-apiserver sees it; the guard verifies it with serve --client-ca-file). Writes "+static.KubeconfigFileName+" next to the AdmissionConfiguration, which names it. Requires --client-key-file.")
+	f.StringVar(&o.clientKeyFile, "client-key-file", "", "Key of --client-cert-file (absolute, as kube-apiserver sees it).")
+	f.StringVar(&o.guardSA, "guard-service-account", "", "The guard's service account (namespace/name). When set, the static webhook also receives writes of policy mode's generated ValidatingAdmissionPolicies and bindings by anyone else (VAP objects are exempt from VAP, not from static webhooks), and the guard denies them.")
+	return cmd
+}
+
+// Complete defaults --static-manifests-dir to OUTPUT-DIR/static, made
+// absolute.
+func (o *StaticOptions) Complete() error {
+	if o.outputDir != "" && o.staticManifestsDir == "" {
+		abs, err := filepath.Abs(filepath.Join(o.outputDir, "static"))
+		if err != nil {
+			return err
+		}
+		o.staticManifestsDir = abs
+	}
+	return nil
+}
+
+// Validate checks the flags; errors name the flag.
+func (o *StaticOptions) Validate() error {
+	if o.caFile == "" {
+		return fmt.Errorf("--ca-file is required: the CA of the guard's serving certificate")
+	}
+	if len(o.url) < 8 || o.url[:8] != "https://" {
+		return fmt.Errorf("--url must be an https URL, got %q", o.url)
+	}
+	if o.failurePolicy != "Fail" && o.failurePolicy != "Ignore" {
+		return fmt.Errorf("--failure-policy must be Fail or Ignore, got %q", o.failurePolicy)
+	}
+	if o.timeoutSeconds < 1 || o.timeoutSeconds > 30 {
+		return fmt.Errorf("--timeout-seconds must be in 1..30, got %d", o.timeoutSeconds)
+	}
+	if o.watch && o.outputDir == "" {
+		return fmt.Errorf("--watch requires --output-dir")
+	}
+	if sa := o.guardSA; sa != "" {
+		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
+			return fmt.Errorf("--guard-service-account must be \"namespace/name\", got %q", sa)
+		}
+	}
+	if o.staticManifestsDir != "" && !filepath.IsAbs(o.staticManifestsDir) {
+		return fmt.Errorf("--static-manifests-dir must be absolute (kube-apiserver requires it), got %q", o.staticManifestsDir)
+	}
+	if (o.clientCertFile == "") != (o.clientKeyFile == "") {
+		return fmt.Errorf("--client-cert-file and --client-key-file go together: kube-apiserver needs both to present the certificate")
+	}
+	for _, f := range []struct{ flag, path string }{{"--client-cert-file", o.clientCertFile}, {"--client-key-file", o.clientKeyFile}} {
+		if f.path != "" && !filepath.IsAbs(f.path) {
+			return fmt.Errorf("%s must be absolute (kube-apiserver reads it), got %q", f.flag, f.path)
+		}
+	}
+	return nil
+}
+
+// Run prints or writes the files once, or, with --watch, until
+// interrupted.
+func (o *StaticOptions) Run(cmd *cobra.Command) error {
+	if !o.watch {
+		return o.renderOnce(cmd.OutOrStdout())
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return o.watchAndRender(ctx, cmd.ErrOrStderr())
+}
+
+// kubeconfigPath is where kube-apiserver finds the kubeconfig: next to the
+// AdmissionConfiguration, the parent of staticManifestsDir.
+func (o *StaticOptions) kubeconfigPath() string {
+	if o.clientCertFile == "" {
+		return ""
+	}
+	dir := o.staticManifestsDir
+	if dir == "" {
+		dir = DefaultStaticManifestsDir
+	}
+	return filepath.Join(filepath.Dir(filepath.Clean(dir)), static.KubeconfigFileName)
+}
+
+// kubeconfig is the kubeconfig naming the client certificate, or nil.
+func (o *StaticOptions) kubeconfig() ([]byte, error) {
+	if o.clientCertFile == "" {
+		return nil, nil
+	}
+	return static.WebhookKubeconfig(o.url, o.clientCertFile, o.clientKeyFile)
+}
+
+// render reads the inputs and generates both documents.
+func (o *StaticOptions) render() (manifest, admission []byte, err error) {
+	ca, err := os.ReadFile(o.caFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	// Checked here as well as in policy/static, to name the flag and the
+	// file rather than the generator's input field.
+	if _, err := policy.ParseBundle(ca); err != nil {
+		return nil, nil, fmt.Errorf("--ca-file %s: the data %w", o.caFile, err)
+	}
+	in := static.Input{
+		URL:                 o.url,
+		CABundle:            ca,
+		FailurePolicy:       admissionregistrationv1.FailurePolicyType(o.failurePolicy),
+		TimeoutSeconds:      o.timeoutSeconds,
+		GuardServiceAccount: o.guardSA,
+	}
+	cfg, err := o.source.Load(context.Background(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg != nil {
+		in.BreakGlass = cfg.Spec.BreakGlass
+	}
+	manifest, err = static.Manifest(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := o.staticManifestsDir
+	if dir == "" {
+		dir = DefaultStaticManifestsDir
+	}
+	admission, err = static.AdmissionConfigurationWithKubeconfig(dir, o.kubeconfigPath())
+	return manifest, admission, err
+}
+
+func (o *StaticOptions) renderOnce(out io.Writer) error {
+	manifest, admission, err := o.render()
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	kubeconfig, err := o.kubeconfig()
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	if o.outputDir == "" {
+		_, err := fmt.Fprintf(out, "# %s: pass its path to kube-apiserver --admission-control-config-file\n%s---\n# %s: place in the staticManifestsDir\n%s",
+			AdmissionFileName, admission, staticFileName, manifest)
+		if err == nil && kubeconfig != nil {
+			_, err = fmt.Fprintf(out, "---\n# %s: place at %s\n%s", static.KubeconfigFileName, o.kubeconfigPath(), kubeconfig)
+		}
+		return err
+	}
+	if kubeconfig != nil {
+		if err := writeAtomic(filepath.Join(o.outputDir, static.KubeconfigFileName), kubeconfig); err != nil {
+			return err
+		}
+	}
+	if err := writeAtomic(filepath.Join(o.outputDir, AdmissionFileName), admission); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), manifest)
+}
+
+// watchAndRender re-renders when an input changes. The static manifest is
+// replaced by rename, which kube-apiserver picks up within ~0.1 s; a render
+// that fails leaves the previous file in place.
+func (o *StaticOptions) watchAndRender(ctx context.Context, log io.Writer) error {
+	// The kubeconfig holds only the flags' paths: written once.
+	kubeconfig, err := o.kubeconfig()
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	if kubeconfig != nil {
+		if err := writeAtomic(filepath.Join(o.outputDir, static.KubeconfigFileName), kubeconfig); err != nil {
+			return err
+		}
+	}
+	var last []byte
+	tick := time.NewTicker(o.watchInterval)
+	defer tick.Stop()
+	for {
+		manifest, admission, err := o.render()
+		switch {
+		case err != nil:
+			fmt.Fprintf(log, "render failed, keeping the previous files: %v\n", err)
+		case !bytes.Equal(manifest, last):
+			if err := writeAtomic(filepath.Join(o.outputDir, AdmissionFileName), admission); err != nil {
+				fmt.Fprintf(log, "write failed: %v\n", err)
+				break
+			}
+			if err := writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), manifest); err != nil {
+				fmt.Fprintf(log, "write failed: %v\n", err)
+				break
+			}
+			last = manifest
+			fmt.Fprintf(log, "rendered %s\n", filepath.Join(o.outputDir, "static", staticFileName))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// writeAtomic writes via a temporary file and rename, so a reader (the
+// apiserver's file watcher) never sees a half-written file.
+func writeAtomic(path string, data []byte) error {
+	// kube-apiserver (often another user than this process) must read the
+	// manifest; it holds only a URL and a public CA certificate.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // see above
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename; cleans up on error
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil { //nolint:gosec // readable by kube-apiserver, see above
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,84 @@
+// Package test is `webhook-guard test`: declarative suites of reviews and
+// expected verdicts, for CI.
+package test
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/internal/testsuite"
+)
+
+// Options are test's flags and argument.
+type Options struct {
+	// Dir holds the suite files.
+	Dir    string
+	Output cmdutil.OutputFlags
+}
+
+// NewCommand is `webhook-guard test`.
+func NewCommand() *cobra.Command {
+	o := &Options{}
+	cmd := &cobra.Command{
+		Use:   "test DIR [-o table|wide|json|yaml|name|jsonpath=...]",
+		Short: "Run declarative suites of reviews and expected verdicts (for CI)",
+		Long: `Run every TestSuite file (kind: TestSuite, *.yaml) under DIR: each names a
+GuardConfig, optional objects, and AdmissionReviews with the outcome
+(allow, deny, audit, break-glass) and optionally the rule each must get.
+Reviews are decided offline by the same handler as 'serve' and 'check'.
+
+Exit codes: 0 every case passed, 1 a case failed, 2 invalid input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Complete(args)
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd, cmd.OutOrStdout())
+		},
+	}
+	o.Output.AddFlags(cmd)
+	return cmd
+}
+
+// Complete takes DIR from the arguments.
+func (o *Options) Complete(args []string) { o.Dir = args[0] }
+
+// Validate checks -o.
+func (o *Options) Validate() error { return o.Output.Validate() }
+
+// Run runs the suites and prints one row per case; a failed case exits 1.
+func (o *Options) Run(cmd *cobra.Command, w io.Writer) error {
+	results, err := testsuite.RunDir(cmd.Context(), o.Dir)
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		cmdutil.Column("SUITE", false), cmdutil.Column("TEST", false), cmdutil.Column("RESULT", false),
+		cmdutil.Column("WANT", false), cmdutil.Column("GOT", false), cmdutil.Column("MESSAGE", true),
+	}}
+	names := make([]string, 0, len(results))
+	failed := 0
+	for _, r := range results {
+		result := "pass"
+		if !r.Pass {
+			result, failed = "FAIL", failed+1
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{r.Suite, r.Test, result, r.Want, r.Got, cmdutil.OrDash(r.Message)}})
+		names = append(names, r.Suite+"/"+r.Test)
+	}
+	if err := o.Output.Print(w, map[string]any{"results": results}, table, names); err != nil {
+		return err
+	}
+	if o.Output.IsTable() && !o.Output.NoHeaders {
+		fmt.Fprintf(w, "\n%d passed, %d failed.\n", len(results)-failed, failed)
+	}
+	if failed > 0 {
+		return cmdutil.Denied()
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package discover
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// Gather reads what discover and scan's health checks need, with
+// list calls only (one per resource, cluster-wide, so the count of API
+// calls does not grow with the number of configurations), and keeps the
+// objects of the namespaces the webhooks' Services and cert-manager
+// Certificates live in.
+func Gather(ctx context.Context, c client.Reader, caInjector string) ([]Configuration, Cluster, error) {
+	cl := Cluster{Services: map[string]Service{}, Namespaces: map[string]map[string]string{}, CAInjector: caInjector}
+	configs, err := listConfigurations(ctx, c)
+	if err != nil {
+		return nil, cl, err
+	}
+	relevant := map[string]bool{}
+	for _, cfg := range configs {
+		for _, w := range cfg.Webhooks {
+			if w.Service != nil {
+				relevant[w.Service.Namespace] = true
+			}
+		}
+	}
+	// Certificates: which Secret belongs to which Certificate. A cluster
+	// without cert-manager has no such kind; that is not an error.
+	certOf := map[string]string{}
+	var certs cmapi.CertificateList
+	if err := c.List(ctx, &certs); err != nil && !meta.IsNoMatchError(err) {
+		return nil, cl, fmt.Errorf("list cert-manager Certificates: %w", err)
+	}
+	for _, crt := range certs.Items {
+		certOf[crt.Namespace+"/"+crt.Spec.SecretName] = crt.Name
+		relevant[crt.Namespace] = true
+	}
+
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss); err != nil {
+		return nil, cl, fmt.Errorf("list namespaces: %w", err)
+	}
+	for _, ns := range nss.Items {
+		cl.Namespaces[ns.Name] = ns.Labels
+	}
+	var svcs corev1.ServiceList
+	if err := c.List(ctx, &svcs); err != nil {
+		return nil, cl, fmt.Errorf("list services: %w", err)
+	}
+	for _, s := range svcs.Items {
+		if relevant[s.Namespace] {
+			cl.Services[s.Namespace+"/"+s.Name] = Service{Namespace: s.Namespace, Name: s.Name, Selector: s.Spec.Selector}
+		}
+	}
+	var eps discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &eps); err != nil {
+		return nil, cl, fmt.Errorf("list endpointslices: %w", err)
+	}
+	for _, es := range eps.Items {
+		key := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
+		svc, ok := cl.Services[key]
+		if !ok {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			// A nil ready condition means unknown, which consumers treat as ready.
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				svc.ReadyEndpoints++
+			}
+		}
+		cl.Services[key] = svc
+	}
+	if cl.Workloads, err = listWorkloads(ctx, c, relevant); err != nil {
+		return nil, cl, err
+	}
+	var secrets corev1.SecretList
+	if err := c.List(ctx, &secrets); err != nil {
+		return nil, cl, fmt.Errorf("list secrets: %w", err)
+	}
+	for _, s := range secrets.Items {
+		if relevant[s.Namespace] {
+			cl.Sources = append(cl.Sources, pemSources(SourceSecret, s.Namespace, s.Name, s.Data, certOf[s.Namespace+"/"+s.Name])...)
+		}
+	}
+	var cms corev1.ConfigMapList
+	if err := c.List(ctx, &cms); err != nil {
+		return nil, cl, fmt.Errorf("list configmaps: %w", err)
+	}
+	for _, cm := range cms.Items {
+		if !relevant[cm.Namespace] {
+			continue
+		}
+		data := map[string][]byte{}
+		for k, v := range cm.Data {
+			data[k] = []byte(v)
+		}
+		for k, v := range cm.BinaryData {
+			data[k] = v
+		}
+		cl.Sources = append(cl.Sources, pemSources(SourceConfigMap, cm.Namespace, cm.Name, data, "")...)
+	}
+	return configs, cl, nil
+}
+
+// pemSources are the keys of a Secret or ConfigMap that hold a PEM
+// certificate, sorted by key.
+func pemSources(kind SourceKind, ns, name string, data map[string][]byte, certificate string) []Source {
+	var out []Source
+	for k, v := range data {
+		if _, err := policy.ParseBundle(v); err == nil {
+			out = append(out, Source{Kind: kind, Namespace: ns, Name: name, Key: k, PEM: v, Certificate: certificate})
+		}
+	}
+	slices.SortFunc(out, func(a, b Source) int { return cmp.Compare(a.Key, b.Key) })
+	return out
+}
+
+// webhookEvidence is the part of one webhooks[] entry discovery reads;
+// the two kinds of webhook share these fields.
+func webhookEvidence(name string, cc admv1.WebhookClientConfig, fp *admv1.FailurePolicyType, se *admv1.SideEffectClass, timeout *int32, nsSel *metav1.LabelSelector, rules []admv1.RuleWithOperations, matchConditions int) Webhook {
+	w := Webhook{Name: name, CABundle: cc.CABundle, FailurePolicy: fp, SideEffects: se, TimeoutSeconds: timeout, NamespaceSelector: nsSel, Rules: rules, MatchConditions: matchConditions}
+	if cc.Service != nil {
+		w.Service = &ServiceRef{Namespace: cc.Service.Namespace, Name: cc.Service.Name}
+	}
+	if cc.URL != nil {
+		w.URL = *cc.URL
+	}
+	return w
+}
+
+func listWorkloads(ctx context.Context, c client.Reader, relevant map[string]bool) ([]Workload, error) {
+	var out []Workload
+	add := func(kind string, ns, name string, tpl corev1.PodTemplateSpec) {
+		if !relevant[ns] {
+			return
+		}
+		w := Workload{Kind: kind, Namespace: ns, Name: name, TemplateLabels: tpl.Labels, ServiceAccount: tpl.Spec.ServiceAccountName}
+		if w.ServiceAccount == "" {
+			w.ServiceAccount = "default"
+		}
+		for _, v := range tpl.Spec.Volumes {
+			switch {
+			case v.Secret != nil:
+				w.Secrets = append(w.Secrets, v.Secret.SecretName)
+			case v.ConfigMap != nil:
+				w.ConfigMaps = append(w.ConfigMaps, v.ConfigMap.Name)
+			case v.Projected != nil:
+				for _, s := range v.Projected.Sources {
+					if s.Secret != nil {
+						w.Secrets = append(w.Secrets, s.Secret.Name)
+					}
+					if s.ConfigMap != nil {
+						w.ConfigMaps = append(w.ConfigMaps, s.ConfigMap.Name)
+					}
+				}
+			}
+		}
+		out = append(out, w)
+	}
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps); err != nil {
+		return nil, fmt.Errorf("list deployments: %w", err)
+	}
+	for _, d := range deps.Items {
+		add("Deployment", d.Namespace, d.Name, d.Spec.Template)
+	}
+	var sts appsv1.StatefulSetList
+	if err := c.List(ctx, &sts); err != nil {
+		return nil, fmt.Errorf("list statefulsets: %w", err)
+	}
+	for _, s := range sts.Items {
+		add("StatefulSet", s.Namespace, s.Name, s.Spec.Template)
+	}
+	var dss appsv1.DaemonSetList
+	if err := c.List(ctx, &dss); err != nil {
+		return nil, fmt.Errorf("list daemonsets: %w", err)
+	}
+	for _, d := range dss.Items {
+		add("DaemonSet", d.Namespace, d.Name, d.Spec.Template)
+	}
+	return out, nil
+}
+
+// listConfigurations reads both kinds of webhook configuration.
+func listConfigurations(ctx context.Context, c client.Reader) ([]Configuration, error) {
+	var out []Configuration
+	var vs admv1.ValidatingWebhookConfigurationList
+	if err := c.List(ctx, &vs); err != nil {
+		return nil, fmt.Errorf("list validatingwebhookconfigurations: %w", err)
+	}
+	for _, v := range vs.Items {
+		cfg := Configuration{Kind: policy.KindValidating, Name: v.Name, Annotations: v.Annotations, CABundleManagers: CABundleManagers(v.ManagedFields)}
+		for _, w := range v.Webhooks {
+			cfg.Webhooks = append(cfg.Webhooks, webhookEvidence(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.Rules, len(w.MatchConditions)))
+		}
+		out = append(out, cfg)
+	}
+	var ms admv1.MutatingWebhookConfigurationList
+	if err := c.List(ctx, &ms); err != nil {
+		return nil, fmt.Errorf("list mutatingwebhookconfigurations: %w", err)
+	}
+	for _, m := range ms.Items {
+		cfg := Configuration{Kind: policy.KindMutating, Name: m.Name, Annotations: m.Annotations, CABundleManagers: CABundleManagers(m.ManagedFields)}
+		for _, w := range m.Webhooks {
+			cfg.Webhooks = append(cfg.Webhooks, webhookEvidence(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.Rules, len(w.MatchConditions)))
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
+}

@@ -1,0 +1,162 @@
+package scan
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	admv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/casource"
+)
+
+// target is one webhook configuration, either kind.
+type target struct {
+	kind     policy.ConfigKind
+	meta     metav1.ObjectMeta
+	webhooks []targetWebhook
+}
+
+type targetWebhook struct {
+	name   string
+	client admv1.WebhookClientConfig
+}
+
+func (s target) ref() string { return string(s.kind) + "/" + s.meta.Name }
+
+// scanMappings compares the configurations with the owner mappings.
+func scanMappings(ctx context.Context, c client.Client, cfg *policy.Config, o Options) ([]Finding, error) {
+	targets, err := listTargets(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("list webhook configurations: %w", err)
+	}
+	s := &scanner{cfg: cfg, opts: o, resolver: casource.New(c, casource.Options{})}
+	var out []Finding
+	seen := map[policy.ConfigKind]map[string]bool{policy.KindValidating: {}, policy.KindMutating: {}}
+	for _, t := range targets {
+		seen[t.kind][t.meta.Name] = true
+		out = append(out, s.scan(ctx, t)...)
+	}
+	for _, ow := range cfg.Spec.Owners {
+		for kind, names := range map[policy.ConfigKind][]string{policy.KindValidating: ow.Match.Validating, policy.KindMutating: ow.Match.Mutating} {
+			for _, n := range names {
+				if !seen[kind][n] {
+					out = append(out, missing(ow.Name, string(kind)+"/"+n))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func listTargets(ctx context.Context, c client.Reader) ([]target, error) {
+	var out []target
+	var vs admv1.ValidatingWebhookConfigurationList
+	if err := c.List(ctx, &vs); err != nil {
+		return nil, err
+	}
+	for _, v := range vs.Items {
+		t := target{kind: policy.KindValidating, meta: v.ObjectMeta}
+		for _, w := range v.Webhooks {
+			t.webhooks = append(t.webhooks, targetWebhook{w.Name, w.ClientConfig})
+		}
+		out = append(out, t)
+	}
+	var ms admv1.MutatingWebhookConfigurationList
+	if err := c.List(ctx, &ms); err != nil {
+		return nil, err
+	}
+	for _, m := range ms.Items {
+		t := target{kind: policy.KindMutating, meta: m.ObjectMeta}
+		for _, w := range m.Webhooks {
+			t.webhooks = append(t.webhooks, targetWebhook{w.Name, w.ClientConfig})
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+type scanner struct {
+	cfg      *policy.Config
+	opts     Options
+	resolver *casource.Resolver
+}
+
+func (s *scanner) scan(ctx context.Context, t target) []Finding {
+	m := s.cfg.Match(t.kind, t.meta.Name, t.meta.Labels)
+	if len(m.Conflicting) > 0 {
+		return []Finding{{Level: LevelFail, Check: CheckAmbiguousMapping, Mapping: strings.Join(m.Conflicting, ","), Configuration: t.ref(),
+			Detail: "the label selectors of several mappings match it", Suggestion: "narrow all but one of the label selectors"}}
+	}
+	if m.Owner == nil {
+		return []Finding{{Level: LevelInfo, Check: CheckUnmapped, Configuration: t.ref(), Detail: "no mapping covers this configuration",
+			Suggestion: "add it to the match of the mapping of the controller that owns it (or keep it unguarded on purpose)"}}
+	}
+	var out []Finding
+	ca := s.resolver.Resolve(ctx, casource.Request{Owner: m.Owner, Annotations: t.meta.Annotations, ClusterResourceNamespace: s.cfg.Spec.CertManager.ClusterResourceNamespace}, true)
+	whole := s.findingOf(m.Owner.Name, t, -1, "")
+	if ca.Err != nil {
+		out = append(out, whole(LevelFail, CheckCAUnavailable, "", ca.Err.Error(), fmt.Sprintf("fix owners[%s].ca or the permissions to read it", m.Owner.Name)))
+	} else {
+		out = append(out, s.caExpiry(whole, "the owner's CA ("+ca.Source+")", ca.Set.NotAfter(), fmt.Sprintf("renew the owner's CA (owners[%s].ca)", m.Owner.Name))...)
+	}
+	for i, w := range t.webhooks {
+		f := s.findingOf(m.Owner.Name, t, i, w.name)
+		bundle := w.client.CABundle
+		if len(bundle) == 0 {
+			out = append(out, f(LevelWarn, CheckCAEmpty, "", "the caBundle is empty: kube-apiserver verifies the webhook with its own trust store",
+				"let the owner (or cainjector) write the owner's CA"))
+		} else if ca.Err == nil {
+			out = append(out, caMismatch(f, bundle, ca.Set, m.Owner.Name)...)
+		}
+		out = append(out, dialServingCert(ctx, w.client, s.opts, f)...)
+	}
+	return out
+}
+
+// findingOf makes the findings of a mapped configuration; with index >= 0
+// they are of its webhooks[index] entry, and a field names the entry's
+// field (webhooks[i].clientConfig.caBundle) where the check has one.
+func (s *scanner) findingOf(owner string, t target, index int, webhook string) findingFunc {
+	return func(level Level, check, field, detail, fix string) Finding {
+		f := Finding{Level: level, Check: check, Mapping: owner, Configuration: t.ref(), Webhook: webhook, Detail: detail, Suggestion: fix}
+		if field != "" && index >= 0 {
+			f.Field = "webhooks[" + strconv.Itoa(index) + "]." + field
+		}
+		return f
+	}
+}
+
+// caMismatch finds certificates in the caBundle that are not the owner's.
+func caMismatch(f findingFunc, bundle []byte, set policy.CASet, owner string) []Finding {
+	fps, err := policy.ParseBundle(bundle)
+	if err != nil {
+		return []Finding{f(LevelFail, CheckCAMismatch, "", "the caBundle "+err.Error(), "rewrite it with the owner's CA")}
+	}
+	var foreign []string
+	for _, fp := range fps {
+		if !set.Contains(fp) {
+			foreign = append(foreign, fp.Short())
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	return []Finding{f(LevelFail, CheckCAMismatch, "",
+		fmt.Sprintf("the caBundle holds CA %s, not in the owner's CA set %s", strings.Join(foreign, ","), strings.Join(set.Short(), ",")),
+		"find who wrote it (managedFields, the guard's review) and make it use the owner's CA, or fix owners["+owner+"].ca")}
+}
+
+// caExpiry warns of the owner's CA expiring within the threshold and fails
+// an expired one.
+func (s *scanner) caExpiry(f findingFunc, what string, notAfter time.Time, fix string) []Finding {
+	if notAfter.IsZero() {
+		return nil
+	}
+	return expiry(f, CheckCAExpiry, "", what, notAfter, s.opts, fix)
+}
