@@ -203,6 +203,12 @@ func decisionsOf(ev *auditv1.Event) []Decision {
 	at := ev.StageTimestamp.UTC().Format(time.RFC3339)
 	base := Decision{Subject: user, Configuration: string(kind) + "/" + ev.ObjectRef.Name, FirstSeen: at, LastSeen: at}
 
+	return append(staticDecisions(ev, base), policyDecisions(ev, base)...)
+}
+
+// staticDecisions are the static shape's: the audit annotations the
+// guard's webhooks (prefixed with their names) leave, one per violation.
+func staticDecisions(ev *auditv1.Event, base Decision) []Decision {
 	var out []Decision
 	for _, webhook := range []string{static.WebhookName, static.BreakGlassWebhookName} {
 		decision := ev.Annotations[webhook+"/decision"]
@@ -229,6 +235,14 @@ func decisionsOf(ev *auditv1.Event) []Decision {
 			out = append(out, vf)
 		}
 	}
+	return out
+}
+
+// policyDecisions are the policy shape's: the validation_failure
+// annotation of a binding with Audit, and a policy's denial in the
+// response status.
+func policyDecisions(ev *auditv1.Event, base Decision) []Decision {
+	var out []Decision
 	if raw := ev.Annotations[vapFailureKey]; raw != "" {
 		var failures []vapFailure
 		if err := json.Unmarshal([]byte(raw), &failures); err == nil {

@@ -37,18 +37,10 @@ func Gather(ctx context.Context, c client.Reader, caInjector string) ([]Configur
 			}
 		}
 	}
-	// Certificates: which Secret belongs to which Certificate. A cluster
-	// without cert-manager has no such kind; that is not an error.
-	certOf := map[string]string{}
-	var certs cmapi.CertificateList
-	if err := c.List(ctx, &certs); err != nil && !meta.IsNoMatchError(err) {
-		return nil, cl, fmt.Errorf("list cert-manager Certificates: %w", err)
+	certOf, err := listCertificates(ctx, c, relevant)
+	if err != nil {
+		return nil, cl, err
 	}
-	for _, crt := range certs.Items {
-		certOf[crt.Namespace+"/"+crt.Spec.SecretName] = crt.Name
-		relevant[crt.Namespace] = true
-	}
-
 	var nss corev1.NamespaceList
 	if err := c.List(ctx, &nss); err != nil {
 		return nil, cl, fmt.Errorf("list namespaces: %w", err)
@@ -56,22 +48,54 @@ func Gather(ctx context.Context, c client.Reader, caInjector string) ([]Configur
 	for _, ns := range nss.Items {
 		cl.Namespaces[ns.Name] = ns.Labels
 	}
+	if err := listServices(ctx, c, relevant, cl.Services); err != nil {
+		return nil, cl, err
+	}
+	if cl.Workloads, err = listWorkloads(ctx, c, relevant); err != nil {
+		return nil, cl, err
+	}
+	if cl.Sources, err = listSources(ctx, c, relevant, certOf); err != nil {
+		return nil, cl, err
+	}
+	return configs, cl, nil
+}
+
+// listCertificates maps each cert-manager Certificate's Secret
+// ("namespace/name") to the Certificate, and marks their namespaces
+// relevant. A cluster without cert-manager has no such kind; that is not
+// an error.
+func listCertificates(ctx context.Context, c client.Reader, relevant map[string]bool) (map[string]string, error) {
+	certOf := map[string]string{}
+	var certs cmapi.CertificateList
+	if err := c.List(ctx, &certs); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("list cert-manager Certificates: %w", err)
+	}
+	for _, crt := range certs.Items {
+		certOf[crt.Namespace+"/"+crt.Spec.SecretName] = crt.Name
+		relevant[crt.Namespace] = true
+	}
+	return certOf, nil
+}
+
+// listServices fills services with the Services of the relevant
+// namespaces and their ready endpoints.
+func listServices(ctx context.Context, c client.Reader, relevant map[string]bool, services map[string]Service) error {
 	var svcs corev1.ServiceList
 	if err := c.List(ctx, &svcs); err != nil {
-		return nil, cl, fmt.Errorf("list services: %w", err)
+		return fmt.Errorf("list services: %w", err)
 	}
 	for _, s := range svcs.Items {
 		if relevant[s.Namespace] {
-			cl.Services[s.Namespace+"/"+s.Name] = Service{Namespace: s.Namespace, Name: s.Name, Selector: s.Spec.Selector}
+			services[s.Namespace+"/"+s.Name] = Service{Namespace: s.Namespace, Name: s.Name, Selector: s.Spec.Selector}
 		}
 	}
 	var eps discoveryv1.EndpointSliceList
 	if err := c.List(ctx, &eps); err != nil {
-		return nil, cl, fmt.Errorf("list endpointslices: %w", err)
+		return fmt.Errorf("list endpointslices: %w", err)
 	}
 	for _, es := range eps.Items {
 		key := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
-		svc, ok := cl.Services[key]
+		svc, ok := services[key]
 		if !ok {
 			continue
 		}
@@ -81,23 +105,27 @@ func Gather(ctx context.Context, c client.Reader, caInjector string) ([]Configur
 				svc.ReadyEndpoints++
 			}
 		}
-		cl.Services[key] = svc
+		services[key] = svc
 	}
-	if cl.Workloads, err = listWorkloads(ctx, c, relevant); err != nil {
-		return nil, cl, err
-	}
+	return nil
+}
+
+// listSources are the PEM keys of the Secrets and ConfigMaps of the
+// relevant namespaces.
+func listSources(ctx context.Context, c client.Reader, relevant map[string]bool, certOf map[string]string) ([]Source, error) {
+	var out []Source
 	var secrets corev1.SecretList
 	if err := c.List(ctx, &secrets); err != nil {
-		return nil, cl, fmt.Errorf("list secrets: %w", err)
+		return nil, fmt.Errorf("list secrets: %w", err)
 	}
 	for _, s := range secrets.Items {
 		if relevant[s.Namespace] {
-			cl.Sources = append(cl.Sources, pemSources(SourceSecret, s.Namespace, s.Name, s.Data, certOf[s.Namespace+"/"+s.Name])...)
+			out = append(out, pemSources(SourceSecret, s.Namespace, s.Name, s.Data, certOf[s.Namespace+"/"+s.Name])...)
 		}
 	}
 	var cms corev1.ConfigMapList
 	if err := c.List(ctx, &cms); err != nil {
-		return nil, cl, fmt.Errorf("list configmaps: %w", err)
+		return nil, fmt.Errorf("list configmaps: %w", err)
 	}
 	for _, cm := range cms.Items {
 		if !relevant[cm.Namespace] {
@@ -110,9 +138,9 @@ func Gather(ctx context.Context, c client.Reader, caInjector string) ([]Configur
 		for k, v := range cm.BinaryData {
 			data[k] = v
 		}
-		cl.Sources = append(cl.Sources, pemSources(SourceConfigMap, cm.Namespace, cm.Name, data, "")...)
+		out = append(out, pemSources(SourceConfigMap, cm.Namespace, cm.Name, data, "")...)
 	}
-	return configs, cl, nil
+	return out, nil
 }
 
 // pemSources are the keys of a Secret or ConfigMap that hold a PEM

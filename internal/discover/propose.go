@@ -247,45 +247,11 @@ func (inf *inference) injectedCA(c Cluster) bool {
 // would accept): one the workloads mount, else the only one in the
 // webhooks' namespace; never one from another namespace.
 func (inf *inference) matchCA(c Cluster, workloads []Workload) {
-	var bundle []policy.Fingerprint
-	for i, w := range inf.cfg.Webhooks {
-		if len(w.CABundle) == 0 {
-			continue
-		}
-		fps, err := policy.ParseBundle(w.CABundle)
-		if err != nil {
-			inf.reasons = append(inf.reasons, fmt.Sprintf("webhooks[%d].clientConfig.caBundle %v", i, err))
-			return
-		}
-		bundle = append(bundle, fps...)
-	}
-	if len(bundle) == 0 {
-		inf.reasons = append(inf.reasons, "every caBundle is empty and no cert-manager.io/inject-ca-from annotation names a CA: there is no CA to match")
+	bundle, ok := inf.bundle()
+	if !ok {
 		return
 	}
 	short := shortList(bundle)
-	mounted := map[string]bool{}
-	for _, wl := range workloads {
-		for _, s := range wl.Secrets {
-			mounted[string(SourceSecret)+" "+wl.Namespace+"/"+s] = true
-		}
-		for _, s := range wl.ConfigMaps {
-			mounted[string(SourceConfigMap)+" "+wl.Namespace+"/"+s] = true
-		}
-	}
-	// One candidate per object: its ca.crt key when that matches, else the
-	// first matching key by name.
-	byObject := map[string]Source{}
-	for _, s := range c.Sources {
-		fps, err := policy.ParseBundle(s.PEM)
-		if err != nil || !containsAll(policy.NewCASetFromFingerprints("", fps...), bundle) {
-			continue
-		}
-		if prev, ok := byObject[s.Ref()]; ok && (prev.Key == policy.DefaultCAKey || (s.Key != policy.DefaultCAKey && prev.Key < s.Key)) {
-			continue
-		}
-		byObject[s.Ref()] = s
-	}
 	// Where a candidate lives decides how much it proves. discover reads
 	// every namespace holding a cert-manager Certificate, and a CA
 	// certificate is public: anyone may keep a copy of the owner's in a
@@ -294,21 +260,7 @@ func (inf *inference) matchCA(c Cluster, workloads []Workload) {
 	// source; a copy elsewhere is evidence, never the owner's source, or
 	// it would tie the owner's CA to whoever controls that copy.
 	own := inf.serviceNamespaces()
-	var inMounted, inOwn, elsewhere []Source
-	for ref, s := range byObject {
-		switch {
-		case mounted[ref]:
-			inMounted = append(inMounted, s)
-		case own[s.Namespace]:
-			inOwn = append(inOwn, s)
-		default:
-			elsewhere = append(elsewhere, s)
-		}
-	}
-	bySource := func(a, b Source) int { return cmp.Compare(a.Ref(), b.Ref()) }
-	slices.SortFunc(inMounted, bySource)
-	slices.SortFunc(inOwn, bySource)
-	slices.SortFunc(elsewhere, bySource)
+	inMounted, inOwn, elsewhere := placeCandidates(candidates(c.Sources, bundle), mountedSources(workloads), own)
 	var chosen Source
 	switch {
 	case len(inMounted) == 1:
@@ -338,6 +290,87 @@ func (inf *inference) matchCA(c Cluster, workloads []Workload) {
 	if len(elsewhere) > 0 {
 		inf.evidence = append(inf.evidence, fmt.Sprintf("copies of the caBundle's CA %s outside the webhooks' namespace, not taken as the source: %s", short, refs(elsewhere)))
 	}
+	inf.useSource(chosen)
+}
+
+// bundle is every certificate of the webhooks' caBundles; false, with the
+// reason, when one does not parse or all are empty.
+func (inf *inference) bundle() ([]policy.Fingerprint, bool) {
+	var bundle []policy.Fingerprint
+	for i, w := range inf.cfg.Webhooks {
+		if len(w.CABundle) == 0 {
+			continue
+		}
+		fps, err := policy.ParseBundle(w.CABundle)
+		if err != nil {
+			inf.reasons = append(inf.reasons, fmt.Sprintf("webhooks[%d].clientConfig.caBundle %v", i, err))
+			return nil, false
+		}
+		bundle = append(bundle, fps...)
+	}
+	if len(bundle) == 0 {
+		inf.reasons = append(inf.reasons, "every caBundle is empty and no cert-manager.io/inject-ca-from annotation names a CA: there is no CA to match")
+		return nil, false
+	}
+	return bundle, true
+}
+
+// mountedSources are the Secrets and ConfigMaps the workloads mount, by
+// Source.Ref.
+func mountedSources(workloads []Workload) map[string]bool {
+	mounted := map[string]bool{}
+	for _, wl := range workloads {
+		for _, s := range wl.Secrets {
+			mounted[string(SourceSecret)+" "+wl.Namespace+"/"+s] = true
+		}
+		for _, s := range wl.ConfigMaps {
+			mounted[string(SourceConfigMap)+" "+wl.Namespace+"/"+s] = true
+		}
+	}
+	return mounted
+}
+
+// candidates are the sources holding every certificate of bundle, one per
+// object (by Source.Ref): its ca.crt key when that matches, else the first
+// matching key by name.
+func candidates(sources []Source, bundle []policy.Fingerprint) map[string]Source {
+	byObject := map[string]Source{}
+	for _, s := range sources {
+		fps, err := policy.ParseBundle(s.PEM)
+		if err != nil || !containsAll(policy.NewCASetFromFingerprints("", fps...), bundle) {
+			continue
+		}
+		if prev, ok := byObject[s.Ref()]; ok && (prev.Key == policy.DefaultCAKey || (s.Key != policy.DefaultCAKey && prev.Key < s.Key)) {
+			continue
+		}
+		byObject[s.Ref()] = s
+	}
+	return byObject
+}
+
+// placeCandidates sorts the candidates into those the workloads mount,
+// those in the webhooks' own namespaces, and those elsewhere, each sorted.
+func placeCandidates(byObject map[string]Source, mounted, own map[string]bool) (inMounted, inOwn, elsewhere []Source) {
+	for ref, s := range byObject {
+		switch {
+		case mounted[ref]:
+			inMounted = append(inMounted, s)
+		case own[s.Namespace]:
+			inOwn = append(inOwn, s)
+		default:
+			elsewhere = append(elsewhere, s)
+		}
+	}
+	bySource := func(a, b Source) int { return cmp.Compare(a.Ref(), b.Ref()) }
+	slices.SortFunc(inMounted, bySource)
+	slices.SortFunc(inOwn, bySource)
+	slices.SortFunc(elsewhere, bySource)
+	return inMounted, inOwn, elsewhere
+}
+
+// useSource makes the chosen source the mapping's CA: its cert-manager
+// Certificate when it is one's Secret, else the key itself.
+func (inf *inference) useSource(chosen Source) {
 	switch {
 	case chosen.Certificate != "":
 		inf.ca = policy.CASource{Certificate: &policy.ObjectRef{Namespace: chosen.Namespace, Name: chosen.Certificate}}

@@ -73,30 +73,13 @@ func Render(p Proposal, format Format, caInjector string) ([]byte, error) {
 		return nil, fmt.Errorf("the marshalled proposal has no owners list of %d mappings", len(p.Mappings))
 	}
 	for i, item := range ownersNode.Content {
-		reorder(item, "name", "match", "writers", "ca")
-		if _, match := mapEntry(item, "match"); match != nil {
-			reorder(match, "validating", "mutating")
-		}
-		if _, ca := mapEntry(item, "ca"); ca != nil && len(ca.Content) == 2 && ca.Content[1].Kind == yamlv3.MappingNode {
-			reorder(ca.Content[1], "kind", "namespace", "name", "key")
-		}
-		item.HeadComment = comment(append([]string{"Evidence:"}, indent(p.Mappings[i].Evidence)...))
+		annotateOwner(item, p.Mappings[i].Evidence)
 	}
 	if len(p.Mappings) == 0 {
 		ownersKey.HeadComment = comment([]string{"No configuration could be mapped: see the undecided ones below."})
 	}
 	if len(p.Undecided) > 0 {
-		lines := []string{"Undecided: left unmapped (unmanaged), for you to map by hand."}
-		for _, u := range p.Undecided {
-			lines = append(lines, "- "+u.Configuration+":")
-			for _, r := range u.Reasons {
-				lines = append(lines, "    undecided: "+r)
-			}
-			for _, e := range u.Evidence {
-				lines = append(lines, "    found: "+e)
-			}
-		}
-		root.Content[0].FootComment = comment(lines)
+		root.Content[0].FootComment = comment(undecidedLines(p.Undecided))
 	}
 	var buf bytes.Buffer
 	enc := yamlv3.NewEncoder(&buf)
@@ -108,6 +91,35 @@ func Render(p Proposal, format Format, caInjector string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// annotateOwner orders an owner mapping's keys as a person reads them and
+// heads it with its evidence.
+func annotateOwner(item *yamlv3.Node, evidence []string) {
+	reorder(item, "name", "match", "writers", "ca")
+	if _, match := mapEntry(item, "match"); match != nil {
+		reorder(match, "validating", "mutating")
+	}
+	if _, ca := mapEntry(item, "ca"); ca != nil && len(ca.Content) == 2 && ca.Content[1].Kind == yamlv3.MappingNode {
+		reorder(ca.Content[1], "kind", "namespace", "name", "key")
+	}
+	item.HeadComment = comment(append([]string{"Evidence:"}, indent(evidence)...))
+}
+
+// undecidedLines list the configurations left unmapped, with why and what
+// was found.
+func undecidedLines(undecided []Undecided) []string {
+	lines := []string{"Undecided: left unmapped (unmanaged), for you to map by hand."}
+	for _, u := range undecided {
+		lines = append(lines, "- "+u.Configuration+":")
+		for _, r := range u.Reasons {
+			lines = append(lines, "    undecided: "+r)
+		}
+		for _, e := range u.Evidence {
+			lines = append(lines, "    found: "+e)
+		}
+	}
+	return lines
 }
 
 func comment(lines []string) string {
