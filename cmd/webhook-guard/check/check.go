@@ -68,9 +68,9 @@ func (o *Options) Validate() error {
 	return cmdutil.ValidateStructured(o.Output)
 }
 
-// Complete derives the guard's username from its service account; a
-// malformed one is reported by Run, after the GuardConfig, as it always
-// was.
+// Complete derives the guard's username from its service account; Run
+// reports a malformed one after the GuardConfig and the files load, so
+// that a broken input file is named first.
 func (o *Options) Complete() {
 	if _, _, ok := policy.SplitServiceAccount(o.GuardServiceAccount); ok {
 		o.admissionPolicyWriter = policy.ServiceAccountUsername(o.GuardServiceAccount)
