@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
@@ -91,10 +92,10 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	// server decides it; garbage in the GuardConfig failed to load above.
 	var admissionPolicyWriter string
 	if sa := o.guardServiceAccount; sa != "" {
-		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
+		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
 			return invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)
 		}
-		admissionPolicyWriter = policy.ServiceAccountUsername(sa)
+		admissionPolicyWriter = guardapi.ServiceAccountUsername(sa)
 	}
 	h, err := webhook.NewHandler(webhook.HandlerOptions{
 		Config:                webhook.StaticConfig{Config: cfg},

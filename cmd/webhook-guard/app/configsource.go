@@ -60,7 +60,7 @@ func (s *configSource) name() string {
 
 // loadRequired is load for the commands that cannot run without a
 // GuardConfig and take it from files only.
-func (s *configSource) loadRequired(ctx context.Context) (*policy.Config, error) {
+func (s *configSource) loadRequired(ctx context.Context) (*policy.Mappings, error) {
 	cfg, err := s.load(ctx, nil)
 	if err == nil && cfg == nil {
 		return nil, invalid("--config or --values is required")
@@ -69,7 +69,7 @@ func (s *configSource) loadRequired(ctx context.Context) (*policy.Config, error)
 }
 
 // load returns the GuardConfig, or nil when no source was given.
-func (s *configSource) load(ctx context.Context, kube *kubeFlags) (*policy.Config, error) {
+func (s *configSource) load(ctx context.Context, kube *kubeFlags) (*policy.Mappings, error) {
 	n := 0
 	for _, set := range []bool{s.path != "", s.values != "", s.fromCluster} {
 		if set {
@@ -112,7 +112,7 @@ func (s *configSource) load(ctx context.Context, kube *kubeFlags) (*policy.Confi
 	return nil, nil
 }
 
-func (s *configSource) loadFromCluster(ctx context.Context, kube *kubeFlags) (*policy.Config, error) {
+func (s *configSource) loadFromCluster(ctx context.Context, kube *kubeFlags) (*policy.Mappings, error) {
 	ns, err := kube.namespace(defaultReleaseNamespace)
 	if err != nil {
 		return nil, invalid("%v", err)

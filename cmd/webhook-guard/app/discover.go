@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/discovery"
 )
 
@@ -72,7 +72,7 @@ Exit codes: 0 a proposal was printed (undecided configurations included),
 	}
 	o.kube.add(cmd)
 	cmd.Flags().StringVar(&o.format, "format", formatValues, "Proposal format: values (Helm values, config.owners) or config (a GuardConfig file).")
-	cmd.Flags().StringVar(&o.caInjector, "cainjector-service-account", "", "cert-manager cainjector's service account, namespace/name (default "+policy.DefaultCAInjectorServiceAccount+"); written to certManager.caInjectorServiceAccount when it differs.")
+	cmd.Flags().StringVar(&o.caInjector, "cainjector-service-account", "", "cert-manager cainjector's service account, namespace/name (default "+guardapi.DefaultCAInjectorServiceAccount+"); written to certManager.caInjectorServiceAccount when it differs.")
 	return cmd
 }
 
@@ -90,7 +90,7 @@ func validServiceAccount(sa string) error {
 func runDiscover(ctx context.Context, c client.Reader, o *discoverOptions, out io.Writer) error {
 	caInjector := o.caInjector
 	if caInjector == "" {
-		caInjector = policy.DefaultCAInjectorServiceAccount
+		caInjector = guardapi.DefaultCAInjectorServiceAccount
 	}
 	configs, cluster, err := gatherEvidence(ctx, c, caInjector)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/discovery"
 )
 
@@ -121,7 +122,7 @@ func gatherEvidence(ctx context.Context, c client.Reader, caInjector string) ([]
 func pemSources(kind discovery.SourceKind, ns, name string, data map[string][]byte, certificate string) []discovery.Source {
 	var out []discovery.Source
 	for k, v := range data {
-		if _, err := policy.ParseBundle(v); err == nil {
+		if _, err := cabundle.Parse(v); err == nil {
 			out = append(out, discovery.Source{Kind: kind, Namespace: ns, Name: name, Key: k, PEM: v, Certificate: certificate})
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
@@ -264,7 +266,7 @@ func suggest(f ReviewFinding) string {
 		Observed: f.Origin == records.OriginObserved, FieldManagers: f.FieldManagers, Writers: f.Writers,
 	}
 	if f.Rule == records.RuleFlapping {
-		return policy.FlappingSuggestion(facts)
+		return flapping.Suggestion(facts)
 	}
 	if s := policy.Rule(f.Rule).Info().Suggest; s != nil {
 		return s(facts)
@@ -294,7 +296,7 @@ func reviewTable(res ReviewResult, now time.Time) *metav1.Table {
 		if subject == "" {
 			subject = f.Writers
 		}
-		if ns, name, ok := policy.ServiceAccountOf(subject); ok {
+		if ns, name, ok := guardapi.ServiceAccountOf(subject); ok {
 			subject = "sa:" + ns + ":" + name
 		}
 		decision := f.Decision

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 // Test_suggest: review hands a finding's facts to its rule's suggestion
@@ -31,7 +32,7 @@ func Test_suggest(t *testing.T) {
 		},
 		"if replicas flap the caBundle, suggest sharing one CA": {
 			finding: ReviewFinding{Rule: "flapping", Mapping: "app", Configuration: vwc, Writers: "system:serviceaccount:app-system:controller"},
-			exp:     policy.FlappingSuggestion(policy.FindingFacts{Mapping: "app", Configuration: vwc, Writers: "system:serviceaccount:app-system:controller"}),
+			exp:     flapping.Suggestion(policy.FindingFacts{Mapping: "app", Configuration: vwc, Writers: "system:serviceaccount:app-system:controller"}),
 		},
 		"if the rule is unknown to this review, point at the guard's log": {
 			finding: ReviewFinding{Rule: "policy", Mapping: "app", Subject: "bob", Configuration: vwc},

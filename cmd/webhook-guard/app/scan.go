@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/discovery"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
@@ -141,12 +143,12 @@ type scanWebhook struct {
 
 func (s scanTarget) ref() string { return string(s.kind) + "/" + s.meta.Name }
 
-func runScan(ctx context.Context, c client.Client, cfg *policy.Config, o *scanOptions, now time.Time, out io.Writer) error {
+func runScan(ctx context.Context, c client.Client, cfg *policy.Mappings, o *scanOptions, now time.Time, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	res := ScanResult{Findings: []ScanFinding{}}
-	caInjector := policy.DefaultCAInjectorServiceAccount
+	caInjector := guardapi.DefaultCAInjectorServiceAccount
 	if cfg != nil {
 		caInjector = cfg.Spec.CertManager.CAInjectorServiceAccount
 	}
@@ -171,7 +173,7 @@ func runScan(ctx context.Context, c client.Client, cfg *policy.Config, o *scanOp
 }
 
 // scanMappings compares the configurations with the owner mappings.
-func scanMappings(ctx context.Context, c client.Client, cfg *policy.Config, o *scanOptions, now time.Time, res *ScanResult) error {
+func scanMappings(ctx context.Context, c client.Client, cfg *policy.Mappings, o *scanOptions, now time.Time, res *ScanResult) error {
 	targets, err := listTargets(ctx, c)
 	if err != nil {
 		return &exitError{code: ExitInvalid, err: fmt.Errorf("list webhook configurations: %w", err)}
@@ -251,7 +253,7 @@ func listTargets(ctx context.Context, c client.Reader) ([]scanTarget, error) {
 }
 
 type scanner struct {
-	cfg      *policy.Config
+	cfg      *policy.Mappings
 	opts     *scanOptions
 	now      time.Time
 	resolver *casource.Resolver
@@ -283,7 +285,7 @@ func (s *scanner) scan(ctx context.Context, t scanTarget) []ScanFinding {
 			out = append(out, finding(LevelWarn, CheckCAEmpty, w.name, "the caBundle is empty: kube-apiserver verifies the webhook with its own trust store",
 				"let the owner (or cainjector) write the owner's CA"))
 		} else if ca.Err == nil {
-			fps, err := policy.ParseBundle(bundle)
+			fps, err := cabundle.Parse(bundle)
 			var foreign []string
 			for _, fp := range fps {
 				if !ca.Set.Contains(fp) {

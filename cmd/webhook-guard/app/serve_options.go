@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // serveOptions configure `webhook-guard serve`. Every field is a flag.
@@ -240,7 +240,7 @@ func (o *serveOptions) TLSConfig(cfg *tls.Config) {
 func (o *serveOptions) completePolicyMode() []string {
 	var errs []string
 	if sa := o.PolicyGuardServiceAccount; sa != "" {
-		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
+		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
 			errs = append(errs, fmt.Sprintf("--policy-guard-service-account must be \"namespace/name\", got %q", sa))
 		}
 	}

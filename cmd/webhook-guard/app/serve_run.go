@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
@@ -82,7 +83,7 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 	}
 	direct := casource.New(mgr.GetAPIReader(), casource.Options{TTL: o.CATTL, MaxStale: o.CAMaxStale})
 	reloader := webhook.NewConfigReloader(o.ConfigPath, data, store, o.ConfigReloadInterval, metrics, log.WithName("config"))
-	reloader.OnReload = func(*policy.Config) { resolver.Invalidate(); direct.Invalidate() }
+	reloader.OnReload = func(*policy.Mappings) { resolver.Invalidate(); direct.Invalidate() }
 	if err := mgr.Add(reloader); err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func runServe(ctx context.Context, o *serveOptions, restCfg *rest.Config) error 
 	recorder := webhook.Recorders{webhook.LogRecorder{Log: log.WithName("records")}, reports}
 	var admissionPolicyWriter string
 	if o.PolicyGuardServiceAccount != "" {
-		admissionPolicyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
+		admissionPolicyWriter = guardapi.ServiceAccountUsername(o.PolicyGuardServiceAccount)
 	}
 	handler, err := webhook.NewHandler(webhook.HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder, AdmissionPolicyWriter: admissionPolicyWriter})
 	if err != nil {
