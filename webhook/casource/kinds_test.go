@@ -36,6 +36,15 @@ func Test_sourceOfKind_everyKind(t *testing.T) {
 	}
 }
 
+// Test_readers_onlyKinds: the registry reads the kinds of the API package
+// and nothing else.
+func Test_readers_onlyKinds(t *testing.T) {
+	for k := range readers {
+		assert.Contains(t, guardapi.CASourceKinds(), k)
+	}
+	assert.Len(t, readers, len(guardapi.CASourceKinds()))
+}
+
 func Test_sourceOfKind_unknown(t *testing.T) {
 	_, err := sourceOfKind("unknown", Request{Owner: &guardapi.Owner{Name: "example"}})
 	assert.True(t, errors.Is(err, errUnknownKind), "%v", err)
