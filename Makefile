@@ -26,7 +26,7 @@ IMAGE_DIR := $(BIN)/image
 # the LICENSE file's.
 IMAGE_LICENSES ?= Apache-2.0
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
-FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy:FuzzParseBundle ./policy:FuzzLoad
+FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy/cabundle:FuzzParseBundle ./policy:FuzzLoad
 
 .PHONY: help
 help: ## Show this help.

@@ -10,10 +10,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// Test_caSourceKindsInSchema: every kind of policy.CASourceKinds is a
+// Test_caSourceKindsInSchema: every kind of guardapi.CASourceKinds is a
 // property of the values schema's caSource definition and is named in its
 // description, so a new kind cannot be rejected by `helm install`.
 func Test_caSourceKindsInSchema(t *testing.T) {
@@ -33,26 +33,26 @@ func Test_caSourceKindsInSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := schema.Definitions.CASource
-	for _, k := range policy.CASourceKinds() {
-		if _, ok := def.Properties[k.Field()]; !ok {
-			t.Errorf("values.schema.json definitions.caSource has no property %q for the CA source kind %T", k.Field(), k)
+	for _, k := range guardapi.CASourceKinds() {
+		if _, ok := def.Properties[string(k)]; !ok {
+			t.Errorf("values.schema.json definitions.caSource has no property %q for the CA source kind %T", string(k), k)
 		}
-		if !strings.Contains(def.Description, k.Field()) {
-			t.Errorf("values.schema.json definitions.caSource's description %q does not name %q", def.Description, k.Field())
+		if !strings.Contains(def.Description, string(k)) {
+			t.Errorf("values.schema.json definitions.caSource's description %q does not name %q", def.Description, string(k))
 		}
 	}
 }
 
 // Test_caSourceKindsRenderRBAC installs one mapping per kind of
-// policy.CASourceKinds, each with the kind's Example: the values pass the
+// guardapi.CASourceKinds, each with the kind's Example: the values pass the
 // schema, and the Roles grant get, list and watch on exactly the Secrets and
 // ConfigMaps the kinds name (Reads), no more and no fewer. A new kind whose
 // reads the caReads helper (_helpers.tpl) does not collect fails here.
 func Test_caSourceKindsRenderRBAC(t *testing.T) {
 	want := map[string][]string{} // "namespace resource" -> names
-	for _, k := range policy.CASourceKinds() {
+	for _, k := range guardapi.CASourceKinds() {
 		ex := k.Example()
-		for _, r := range ex.Kind().Reads() {
+		for _, r := range ex.Reads() {
 			key := r.Namespace + " " + r.Resource
 			want[key] = append(want[key], r.Name)
 		}
@@ -92,28 +92,28 @@ func Test_caSourceKindsRenderRBAC(t *testing.T) {
 func Test_caSourceKindsInNotes(t *testing.T) {
 	notes := renderNotes(t, mappingPerKind(t))
 	lines := strings.Split(notes, "\n")
-	for _, k := range policy.CASourceKinds() {
+	for _, k := range guardapi.CASourceKinds() {
 		listed := slices.Contains(lines, "  - "+exampleMappingName(k))
 		if listed != k.SecretAtRunTime() {
-			t.Errorf("%s: NOTES.txt lists the mapping among those whose Secret the chart cannot name: %v; SecretAtRunTime: %v (webhook-guard.indirectSources in _helpers.tpl)", k.Field(), listed, k.SecretAtRunTime())
+			t.Errorf("%s: NOTES.txt lists the mapping among those whose Secret the chart cannot name: %v; SecretAtRunTime: %v (webhook-guard.indirectSources in _helpers.tpl)", string(k), listed, k.SecretAtRunTime())
 		}
-		if k.SecretAtRunTime() && !strings.Contains(notes, k.Field()) {
-			t.Errorf("NOTES.txt's extraSecretReads reminder does not name the source kind %s", k.Field())
+		if k.SecretAtRunTime() && !strings.Contains(notes, string(k)) {
+			t.Errorf("NOTES.txt's extraSecretReads reminder does not name the source kind %s", string(k))
 		}
 	}
 }
 
 // mappingPerKind writes values with one mapping per kind of
-// policy.CASourceKinds, each with the kind's Example as its CA source.
+// guardapi.CASourceKinds, each with the kind's Example as its CA source.
 func mappingPerKind(t *testing.T) string {
 	t.Helper()
-	var owners []policy.Owner
-	for _, k := range policy.CASourceKinds() {
+	var owners []guardapi.Owner
+	for _, k := range guardapi.CASourceKinds() {
 		name := exampleMappingName(k)
-		owners = append(owners, policy.Owner{
+		owners = append(owners, guardapi.Owner{
 			Name:    name,
-			Match:   policy.Match{Validating: []string{name}},
-			Writers: policy.Subjects{ServiceAccounts: []string{"example-system/example-controller"}},
+			Match:   guardapi.Match{Validating: []string{name}},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{"example-system/example-controller"}},
 			CA:      k.Example(),
 		})
 	}
@@ -124,6 +124,6 @@ func mappingPerKind(t *testing.T) string {
 	return writeValues(t, string(raw))
 }
 
-func exampleMappingName(k policy.CASourceKind) string {
-	return "example-" + strings.ToLower(k.Field())
+func exampleMappingName(k guardapi.CASourceKind) string {
+	return "example-" + strings.ToLower(string(k))
 }

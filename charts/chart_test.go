@@ -17,6 +17,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.* from the current chart")
@@ -587,7 +588,7 @@ func Test_renderedGuardConfigLoads(t *testing.T) {
 			if got, want := len(cfg.Spec.Owners), len(values.Config.Owners); got != want {
 				t.Errorf("loaded %d mappings, the values declare %d", got, want)
 			}
-			if cfg.Spec.DefaultMode != policy.ModeAudit && name != "static" {
+			if cfg.Spec.DefaultMode != guardapi.ModeAudit && name != "static" {
 				t.Errorf("defaultMode is %q, want audit by default", cfg.Spec.DefaultMode)
 			}
 		})

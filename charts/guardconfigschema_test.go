@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // chartOnlyConfigKeys are keys under `config` that the chart consumes and
@@ -20,7 +20,7 @@ var chartOnlyConfigKeys = []string{"existingConfigMap"}
 
 // Test_guardConfigSchemaMatchesGoTypes: the `config` part of
 // values.schema.json (rendered verbatim into guard.yaml) has exactly the
-// fields of policy.GuardConfig, recursively, with matching JSON types, and
+// fields of guardapi.GuardConfig, recursively, with matching JSON types, and
 // rejects unknown keys everywhere. A field added to the Go types without the
 // schema (or the reverse) fails here instead of failing `helm install` or
 // the guard's config load.
@@ -35,7 +35,7 @@ func Test_guardConfigSchemaMatchesGoTypes(t *testing.T) {
 	}
 	s := schemaWalker{t: t, definitions: schema["definitions"].(map[string]any)}
 	config := schema["properties"].(map[string]any)["config"].(map[string]any)
-	s.compare("config", reflect.TypeFor[policy.GuardConfig](), config, chartOnlyConfigKeys)
+	s.compare("config", reflect.TypeFor[guardapi.GuardConfig](), config, chartOnlyConfigKeys)
 }
 
 type schemaWalker struct {

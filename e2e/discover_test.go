@@ -27,6 +27,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // seededWorkload is what a controller serving a webhook has in a real
@@ -261,8 +262,8 @@ func applyCABundle(t *testing.T, kube kubernetes.Interface, config, webhook, man
 // each owner's own writes leave no record and the second writer is recorded.
 func TestDiscoverProposesOwners(t *testing.T) {
 	t.Parallel()
-	env := framework.Start(t, framework.Options{Config: &policy.GuardConfig{
-		BreakGlass: policy.Subjects{Groups: []string{"system:masters"}}, Unmanaged: policy.UnmanagedAllow, Owners: []policy.Owner{},
+	env := framework.Start(t, framework.Options{Config: &guardapi.GuardConfig{
+		BreakGlass: guardapi.Subjects{Groups: []string{"system:masters"}}, Unmanaged: guardapi.UnmanagedAllow, Owners: []guardapi.Owner{},
 	}, CertManagerCRDs: true})
 	d := seedDiscoverCluster(t, env)
 	kubeconfig := env.Kubeconfig(t, envtest.User{Name: "e2e-discoverer", Groups: []string{"system:masters"}})
@@ -276,16 +277,16 @@ func TestDiscoverProposesOwners(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the proposal does not load: %v\n%s", err, proposal)
 	}
-	want := []policy.Owner{
-		{Name: "app-controller", Match: policy.Match{Validating: []string{"app-validating"}},
-			Writers: policy.Subjects{ServiceAccounts: []string{"app-system/app-controller"}},
-			CA:      policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}}},
-		{Name: "koord-manager", Match: policy.Match{Validating: []string{"koord-validating-webhook-configuration"}, Mutating: []string{"koord-mutating-webhook-configuration"}},
-			Writers: policy.Subjects{ServiceAccounts: []string{"koordinator-system/koord-manager"}},
-			CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
-		{Name: "shared-controller", Match: policy.Match{Validating: []string{"shared-webhooks"}},
-			Writers: policy.Subjects{ServiceAccounts: []string{"shared-system/shared-controller"}},
-			CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "shared-system", Name: "shared-webhook-tls", Key: "ca.crt"}}},
+	want := []guardapi.Owner{
+		{Name: "app-controller", Match: guardapi.Match{Validating: []string{"app-validating"}},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{"app-system/app-controller"}},
+			CA:      guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}},
+		{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"koord-validating-webhook-configuration"}, Mutating: []string{"koord-mutating-webhook-configuration"}},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{"koordinator-system/koord-manager"}},
+			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+		{Name: "shared-controller", Match: guardapi.Match{Validating: []string{"shared-webhooks"}},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{"shared-system/shared-controller"}},
+			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "shared-system", Name: "shared-webhook-tls", Key: "ca.crt"}}},
 	}
 	if mustYAML(t, cfg.Spec.Owners) != mustYAML(t, want) {
 		t.Errorf("proposed owners:\n%s\nwant:\n%s", mustYAML(t, cfg.Spec.Owners), mustYAML(t, want))
@@ -385,8 +386,8 @@ func lastLines(s string, n int) string {
 // says nothing about the healthy one.
 func TestScanReportsWebhookHealth(t *testing.T) {
 	t.Parallel()
-	env := framework.Start(t, framework.Options{Config: &policy.GuardConfig{
-		BreakGlass: policy.Subjects{Groups: []string{"system:masters"}}, Unmanaged: policy.UnmanagedAllow, Owners: []policy.Owner{},
+	env := framework.Start(t, framework.Options{Config: &guardapi.GuardConfig{
+		BreakGlass: guardapi.Subjects{Groups: []string{"system:masters"}}, Unmanaged: guardapi.UnmanagedAllow, Owners: []guardapi.Owner{},
 	}})
 	kube := env.AdminKube
 	const ns = "health-system"
@@ -471,8 +472,8 @@ func TestScanReportsWebhookHealth(t *testing.T) {
 // checks that every configuration is mapped and healthy.
 func TestDiscoverAndScanScale(t *testing.T) {
 	t.Parallel()
-	env := framework.Start(t, framework.Options{Config: &policy.GuardConfig{
-		BreakGlass: policy.Subjects{Groups: []string{"system:masters"}}, Unmanaged: policy.UnmanagedAllow, Owners: []policy.Owner{},
+	env := framework.Start(t, framework.Options{Config: &guardapi.GuardConfig{
+		BreakGlass: guardapi.Subjects{Groups: []string{"system:masters"}}, Unmanaged: guardapi.UnmanagedAllow, Owners: []guardapi.Owner{},
 	}})
 	const controllers, perController = 20, 10
 	for i := range controllers {

@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
@@ -40,13 +40,13 @@ const (
 // hardeningConfig adds an injectedByCertManager mapping (its CA named by the
 // configuration's own annotation) and an enforced selector mapping (it
 // claims any name labelled guarded=true) to guardConfig.
-func hardeningConfig(extra ...policy.Owner) *policy.GuardConfig {
-	injected := mapping(injectedMapping, policy.ModeEnforce, injectedName, policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}})
-	labelled := policy.Owner{Name: labelledMapping, Mode: policy.ModeEnforce,
-		Match:   policy.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{guardedLabel: "true"}}},
-		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+func hardeningConfig(extra ...guardapi.Owner) *guardapi.GuardConfig {
+	injected := mapping(injectedMapping, guardapi.ModeEnforce, injectedName, guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}})
+	labelled := guardapi.Owner{Name: labelledMapping, Mode: guardapi.ModeEnforce,
+		Match:   guardapi.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{guardedLabel: "true"}}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 		CA:      caFromSecret()}
-	return guardConfig(append([]policy.Owner{injected, labelled}, extra...)...)
+	return guardConfig(append([]guardapi.Owner{injected, labelled}, extra...)...)
 }
 
 // review encodes an AdmissionReview as kube-apiserver sends it (typed
@@ -329,9 +329,9 @@ func TestHardeningSIGTERMFlushesRecordsAndEvents(t *testing.T) {
 	t.Parallel()
 	const audited = "audited-labelled"
 	auditedLabel := "e2e.webhook-guard.io/audited"
-	extra := policy.Owner{Name: audited, Mode: policy.ModeAudit,
-		Match:   policy.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{auditedLabel: "true"}}},
-		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+	extra := guardapi.Owner{Name: audited, Mode: guardapi.ModeAudit,
+		Match:   guardapi.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{auditedLabel: "true"}}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 		CA:      caFromSecret()}
 	f := newFixture(t, framework.Options{Config: guardConfig(extra), ReportCRDs: true, GuardArgs: []string{"--records-flush-interval=1h"}})
 	ctx := t.Context()

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // The second mapping of the per-source staleness test: its own
@@ -40,8 +40,8 @@ const (
 // counted for it). Restoring the Role heals the revoked mapping.
 func TestHardeningCAStalenessIsPerSource(t *testing.T) {
 	const maxStale = 4 * time.Second
-	revoked := mapping(revokedMapping, policy.ModeEnforce, revokedName,
-		policy.CASource{Secret: &policy.KeyRef{Namespace: revokedNamespace, Name: revokedSecret, Key: "ca.crt"}})
+	revoked := mapping(revokedMapping, guardapi.ModeEnforce, revokedName,
+		guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: revokedNamespace, Name: revokedSecret, Key: "ca.crt"}})
 	f := newFixture(t, framework.Options{GuardAPIProxy: true, Config: guardConfig(revoked),
 		GuardArgs: []string{"--ca-cache-ttl=1s", "--ca-max-stale=" + maxStale.String()}})
 	ctx := t.Context()

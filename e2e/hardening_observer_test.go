@@ -22,6 +22,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
@@ -43,9 +44,9 @@ const (
 func TestHardeningObserverKeepsUpWithHostileWriter(t *testing.T) {
 	t.Parallel()
 	cfg := guardConfig(
-		mapping(floodCAName, policy.ModeAudit, floodCAName, caFromSecret()),
-		mapping(floodInjectName, policy.ModeAudit, floodInjectName, policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}}),
-		mapping(floodGenuineName, policy.ModeAudit, floodGenuineName, caFromSecret()),
+		mapping(floodCAName, guardapi.ModeAudit, floodCAName, caFromSecret()),
+		mapping(floodInjectName, guardapi.ModeAudit, floodInjectName, guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}),
+		mapping(floodGenuineName, guardapi.ModeAudit, floodGenuineName, caFromSecret()),
 	)
 	f := newFixture(t, framework.Options{Config: cfg, NoStaticManifest: true})
 	ctx := t.Context()

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
@@ -92,7 +92,7 @@ func eventsWithReason(t testing.TB, f *fixture, reason string) []string {
 // their CA and the refusal is counted and written as an Event.
 func TestHardeningSyncRefusedPolicyFailsClosed(t *testing.T) {
 	const bigMapping, bigName, bigSecret = "big", "big-webhooks", "big-ca"
-	big := mapping(bigMapping, policy.ModeEnforce, bigName, policy.CASource{Secret: &policy.KeyRef{Namespace: appNamespace, Name: bigSecret, Key: "ca.crt"}})
+	big := mapping(bigMapping, guardapi.ModeEnforce, bigName, guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: appNamespace, Name: bigSecret, Key: "ca.crt"}})
 	opts := policyOptions()
 	opts.Config = guardConfig(big)
 	f := newFixture(t, opts)

@@ -18,15 +18,15 @@ import (
 	"time"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // standaloneConfig owns "soaked" with an inline CA: deciding needs no API
 // reads, so the guard runs without a control plane.
-func standaloneConfig(ca *framework.CA) *policy.GuardConfig {
-	o := mapping(enforcedMapping, policy.ModeEnforce, "soaked", policy.CASource{PEM: string(ca.PEM)})
-	return &policy.GuardConfig{DefaultMode: policy.ModeAudit, BreakGlass: policy.Subjects{Groups: []string{"system:masters"}},
-		Unmanaged: policy.UnmanagedAllow, Owners: []policy.Owner{o}}
+func standaloneConfig(ca *framework.CA) *guardapi.GuardConfig {
+	o := mapping(enforcedMapping, guardapi.ModeEnforce, "soaked", guardapi.CASource{PEM: string(ca.PEM)})
+	return &guardapi.GuardConfig{DefaultMode: guardapi.ModeAudit, BreakGlass: guardapi.Subjects{Groups: []string{"system:masters"}},
+		Unmanaged: guardapi.UnmanagedAllow, Owners: []guardapi.Owner{o}}
 }
 
 // reviewBody is an AdmissionReview: user UPDATEs the "soaked"

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
@@ -26,8 +26,8 @@ const (
 
 // trustConfig is guardConfig plus the injected mapping, with cainjector's
 // service account as its writer (besides the owner).
-func trustConfig() *policy.GuardConfig {
-	cfg := guardConfig(mapping(trustMapping, policy.ModeEnforce, trustName, policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}}))
+func trustConfig() *guardapi.GuardConfig {
+	cfg := guardConfig(mapping(trustMapping, guardapi.ModeEnforce, trustName, guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}))
 	cfg.CertManager.CAInjectorServiceAccount = "cert-manager/cert-manager-cainjector"
 	return cfg
 }

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // The cast. The owner is the application's controller; the intruder is
@@ -44,31 +44,31 @@ var (
 )
 
 // caFromSecret is the owner's CA source.
-func caFromSecret() policy.CASource {
-	return policy.CASource{Secret: &policy.KeyRef{Namespace: appNamespace, Name: caSecret, Key: "ca.crt"}}
+func caFromSecret() guardapi.CASource {
+	return guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: appNamespace, Name: caSecret, Key: "ca.crt"}}
 }
 
 // mapping owns the configurations called name, of both kinds.
-func mapping(owner string, mode policy.Mode, name string, ca policy.CASource) policy.Owner {
-	return policy.Owner{
+func mapping(owner string, mode guardapi.Mode, name string, ca guardapi.CASource) guardapi.Owner {
+	return guardapi.Owner{
 		Name:    owner,
 		Mode:    mode,
-		Match:   policy.Match{Validating: []string{name}, Mutating: []string{name}},
-		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+		Match:   guardapi.Match{Validating: []string{name}, Mutating: []string{name}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 		CA:      ca,
 	}
 }
 
 // guardConfig has system:masters as break-glass and the enforced and
 // audited mappings, plus any extra ones.
-func guardConfig(extra ...policy.Owner) *policy.GuardConfig {
-	return &policy.GuardConfig{
-		DefaultMode: policy.ModeAudit,
-		BreakGlass:  policy.Subjects{Groups: []string{"system:masters"}},
-		Unmanaged:   policy.UnmanagedAllow,
-		Owners: append([]policy.Owner{
-			mapping(enforcedMapping, policy.ModeEnforce, enforcedName, caFromSecret()),
-			mapping(auditedMapping, policy.ModeAudit, auditedName, caFromSecret()),
+func guardConfig(extra ...guardapi.Owner) *guardapi.GuardConfig {
+	return &guardapi.GuardConfig{
+		DefaultMode: guardapi.ModeAudit,
+		BreakGlass:  guardapi.Subjects{Groups: []string{"system:masters"}},
+		Unmanaged:   guardapi.UnmanagedAllow,
+		Owners: append([]guardapi.Owner{
+			mapping(enforcedMapping, guardapi.ModeEnforce, enforcedName, caFromSecret()),
+			mapping(auditedMapping, guardapi.ModeAudit, auditedName, caFromSecret()),
 		}, extra...),
 	}
 }

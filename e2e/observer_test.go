@@ -25,6 +25,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 const (
@@ -38,8 +39,8 @@ const (
 // and field manager.
 func stormWriter(i int) string { return fmt.Sprintf("replica-%d", i) }
 
-func stormOwner() policy.Owner {
-	o := mapping(stormMapping, policy.ModeAudit, stormName, caFromSecret())
+func stormOwner() guardapi.Owner {
+	o := mapping(stormMapping, guardapi.ModeAudit, stormName, caFromSecret())
 	for i := range stormWriters {
 		o.Writers.ServiceAccounts = append(o.Writers.ServiceAccounts, appNamespace+"/"+stormWriter(i))
 	}
@@ -179,7 +180,7 @@ func TestObserverStormShowsInReview(t *testing.T) {
 	users := make([]string, stormWriters)
 	for i := range stormWriters {
 		managerNames[i] = stormWriter(i)
-		users[i] = policy.ServiceAccountUsername(appNamespace + "/" + stormWriter(i))
+		users[i] = guardapi.ServiceAccountUsername(appNamespace + "/" + stormWriter(i))
 	}
 	// subjectsOf lists the distinct subjects of the findings that match.
 	subjectsOf := func(res reviewResult, match func(reviewFinding) bool) []string {

@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
@@ -53,13 +53,13 @@ var injectedTargets = []struct {
 // injectedConfig is guardConfig plus the mapping that owns both targets,
 // with the CA the configurations' own cert-manager annotation names and
 // cainjector (the chart's service account) as a writer for it.
-func injectedConfig(mode policy.Mode) *policy.GuardConfig {
-	cfg := guardConfig(policy.Owner{
+func injectedConfig(mode guardapi.Mode) *guardapi.GuardConfig {
+	cfg := guardConfig(guardapi.Owner{
 		Name:    cainjectorMapping,
 		Mode:    mode,
-		Match:   policy.Match{Validating: []string{injectedVWC}, Mutating: []string{injectedMWC}},
-		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
-		CA:      policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}},
+		Match:   guardapi.Match{Validating: []string{injectedVWC}, Mutating: []string{injectedMWC}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+		CA:      guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}},
 	})
 	cfg.CertManager.CAInjectorServiceAccount = framework.CAInjectorNamespace + "/" + framework.CAInjectorServiceAccount
 	return cfg
@@ -375,7 +375,7 @@ func (r *injectorRun) logCAInjectorIdentity(t testing.TB) {
 // denied as ca-mismatch while cainjector keeps injecting.
 func TestRealWriterCAInjectorStaticShape(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(policy.ModeEnforce)}})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeEnforce)}})
 	ctx := t.Context()
 	r.logCAInjectorIdentity(t)
 
@@ -443,7 +443,7 @@ func TestRealWriterCAInjectorStaticShape(t *testing.T) {
 // converge within 5 s each and nothing refuses it.
 func TestRealWriterCAInjectorMergingOff(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(policy.ModeEnforce)}, mergingOff: true})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeEnforce)}, mergingOff: true})
 	for i := 1; i <= rotations; i++ {
 		r.rotate(t, i)
 	}
@@ -458,7 +458,7 @@ func TestRealWriterCAInjectorMergingOff(t *testing.T) {
 // still denied.
 func TestRealWriterCAInjectorFromSecret(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(policy.ModeEnforce)}, fromSecret: true})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeEnforce)}, fromSecret: true})
 	for i := 1; i <= rotations; i++ {
 		r.rotate(t, i)
 	}
@@ -477,7 +477,7 @@ func TestRealWriterCAInjectorFromSecret(t *testing.T) {
 // controller's writes as ca-mismatch and records nothing about cainjector.
 func TestRealWriterCAInjectorAuditFight(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(policy.ModeAudit)}})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeAudit)}})
 	ctx := t.Context()
 	own := framework.NewCA(t, "app-self-generated-ca")
 	r.others = append(r.others, own)
@@ -537,7 +537,7 @@ func TestRealWriterCAInjectorAuditFight(t *testing.T) {
 func TestRealWriterCAInjectorPolicyShape(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
-	opts.Config = injectedConfig(policy.ModeEnforce)
+	opts.Config = injectedConfig(guardapi.ModeEnforce)
 	policyName := vap.PolicyName(cainjectorMapping)
 	r := startInjectorRun(t, injectorRunOptions{opts: opts, beforeInjector: func(t *testing.T, r *injectorRun) {
 		// The generated policy knows the Certificate's CA once the owner's

@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 const (
@@ -44,17 +44,17 @@ var rotatorUser = framework.ServiceAccountUser(framework.GatekeeperNamespace, fr
 
 // rotatorConfig maps Gatekeeper's configurations, in enforce, to the
 // rotator's service account and the ca.crt of its Secret.
-func rotatorConfig() *policy.GuardConfig {
-	return &policy.GuardConfig{
-		DefaultMode: policy.ModeAudit,
-		BreakGlass:  policy.Subjects{Groups: []string{"system:masters"}},
-		Unmanaged:   policy.UnmanagedAllow,
-		Owners: []policy.Owner{{
+func rotatorConfig() *guardapi.GuardConfig {
+	return &guardapi.GuardConfig{
+		DefaultMode: guardapi.ModeAudit,
+		BreakGlass:  guardapi.Subjects{Groups: []string{"system:masters"}},
+		Unmanaged:   guardapi.UnmanagedAllow,
+		Owners: []guardapi.Owner{{
 			Name:    rotatorMapping,
-			Mode:    policy.ModeEnforce,
-			Match:   policy.Match{Validating: []string{framework.GatekeeperValidating}, Mutating: []string{framework.GatekeeperMutating}},
-			Writers: policy.Subjects{ServiceAccounts: []string{framework.GatekeeperNamespace + "/" + framework.GatekeeperServiceAccount}},
-			CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: framework.GatekeeperNamespace, Name: framework.GatekeeperSecret, Key: "ca.crt"}},
+			Mode:    guardapi.ModeEnforce,
+			Match:   guardapi.Match{Validating: []string{framework.GatekeeperValidating}, Mutating: []string{framework.GatekeeperMutating}},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{framework.GatekeeperNamespace + "/" + framework.GatekeeperServiceAccount}},
+			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: framework.GatekeeperNamespace, Name: framework.GatekeeperSecret, Key: "ca.crt"}},
 		}},
 	}
 }

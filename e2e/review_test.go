@@ -30,6 +30,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
@@ -92,7 +93,7 @@ func cli(t *testing.T, args ...string) (string, int) {
 	return stdout, code
 }
 
-func writeGuardConfig(t *testing.T, dir string, cfg *policy.GuardConfig) string {
+func writeGuardConfig(t *testing.T, dir string, cfg *guardapi.GuardConfig) string {
 	t.Helper()
 	p := filepath.Join(dir, "scan-guard.yaml")
 	if err := os.WriteFile(p, framework.MarshalConfig(t, cfg), 0o600); err != nil {
@@ -247,7 +248,7 @@ func TestReviewIncident(t *testing.T) {
 	fixed := time.Now().UTC().Truncate(time.Second).Add(time.Second)
 	time.Sleep(time.Until(fixed))
 	cfg := guardConfig()
-	cfg.Owners[1].Mode = policy.ModeEnforce
+	cfg.Owners[1].Mode = guardapi.ModeEnforce
 	f.env.Guard.RewriteConfig(t, cfg)
 	var passed atomic.Int64
 	var wg2 sync.WaitGroup
@@ -411,12 +412,12 @@ func TestReviewScan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	scanCfg := &policy.GuardConfig{
-		DefaultMode: policy.ModeAudit,
-		Owners: []policy.Owner{{
+	scanCfg := &guardapi.GuardConfig{
+		DefaultMode: guardapi.ModeAudit,
+		Owners: []guardapi.Owner{{
 			Name:    "scanned",
-			Match:   policy.Match{Validating: []string{"scan-mismatched", "scan-two-writers", "scan-absent"}},
-			Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+			Match:   guardapi.Match{Validating: []string{"scan-mismatched", "scan-two-writers", "scan-absent"}},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 			CA:      caFromSecret(),
 		}},
 	}

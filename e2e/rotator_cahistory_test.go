@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // caHistory is every CA the rotator's Secret held, in order (short
@@ -28,7 +28,7 @@ func recordCAHistory(t *testing.T, env *framework.Env, r *framework.Rotator) *ca
 	go func() {
 		for ctx.Err() == nil {
 			if s, err := secrets.Get(ctx, r.Opts.Secret, metav1.GetOptions{}); err == nil {
-				if fps, err := policy.ParseBundle(s.Data["ca.crt"]); err == nil && len(fps) == 1 {
+				if fps, err := cabundle.Parse(s.Data["ca.crt"]); err == nil && len(fps) == 1 {
 					h.add(fps[0].Short())
 				}
 			}

@@ -28,7 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Scenario 1: the owner's service account writes its own CA: allowed, and
@@ -72,11 +72,11 @@ func TestScenario01OwnerWritesItsOwnCA(t *testing.T) {
 // the warning, and a record exists.
 func TestScenario02AnotherServiceAccountUpdates(t *testing.T) {
 	const ownerLabel = "e2e.webhook-guard.io/owner"
-	labeled := policy.Owner{
+	labeled := guardapi.Owner{
 		Name:    "labeled",
-		Mode:    policy.ModeEnforce,
-		Match:   policy.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ownerLabel: "labeled"}}},
-		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+		Mode:    guardapi.ModeEnforce,
+		Match:   guardapi.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{ownerLabel: "labeled"}}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 		CA:      caFromSecret(),
 	}
 	f := newFixture(t, framework.Options{Config: guardConfig(labeled), AuditLog: true})
@@ -205,7 +205,7 @@ func TestScenario02bAuditThenEnforceAfterConfigReload(t *testing.T) {
 	}
 
 	cfg := guardConfig()
-	cfg.Owners[1].Mode = policy.ModeEnforce
+	cfg.Owners[1].Mode = guardapi.ModeEnforce
 	f.env.Guard.RewriteConfig(t, cfg)
 
 	_, err := f.intruder.Annotate(ctx, framework.Validating, auditedName, "e2e/step", "enforce")
@@ -411,12 +411,12 @@ func TestScenario05CertManagerInjectedCA(t *testing.T) {
 		fromSecret  = "injected-from-secret-webhooks"
 		certificate = "app-serving-cert"
 	)
-	injected := policy.Owner{
+	injected := guardapi.Owner{
 		Name:    "injected",
-		Mode:    policy.ModeEnforce,
-		Match:   policy.Match{Validating: []string{name}, Mutating: []string{fromSecret}},
-		Writers: policy.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
-		CA:      policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}},
+		Mode:    guardapi.ModeEnforce,
+		Match:   guardapi.Match{Validating: []string{name}, Mutating: []string{fromSecret}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
+		CA:      guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}},
 	}
 	cfg := guardConfig(injected)
 	cfg.CertManager.CAInjectorServiceAccount = "cert-manager/cert-manager-cainjector"

@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+)
 
 // The kinds of policy mode's generated objects: ValidatingAdmissionPolicies
 // and their bindings (admissionregistration.k8s.io/v1). Besides webhook
@@ -46,14 +50,14 @@ type AdmissionPolicyObjectInput struct {
 // break-glass; deciding again here means a manifest rendered without them
 // can never lock the guard out of its own objects. It is always enforced:
 // there is no owner mapping, so no mode to audit in.
-func (c *Config) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) Decision {
+func (c *Mappings) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) Decision {
 	d := Decision{
 		Operation: in.Operation,
 		Kind:      in.Kind,
 		Name:      in.Name,
 		Subject:   in.User.Username,
 		DryRun:    in.DryRun,
-		Mode:      ModeEnforce,
+		Mode:      guardapi.ModeEnforce,
 		Rule:      RuleAdmissionPolicyObject,
 	}
 	switch {

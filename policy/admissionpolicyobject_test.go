@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 func Test_DecideAdmissionPolicyObject(t *testing.T) {
@@ -22,7 +24,7 @@ owners:
 	denied := func(writer string) Decision {
 		return Decision{
 			Operation: OperationDelete, Kind: KindAdmissionPolicyBinding, Name: "webhook-guard-app", Subject: "intruder",
-			Mode: ModeEnforce, Outcome: OutcomeDeny, Rule: RuleAdmissionPolicyObject, Record: true,
+			Mode: guardapi.ModeEnforce, Outcome: OutcomeDeny, Rule: RuleAdmissionPolicyObject, Record: true,
 			Violations: []Violation{{
 				Rule:   RuleAdmissionPolicyObject,
 				Detail: "only " + writer + " may change the objects policy mode generates (label app.kubernetes.io/managed-by=webhook-guard)",
@@ -45,7 +47,7 @@ owners:
 		"if the guard writes, allow under the rule": {
 			in: deleteBinding(User{Username: guard}, true, guard),
 			exp: Decision{Operation: OperationDelete, Kind: KindAdmissionPolicyBinding, Name: "webhook-guard-app", Subject: guard,
-				Mode: ModeEnforce, Outcome: OutcomeAllow, Rule: RuleAdmissionPolicyObject},
+				Mode: guardapi.ModeEnforce, Outcome: OutcomeAllow, Rule: RuleAdmissionPolicyObject},
 		},
 		"if no guard username is configured, an empty username is not the guard": {
 			in:  &AdmissionPolicyObjectInput{Operation: OperationDelete, Kind: KindAdmissionPolicyBinding, Name: "webhook-guard-app", User: User{Username: ""}, Generated: true},
@@ -54,7 +56,7 @@ owners:
 		"if break-glass writes, allow as break-glass": {
 			in: deleteBinding(User{Username: "admin", Groups: []string{"system:masters"}}, true, guard),
 			exp: Decision{Operation: OperationDelete, Kind: KindAdmissionPolicyBinding, Name: "webhook-guard-app", Subject: "admin",
-				Mode: ModeEnforce, Outcome: OutcomeBreakGlass, Rule: RuleAdmissionPolicyObject, Record: true},
+				Mode: guardapi.ModeEnforce, Outcome: OutcomeBreakGlass, Rule: RuleAdmissionPolicyObject, Record: true},
 		},
 		"if another user's write is a dry run, deny but do not record": {
 			in: func() *AdmissionPolicyObjectInput {

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"testing"
+
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // BenchmarkDecide measures the common hot path: the owner's controller
@@ -11,7 +13,7 @@ import (
 func BenchmarkDecide(b *testing.B) {
 	f := testFixtures(b)
 	c := mustLoad(b, decideDoc(f))
-	ca := CAResult{Set: NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP, f.OwnerNew.FP), Resolved: true}
+	ca := CAResult{Set: cabundle.NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP, f.OwnerNew.FP), Resolved: true}
 
 	for _, n := range []int{5, 50} {
 		b.Run(fmt.Sprintf("webhooks=%d", n), func(b *testing.B) {
@@ -50,7 +52,7 @@ func BenchmarkParseBundle(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := ParseBundle(data); err != nil {
+				if _, err := cabundle.Parse(data); err != nil {
 					b.Fatal(err)
 				}
 			}

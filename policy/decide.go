@@ -5,19 +5,22 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Decide applies the single-ownership rules (docs/design.md) to one
 // request. It is pure: the owner's CA arrives in in.CA, resolved by the
 // caller when NeedsCA(in) is true.
-func (c *Config) Decide(in *Input) Decision {
+func (c *Mappings) Decide(in *Input) Decision {
 	return c.DecideMatched(c.MatchInput(in), in)
 }
 
 // DecideMatched is Decide for a caller that already matched the input (to
 // know whose CA to resolve), so the admission path matches once, not once
 // per decision. m must come from c.MatchInput for the same input.
-func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
+func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
 	if in.Observed {
 		return c.decideObserved(m, in)
 	}
@@ -48,7 +51,7 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 		if breakGlass {
 			// Break-glass writes are always recorded, even to unmanaged configurations.
 			d.Outcome, d.Rule, d.Record = OutcomeBreakGlass, RuleBreakGlass, !in.DryRun
-		} else if c.Spec.Unmanaged == UnmanagedAudit {
+		} else if c.Spec.Unmanaged == guardapi.UnmanagedAudit {
 			d.Outcome, d.Rule, d.Record = OutcomeAudit, RuleUnmanaged, !in.DryRun
 			d.Violations = []Violation{{
 				Rule:   RuleUnmanaged,
@@ -89,7 +92,7 @@ func (c *Config) DecideMatched(m MatchResult, in *Input) Decision {
 // CA from its source: only for a writer or break-glass subject whose request
 // sets a caBundle to something non-empty, and only when the CA is not inline.
 // The caller resolves the CA only then.
-func (c *Config) NeedsOwnerCA(m MatchResult, in *Input) bool {
+func (c *Mappings) NeedsOwnerCA(m MatchResult, in *Input) bool {
 	if m.index < 0 || c.owners[m.index].inlineCA != nil || !NeedsCA(in) {
 		return false
 	}
@@ -104,7 +107,7 @@ func notOwner(co *compiledOwner, in *Input) Violation {
 		Field:  "userInfo",
 		Detail: fmt.Sprintf("%q is not a writer", in.User.Username),
 	}
-	if ns, name, ok := ServiceAccountOf(in.User.Username); ok {
+	if ns, name, ok := guardapi.ServiceAccountOf(in.User.Username); ok {
 		v.Hint = fmt.Sprintf("if it should own this configuration, add %s/%s to owners[%s].writers.serviceAccounts", ns, name, co.spec.Name)
 	} else {
 		v.Hint = fmt.Sprintf("if it should own this configuration, add %q to owners[%s].writers.users", in.User.Username, co.spec.Name)
@@ -117,7 +120,7 @@ func notOwner(co *compiledOwner, in *Input) Violation {
 
 // checkBundles applies ca-mismatch and ca-unavailable to every caBundle the
 // request writes.
-func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChange) []Violation {
+func (c *Mappings) checkBundles(co *compiledOwner, in *Input, changes []BundleChange) []Violation {
 	var out []Violation
 	for _, ch := range changes {
 		// The field path is formatted only for a violation: the common
@@ -174,9 +177,9 @@ func (c *Config) checkBundles(co *compiledOwner, in *Input, changes []BundleChan
 // so keeping one grants nothing. "Stored" means the entry of the same name in
 // the object before the request: a new or renamed entry, and every entry of a
 // CREATE, has nothing stored and may hold only the current CA.
-func rotationViolation(set CASet, fps []Fingerprint, ch BundleChange, in *Input) (Violation, bool) {
+func rotationViolation(set cabundle.CASet, fps []cabundle.Fingerprint, ch BundleChange, in *Input) (Violation, bool) {
 	current := false
-	var foreign []Fingerprint
+	var foreign []cabundle.Fingerprint
 	for _, fp := range fps {
 		if set.Contains(fp) {
 			current = true
@@ -189,7 +192,7 @@ func rotationViolation(set CASet, fps []Fingerprint, ch BundleChange, in *Input)
 		// parsing the stored one. A stored bundle that does not parse
 		// trusts nothing the guard can name.
 		if stored, err := in.Fingerprints.Parse(ch.Old); err == nil {
-			kept := NewCASetFromFingerprints("", stored...)
+			kept := cabundle.NewCASetFromFingerprints("", stored...)
 			foreign = slices.DeleteFunc(foreign, kept.Contains)
 		}
 	}
@@ -201,7 +204,7 @@ func rotationViolation(set CASet, fps []Fingerprint, ch BundleChange, in *Input)
 			Summary:  "certificate(s) not in the owner's CA set",
 			Hint:     "write the owner's CA (a rotation may keep the certificates the entry already holds); if the owner's CA changed, update its source first",
 			Expected: set.Short(),
-			Found:    shortAll(foreign),
+			Found:    cabundle.ShortAll(foreign),
 		}, false
 	case !current:
 		return Violation{
@@ -210,23 +213,23 @@ func rotationViolation(set CASet, fps []Fingerprint, ch BundleChange, in *Input)
 			Summary:  "the caBundle no longer holds the owner's current CA",
 			Hint:     "add the owner's current CA to the bundle; a rotation may keep old certificates but must carry the current one",
 			Expected: set.Short(),
-			Found:    shortAll(fps),
+			Found:    cabundle.ShortAll(fps),
 		}, false
 	}
 	return Violation{}, true
 }
 
-func ownerCA(co *compiledOwner, in *Input) (CASet, error) {
+func ownerCA(co *compiledOwner, in *Input) (cabundle.CASet, error) {
 	if co.inlineCA != nil {
 		return *co.inlineCA, nil
 	}
 	switch {
 	case !in.CA.Resolved:
-		return CASet{}, errors.New("the owner's CA was not resolved")
+		return cabundle.CASet{}, errors.New("the owner's CA was not resolved")
 	case in.CA.Err != nil:
-		return CASet{}, in.CA.Err
+		return cabundle.CASet{}, in.CA.Err
 	case in.CA.Set.Len() == 0:
-		return CASet{}, fmt.Errorf("%s holds no CA certificate", in.CA.Set.Source)
+		return cabundle.CASet{}, fmt.Errorf("%s holds no CA certificate", in.CA.Set.Source)
 	}
 	return in.CA.Set, nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Test_Decide_rotation is the rotation rule at the decision boundary: what a
@@ -15,7 +17,7 @@ func Test_Decide_rotation(t *testing.T) {
 	f := testFixtures(t)
 	cfg := mustLoad(t, decideDoc(f))
 	source := "secret koordinator-system/webhook-certs"
-	rotated := CAResult{Set: NewCASetFromFingerprints(source, f.OwnerNew.FP), Resolved: true}
+	rotated := CAResult{Set: cabundle.NewCASetFromFingerprints(source, f.OwnerNew.FP), Resolved: true}
 	koordSA := User{Username: sa("koordinator-system", "koord-manager")}
 	cur := []string{f.OwnerNew.Short()}
 

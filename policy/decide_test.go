@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // decideDoc is the configuration most Test_Decide cases run against:
@@ -146,16 +149,6 @@ func caRemoved(webhook string) Violation {
 	}
 }
 
-// withHeaders re-encodes the first PEM block of data with a PEM header,
-// which kube-apiserver's AppendCertsFromPEM skips.
-func withHeaders(t *testing.T, data []byte) []byte {
-	t.Helper()
-	block, _ := pem.Decode(data)
-	require.NotNil(t, block)
-	block.Headers = map[string]string{"Proc-Type": "4,ENCRYPTED"}
-	return pem.EncodeToMemory(block)
-}
-
 func caInvalid(index int, webhook, reason string) Violation {
 	return Violation{
 		Rule:    RuleCAMismatch,
@@ -187,8 +180,8 @@ func Test_Decide(t *testing.T) {
 	strictCfg := mustLoad(t, strictDoc)
 
 	koordSource := "secret koordinator-system/webhook-certs"
-	koordCA := CAResult{Set: NewCASetFromFingerprints(koordSource, f.Owner.FP), Resolved: true}
-	rotatingCA := CAResult{Set: NewCASetFromFingerprints(koordSource, f.Owner.FP, f.OwnerNew.FP), Resolved: true}
+	koordCA := CAResult{Set: cabundle.NewCASetFromFingerprints(koordSource, f.Owner.FP), Resolved: true}
+	rotatingCA := CAResult{Set: cabundle.NewCASetFromFingerprints(koordSource, f.Owner.FP, f.OwnerNew.FP), Resolved: true}
 	sourceErr := errors.New(`secret koordinator-system/webhook-certs: secrets "webhook-certs" not found`)
 
 	koordSA := User{Username: sa("koordinator-system", "koord-manager"), Groups: []string{"system:serviceaccounts", "system:authenticated"}}
@@ -211,11 +204,11 @@ func Test_Decide(t *testing.T) {
 
 	tests := map[string]struct {
 		// config is cfg unless set.
-		config *Config
+		config *Mappings
 		input  Input
 
 		expMapping    string
-		expMode       Mode
+		expMode       guardapi.Mode
 		expOutcome    Outcome
 		expRule       Rule
 		expViolations []Violation
@@ -225,41 +218,41 @@ func Test_Decide(t *testing.T) {
 		// Owners writing their own CA.
 		"if the owner writes its own CA, allow and do not record": {
 			input:      update("koord", koordSA, empty, same, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 		},
 		"if the subject is a writer through one of its groups, allow": {
 			input:      update("koord", User{Username: "alice", Groups: []string{"system:authenticated", "koord-admins"}}, empty, same, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 		},
 		"if the owner rotates to a bundle of old and new CA and both are in the CA set, allow": {
 			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, f.OwnerNew.PEM), bundle(f.OwnerNew.PEM, f.Owner.PEM)}, rotatingCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 		},
 		"if the owner updates without touching caBundle and the CA is not resolved, allow: the CA is not needed": {
 			input:      update("koord", koordSA, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 		"if the owner updates without touching caBundle and the CA source fails, allow": {
 			input:      update("koord", koordSA, same, same, CAResult{Err: sourceErr, Resolved: true}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 		"if the owner creates the configuration with empty caBundles and no fill is coming, deny: kube-apiserver would trust its system roots": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Webhooks: []Webhook{{Name: whA}, {Name: whB, CABundle: []byte{}}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caUnfilled(0, whA), caUnfilled(1, whB)},
 			expRecord:     true,
 		},
 		"if the owner creates the configuration with its CA, allow": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Webhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}, CA: koordCA},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
 		},
 		"if an entry's caBundle was empty and stays empty, allow": {
 			input:      update("koord", koordSA, [2][]byte{f.Owner.PEM, nil}, [2][]byte{f.Owner.PEM, {}}, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 		"if UPDATE adds an entry with an empty caBundle and no fill is coming, deny: kube-apiserver would trust its system roots": {
 			input: Input{
@@ -267,33 +260,33 @@ func Test_Decide(t *testing.T) {
 				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
 				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB}},
 			},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caUnfilled(1, whB)},
 			expRecord:     true,
 		},
 		"if the owner deletes the configuration, allow": {
 			input:      Input{Operation: OperationDelete, Name: "koord", User: koordSA, OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 
 		// ca-mismatch.
 		"if the owner writes a foreign CA, deny with ca-mismatch naming expected and found fingerprints": {
 			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, f.Foreign.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caMismatch(1, whB, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()})},
 			expChanges:    []string{"webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if a rotation bundle holds one CA of the set and one foreign, deny naming only the foreign one": {
 			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, f.Foreign.PEM), f.Owner.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()})},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if the new CA is written before the CA source holds it, deny: update the source first": {
 			input:      update("koord", koordSA, same, [2][]byte{f.OwnerNew.PEM, f.OwnerNew.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{
 				caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.OwnerNew.Short()}),
 				caMismatch(1, whB, koordSource, []string{f.Owner.Short()}, []string{f.OwnerNew.Short()}),
@@ -303,28 +296,28 @@ func Test_Decide(t *testing.T) {
 		},
 		"if the owner empties a non-empty caBundle, deny with ca-mismatch": {
 			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, nil}, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caEmptied(1, whB)},
 			expChanges:    []string{"webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if the owner writes a caBundle that is not PEM, deny with ca-mismatch": {
 			input:      update("koord", koordSA, same, [2][]byte{[]byte("not pem"), f.Owner.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caInvalid(0, whA, `is not PEM: no "-----BEGIN CERTIFICATE-----" block found`)},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if the owner writes a private key as caBundle, deny with ca-mismatch: it holds no usable certificate": {
 			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, f.KeyPEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caInvalid(1, whB, `holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`)},
 			expChanges:    []string{"webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if the owner writes a whitespace caBundle, deny: it holds no certificate": {
 			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, []byte("\n")}, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caInvalid(1, whB, "is empty")},
 			expChanges:    []string{"webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
@@ -333,28 +326,28 @@ func Test_Decide(t *testing.T) {
 		// ca-unavailable.
 		"if caBundle changes and the CA source failed, deny with ca-unavailable naming the source error": {
 			input:      update("koord", koordSA, empty, same, CAResult{Err: sourceErr, Resolved: true}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAUnavailable,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAUnavailable,
 			expViolations: []Violation{caUnavailable(0, whA, sourceErr.Error()), caUnavailable(1, whB, sourceErr.Error())},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if caBundle changes and the CA was not resolved, deny with ca-unavailable": {
 			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, f.OwnerNew.PEM}, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAUnavailable,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAUnavailable,
 			expViolations: []Violation{caUnavailable(1, whB, "the owner's CA was not resolved")},
 			expChanges:    []string{"webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if caBundle changes and the CA source holds no certificate, deny with ca-unavailable": {
-			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, f.OwnerNew.PEM}, CAResult{Set: NewCASetFromFingerprints(koordSource), Resolved: true}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAUnavailable,
+			input:      update("koord", koordSA, same, [2][]byte{f.Owner.PEM, f.OwnerNew.PEM}, CAResult{Set: cabundle.NewCASetFromFingerprints(koordSource), Resolved: true}),
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAUnavailable,
 			expViolations: []Violation{caUnavailable(1, whB, "secret koordinator-system/webhook-certs holds no CA certificate")},
 			expChanges:    []string{"webhooks[1].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if caBundle changes in audit mode and the CA source failed, allow with a warning and record": {
 			input:      update("audited", User{Username: sa("audited-system", "controller")}, empty, [2][]byte{f.Owner.PEM, nil}, CAResult{Err: sourceErr, Resolved: true}),
-			expMapping: "audited", expMode: ModeAudit, expOutcome: OutcomeAudit, expRule: RuleCAUnavailable,
+			expMapping: "audited", expMode: guardapi.ModeAudit, expOutcome: OutcomeAudit, expRule: RuleCAUnavailable,
 			expViolations: []Violation{caUnavailable(0, whA, sourceErr.Error())},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
@@ -363,39 +356,39 @@ func Test_Decide(t *testing.T) {
 		// not-owner.
 		"if a non-owner updates in enforce mode, deny with not-owner and a hint naming the mapping's service accounts": {
 			input:      update("koord", intruder, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "koordinator")},
 			expRecord:     true,
 		},
 		"if a non-owner updates in audit mode, allow with warnings and audit annotations, and record": {
 			input:      update("audited", intruder, same, same, CAResult{}),
-			expMapping: "audited", expMode: ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
+			expMapping: "audited", expMode: guardapi.ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "audited")},
 			expRecord:     true,
 		},
 		"if a non-owner writes a foreign CA, deny with not-owner only: nothing of the owner's CA is read or shown": {
 			input:      update("koord", intruder, same, [2][]byte{f.Foreign.PEM, f.Owner.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "koordinator")},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if a non-owner creates a guarded name, deny: a create can be a takeover": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Webhooks: []Webhook{{Name: whA}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerUser("bob", "koordinator")},
 			expRecord:     true,
 		},
 		"if a non-owner creates a guarded name with a caBundle, deny with not-owner only: its CA is never resolved": {
 			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Webhooks: []Webhook{{Name: whA, CABundle: f.Foreign.PEM}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerUser("bob", "koordinator")},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if a non-owner deletes a guarded configuration, deny and call it a takeover": {
 			input:      Input{Operation: OperationDelete, Name: "koord", User: intruder, OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{{
 				Rule:   RuleNotOwner,
 				Field:  "userInfo",
@@ -406,25 +399,25 @@ func Test_Decide(t *testing.T) {
 		},
 		"if a service account's name merely starts with a writer's name, it is not a writer": {
 			input:      update("koord", User{Username: sa("koordinator-system", "koord-manager-2")}, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("koordinator-system", "koord-manager-2", "koordinator")},
 			expRecord:     true,
 		},
 		"if a service account's name is a prefix of a writer's name, it is not a writer": {
 			input:      update("koord", User{Username: sa("koordinator-system", "koord")}, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("koordinator-system", "koord", "koordinator")},
 			expRecord:     true,
 		},
 		"if a group merely starts with a writer group's name, it is not a writer": {
 			input:      update("koord", User{Username: "carol", Groups: []string{"koord-admins-readonly", "system:masters-ish"}}, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerUser("carol", "koordinator")},
 			expRecord:     true,
 		},
 		"if the username is the writer's service account without its prefix, it is not a writer": {
 			input:      update("koord", User{Username: "koordinator-system/koord-manager"}, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerUser("koordinator-system/koord-manager", "koordinator")},
 			expRecord:     true,
 		},
@@ -436,7 +429,7 @@ func Test_Decide(t *testing.T) {
 				in.DryRun = true
 				return in
 			}(),
-			expMapping: "audited", expMode: ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
+			expMapping: "audited", expMode: guardapi.ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "audited")},
 		},
 		"if a non-owner's dry run is enforced, deny but do not record": {
@@ -445,19 +438,19 @@ func Test_Decide(t *testing.T) {
 				in.DryRun = true
 				return in
 			}(),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "koordinator")},
 		},
 
 		// Break-glass.
 		"if a break-glass subject who is no writer updates, allow with a warning and record": {
 			input:      update("koord", admin, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expRecord: true,
 		},
 		"if a break-glass subject writes a foreign CA, still allow, list what it bypassed, warn and record": {
 			input:      update("koord", admin, same, [2][]byte{f.Foreign.PEM, nil}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expViolations: []Violation{
 				caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()}),
 				caEmptied(1, whB),
@@ -467,7 +460,7 @@ func Test_Decide(t *testing.T) {
 		},
 		"if a break-glass subject deletes a guarded configuration, allow and record": {
 			input:      Input{Operation: OperationDelete, Name: "koord", User: admin},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expRecord: true,
 		},
 		"if a break-glass subject's request is a dry run, allow with a warning but do not record": {
@@ -476,7 +469,7 @@ func Test_Decide(t *testing.T) {
 				in.DryRun = true
 				return in
 			}(),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 		},
 		"if a break-glass subject writes an unmanaged configuration, allow and record": {
 			input:      update("unrelated", admin, empty, same, CAResult{}),
@@ -486,7 +479,7 @@ func Test_Decide(t *testing.T) {
 		},
 		"if a break-glass subject is also a writer, allow it as break-glass (as matchConditions do) and list the foreign CA": {
 			input:      update("koord", User{Username: "root", Groups: []string{"system:masters", "koord-admins"}}, same, [2][]byte{f.Foreign.PEM, f.Owner.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expViolations: []Violation{caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()})},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
@@ -528,14 +521,14 @@ func Test_Decide(t *testing.T) {
 		"if a mapping sets mode audit under defaultMode enforce, audit": {
 			config:     strictCfg,
 			input:      update("relaxed", intruder, same, same, CAResult{}),
-			expMapping: "relaxed", expMode: ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
+			expMapping: "relaxed", expMode: guardapi.ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "relaxed")},
 			expRecord:     true,
 		},
 		"if a mapping sets no mode under defaultMode enforce, enforce": {
 			config:     strictCfg,
 			input:      update("strict", intruder, same, same, CAResult{}),
-			expMapping: "strict", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "strict", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "strict")},
 			expRecord:     true,
 		},
@@ -543,12 +536,12 @@ func Test_Decide(t *testing.T) {
 		// Inline pem.
 		"if the CA source is inline pem, use it without CA resolution": {
 			input:      update("legacy", User{Username: "legacy-operator"}, empty, [2][]byte{f.Inline.PEM, nil}, CAResult{}),
-			expMapping: "legacy", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "legacy", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
 		},
 		"if the CA source is inline pem and a foreign CA is written, deny naming the inline source": {
 			input:      update("legacy", User{Username: "legacy-operator"}, empty, [2][]byte{f.Foreign.PEM, nil}, koordCA),
-			expMapping: "legacy", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "legacy", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caMismatch(0, whA, "inline pem of owners[legacy]", []string{f.Inline.Short()}, []string{f.Foreign.Short()})},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
@@ -557,25 +550,25 @@ func Test_Decide(t *testing.T) {
 		// injectedByCertManager.
 		"if the CA is injected by cert-manager, the default cainjector service account is a writer": {
 			input:      update("istio", User{Username: sa("cert-manager", "cert-manager-cainjector")}, empty, same, koordCA),
-			expMapping: "istio", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "istio", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 		},
 		"if the CA is injected by cert-manager, the configured cainjector service account is a writer": {
 			config:     strictCfg,
 			input:      update("istio", User{Username: sa("cert-manager-system", "injector")}, empty, same, koordCA),
-			expMapping: "istio", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expMapping: "istio", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 		},
 		"if a cainjector service account is configured, the default one is no writer": {
 			config:     strictCfg,
 			input:      update("istio", User{Username: sa("cert-manager", "cert-manager-cainjector")}, same, same, CAResult{}),
-			expMapping: "istio", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "istio", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("cert-manager", "cert-manager-cainjector", "istio")},
 			expRecord:     true,
 		},
 		"if the CA is not injected by cert-manager, cainjector is no writer": {
 			input:      update("koord", User{Username: sa("cert-manager", "cert-manager-cainjector")}, same, same, CAResult{}),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("cert-manager", "cert-manager-cainjector", "koordinator")},
 			expRecord:     true,
 		},
@@ -587,7 +580,7 @@ func Test_Decide(t *testing.T) {
 				in.Labels = map[string]string{"team": "a"}
 				return in
 			}(),
-			expMapping: "team-a", expMode: ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
+			expMapping: "team-a", expMode: guardapi.ModeAudit, expOutcome: OutcomeAudit, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "team-a")},
 			expRecord:     true,
 		},
@@ -597,7 +590,7 @@ func Test_Decide(t *testing.T) {
 				in.UpdatedLabels = map[string]string{"shared": "yes"}
 				return in
 			}(),
-			expMapping: "shared", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "shared", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "shared")},
 			expRecord:     true,
 		},
@@ -608,7 +601,7 @@ func Test_Decide(t *testing.T) {
 				in.UpdatedLabels = map[string]string{}
 				return in
 			}(),
-			expMapping: "shared", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expMapping: "shared", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "shared")},
 			expRecord:     true,
 		},
@@ -619,7 +612,7 @@ func Test_Decide(t *testing.T) {
 				in.UpdatedLabels = map[string]string{"shared": "yes"}
 				return in
 			}(),
-			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
+			expMapping: "shared,team-a", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
 			expViolations: []Violation{sharedTeamAAmbiguous},
 			expRecord:     true,
 		},
@@ -627,7 +620,7 @@ func Test_Decide(t *testing.T) {
 			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
 				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: f.Owner.PEM}},
 				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caRemoved(whB)},
 			expChanges:    []string{"webhooks"},
 			expRecord:     true,
@@ -636,21 +629,21 @@ func Test_Decide(t *testing.T) {
 			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
 				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
 				Webhooks:    []Webhook{{Name: "renamed.koord.io"}}},
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caRemoved(whA), caUnfilled(0, "renamed.koord.io")},
 			expChanges:    []string{"webhooks"},
 			expRecord:     true,
 		},
 		"if the owner writes a CERTIFICATE block with PEM headers, deny: kube-apiserver would skip it": {
-			input:      update("koord", koordSA, same, [2][]byte{withHeaders(t, f.Owner.PEM), f.Owner.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
+			input:      update("koord", koordSA, same, [2][]byte{testpki.WithPEMHeaders(f.Owner.PEM), f.Owner.PEM}, koordCA),
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caInvalid(0, whA, "holds no certificate kube-apiserver can use (PEM block 0 carries PEM headers; kube-apiserver skips such blocks)")},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if the owner writes its CA beside a headered foreign block, allow: kube-apiserver trusts only the owner's": {
-			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, withHeaders(t, f.Foreign.PEM)), f.Owner.PEM}, koordCA),
-			expMapping: "koordinator", expMode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, testpki.WithPEMHeaders(f.Foreign.PEM)), f.Owner.PEM}, koordCA),
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
 		},
 		"if two label selectors match, return ambiguous-owner in the strictest claimant's mode": {
@@ -659,7 +652,7 @@ func Test_Decide(t *testing.T) {
 				in.Labels = map[string]string{"team": "a", "shared": "true"}
 				return in
 			}(),
-			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
+			expMapping: "shared,team-a", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleAmbiguousOwner,
 			expViolations: []Violation{sharedTeamAAmbiguous},
 			expRecord:     true,
 		},
@@ -669,7 +662,7 @@ func Test_Decide(t *testing.T) {
 				in.Labels = map[string]string{"team": "a", "shared": "true"}
 				return in
 			}(),
-			expMapping: "shared,team-a", expMode: ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
+			expMapping: "shared,team-a", expMode: guardapi.ModeEnforce, expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 			expViolations: []Violation{sharedTeamAAmbiguous},
 			expRecord:     true,
 		},
@@ -771,4 +764,25 @@ func assertResponse(t *testing.T, d *Decision) {
 	mapping, ok := annotations["mapping"]
 	assert.Equal(t, d.Mapping != "", ok)
 	assert.Equal(t, d.Mapping, mapping)
+}
+
+// Test_Decide_withFingerprintCache: the cache changes how fast a decision
+// is, never what it is.
+func Test_Decide_withFingerprintCache(t *testing.T) {
+	f := testFixtures(t)
+	c := mustLoad(t, decideDoc(f))
+	in := Input{
+		Operation:   OperationUpdate,
+		Kind:        KindValidating,
+		Name:        "koord",
+		User:        User{Username: sa("koordinator-system", "koord-manager")},
+		CA:          CAResult{Set: cabundle.NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP), Resolved: true},
+		OldWebhooks: []Webhook{{Name: "a", CABundle: f.Owner.PEM}, {Name: "b", CABundle: f.Owner.PEM}},
+		Webhooks:    []Webhook{{Name: "a", CABundle: f.Foreign.PEM}, {Name: "b", CABundle: []byte("garbage")}},
+	}
+	want := c.Decide(&in)
+	in.Fingerprints = cabundle.NewFingerprintCache(0)
+	for range 2 {
+		assert.Equal(t, want, c.Decide(&in))
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // The annotations cert-manager's cainjector fills a configuration's
@@ -23,7 +25,7 @@ const (
 // does not count: the guard cannot name kube-apiserver's CA, so it denies
 // that fill (ca-unavailable), and an entry allowed empty for it would stay
 // empty, trusting the system roots, for good.
-func FillComing(ca CASource, annotations map[string]string) bool {
+func FillComing(ca guardapi.CASource, annotations map[string]string) bool {
 	if ca.InjectedByCertManager == nil {
 		return false
 	}

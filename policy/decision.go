@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Rule names a broken rule; values are metric label values. Each has its
@@ -96,8 +98,8 @@ type Decision struct {
 	// Mapping is the owning mapping's name; empty when unmanaged.
 	Mapping string `json:"mapping,omitempty"`
 	// Mode is the effective mode; empty when unmanaged.
-	Mode    Mode    `json:"mode,omitempty"`
-	Outcome Outcome `json:"outcome"`
+	Mode    guardapi.Mode `json:"mode,omitempty"`
+	Outcome Outcome       `json:"outcome"`
 	// Rule is the primary broken rule (RuleNone when none), the label the
 	// decision is counted under.
 	Rule       Rule        `json:"rule"`
@@ -266,7 +268,7 @@ func (d *Decision) AuditAnnotations() map[string]string {
 	return a
 }
 
-func (d *Decision) finish(mode Mode, breakGlass bool) {
+func (d *Decision) finish(mode guardapi.Mode, breakGlass bool) {
 	sort.SliceStable(d.Violations, func(i, j int) bool {
 		a, b := d.Violations[i], d.Violations[j]
 		if a.Field != b.Field {
@@ -276,7 +278,7 @@ func (d *Decision) finish(mode Mode, breakGlass bool) {
 	})
 	d.Rule = RuleNone
 	for _, v := range d.Violations {
-		if d.Rule == RuleNone || ruleTable[v.Rule].Priority < ruleTable[d.Rule].Priority {
+		if d.Rule == RuleNone || v.Rule.priority() < d.Rule.priority() {
 			d.Rule = v.Rule
 		}
 	}
@@ -287,10 +289,17 @@ func (d *Decision) finish(mode Mode, breakGlass bool) {
 		d.Outcome, d.Rule = OutcomeBreakGlass, RuleBreakGlass
 	case len(d.Violations) == 0:
 		d.Outcome = OutcomeAllow
-	case mode == ModeEnforce:
+	case mode == guardapi.ModeEnforce:
 		d.Outcome = OutcomeDeny
 	default:
 		d.Outcome = OutcomeAudit
 	}
 	d.Record = d.Outcome != OutcomeAllow && !d.DryRun
+}
+
+func joinShort(fps []string) string {
+	if len(fps) == 0 {
+		return "none"
+	}
+	return strings.Join(fps, ",")
 }

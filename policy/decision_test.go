@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Fixed fingerprints keep the expected messages below literal.
@@ -39,7 +41,7 @@ var (
 
 // decision builds a decision the way Decide does: violations in the order
 // they were found, then finish.
-func decision(mapping string, mode Mode, breakGlass, dryRun bool, violations ...Violation) Decision {
+func decision(mapping string, mode guardapi.Mode, breakGlass, dryRun bool, violations ...Violation) Decision {
 	d := Decision{
 		Operation:  OperationUpdate,
 		Kind:       KindValidating,
@@ -60,13 +62,13 @@ func Test_Decision_Message(t *testing.T) {
 		exp      string
 	}{
 		"if a deny has two violations, name the request, mapping and mode, then every violation sorted by field": {
-			decision: decision("koordinator", ModeEnforce, false, false, vMismatch, vNotOwner),
+			decision: decision("koordinator", guardapi.ModeEnforce, false, false, vMismatch, vNotOwner),
 			exp: `webhook-guard denied UPDATE of ValidatingWebhookConfiguration "koord" by "system:serviceaccount:kube-system:intruder" (mapping "koordinator", enforce); ` +
 				`not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer; hint: if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts; ` +
 				`ca-mismatch: webhooks[1].clientConfig.caBundle (webhook "b.koord.io"): the caBundle holds 1 certificate(s) that are not the owner's CA (from secret koordinator-system/webhook-certs) [expected CA 0123456789abcdef, found fedcba9876543210]; hint: write the owner's CA; if the owner's CA changed, update its source first`,
 		},
 		"if the decision is audited, say it would deny": {
-			decision: decision("audited", ModeAudit, false, false, vNotOwner),
+			decision: decision("audited", guardapi.ModeAudit, false, false, vNotOwner),
 			exp: `webhook-guard would deny (audit mode) UPDATE of ValidatingWebhookConfiguration "koord" by "system:serviceaccount:kube-system:intruder" (mapping "audited", audit); ` +
 				`not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer; hint: if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts`,
 		},
@@ -76,16 +78,16 @@ func Test_Decision_Message(t *testing.T) {
 				`unmanaged: no owner mapping covers this configuration; hint: add it to the match of the mapping of the controller that owns it`,
 		},
 		"if a break-glass subject breaks a rule, say it was allowed as break-glass": {
-			decision: decision("shared,team-a", ModeEnforce, true, false, Violation{Rule: RuleAmbiguousOwner, Field: "metadata.labels", Detail: "ambiguous"}),
+			decision: decision("shared,team-a", guardapi.ModeEnforce, true, false, Violation{Rule: RuleAmbiguousOwner, Field: "metadata.labels", Detail: "ambiguous"}),
 			exp: `webhook-guard allowed break-glass UPDATE of ValidatingWebhookConfiguration "koord" by "system:serviceaccount:kube-system:intruder" (mapping "shared,team-a", enforce); ` +
 				`ambiguous-owner: metadata.labels: ambiguous`,
 		},
 		"if a break-glass write broke no rule, return no message": {
-			decision: decision("koordinator", ModeEnforce, true, false),
+			decision: decision("koordinator", guardapi.ModeEnforce, true, false),
 			exp:      "",
 		},
 		"if nothing was broken, return no message": {
-			decision: decision("koordinator", ModeEnforce, false, false),
+			decision: decision("koordinator", guardapi.ModeEnforce, false, false),
 			exp:      "",
 		},
 	}
@@ -139,18 +141,18 @@ func Test_Decision_Warnings(t *testing.T) {
 		exp      []string
 	}{
 		"if the decision is audited, return one warning per violation, sorted by field": {
-			decision: decision("audited", ModeAudit, false, false, vNotOwner, Violation{Rule: RuleCAMismatch, Field: "webhooks[0].clientConfig.caBundle", Detail: "d"}),
+			decision: decision("audited", guardapi.ModeAudit, false, false, vNotOwner, Violation{Rule: RuleCAMismatch, Field: "webhooks[0].clientConfig.caBundle", Detail: "d"}),
 			exp: []string{
 				`webhook-guard (audit) would deny: not-owner: userInfo: "system:serviceaccount:kube-system:intruder" is not a writer; hint: if it should own this configuration, add kube-system/intruder to owners[koordinator].writers.serviceAccounts`,
 				`webhook-guard (audit) would deny: ca-mismatch: webhooks[0].clientConfig.caBundle: d`,
 			},
 		},
 		"if a warning is longer than 250 bytes, cut it on a rune boundary so kube-apiserver keeps it": {
-			decision: decision("audited", ModeAudit, false, false, longUTF8),
+			decision: decision("audited", guardapi.ModeAudit, false, false, longUTF8),
 			exp:      []string{"webhook-guard (audit) would deny: unmanaged: x" + strings.Repeat("é", 100) + "..."},
 		},
 		"if a break-glass subject writes a guarded configuration, name the mapping and say it is recorded": {
-			decision: decision("koordinator", ModeEnforce, true, false),
+			decision: decision("koordinator", guardapi.ModeEnforce, true, false),
 			exp:      []string{`webhook-guard break-glass: "system:serviceaccount:kube-system:intruder" wrote ValidatingWebhookConfiguration "koord" owned by mapping "koordinator"; this write is recorded`},
 		},
 		"if a break-glass subject writes an unmanaged configuration, say no mapping covers it": {
@@ -158,18 +160,18 @@ func Test_Decision_Warnings(t *testing.T) {
 			exp:      []string{`webhook-guard break-glass: "kubernetes-admin" wrote MutatingWebhookConfiguration "unrelated" that no mapping covers; this write is recorded`},
 		},
 		"if a break-glass subject's write broke a rule, warn about the write and about what it bypassed": {
-			decision: decision("shared,team-a", ModeEnforce, true, false, Violation{Rule: RuleAmbiguousOwner, Field: "metadata.labels", Detail: "ambiguous"}),
+			decision: decision("shared,team-a", guardapi.ModeEnforce, true, false, Violation{Rule: RuleAmbiguousOwner, Field: "metadata.labels", Detail: "ambiguous"}),
 			exp: []string{
 				`webhook-guard break-glass: "system:serviceaccount:kube-system:intruder" wrote ValidatingWebhookConfiguration "koord" owned by mapping "shared,team-a"; this write is recorded`,
 				`webhook-guard break-glass: bypassed ambiguous-owner: metadata.labels: ambiguous`,
 			},
 		},
 		"if the request is denied, return no warnings: the message says it all": {
-			decision: decision("koordinator", ModeEnforce, false, false, vNotOwner),
+			decision: decision("koordinator", guardapi.ModeEnforce, false, false, vNotOwner),
 			exp:      nil,
 		},
 		"if the request is allowed, return no warnings": {
-			decision: decision("koordinator", ModeEnforce, false, false),
+			decision: decision("koordinator", guardapi.ModeEnforce, false, false),
 			exp:      nil,
 		},
 	}
@@ -218,7 +220,7 @@ func Test_Decision_AuditAnnotations(t *testing.T) {
 		exp      map[string]string
 	}{
 		"if the request is denied, annotate decision, rule, mapping and every violation": {
-			decision: decision("koordinator", ModeEnforce, false, false, vMismatch, vNotOwner),
+			decision: decision("koordinator", guardapi.ModeEnforce, false, false, vMismatch, vNotOwner),
 			exp: map[string]string{
 				"decision":   "deny",
 				"rule":       "not-owner",
@@ -227,7 +229,7 @@ func Test_Decision_AuditAnnotations(t *testing.T) {
 			},
 		},
 		"if a break-glass subject writes, annotate it without violations": {
-			decision: decision("koordinator", ModeEnforce, true, false),
+			decision: decision("koordinator", guardapi.ModeEnforce, true, false),
 			exp:      map[string]string{"decision": "break-glass", "rule": "break-glass", "mapping": "koordinator"},
 		},
 		"if an unmanaged write is audited, annotate it without a mapping": {
@@ -239,7 +241,7 @@ func Test_Decision_AuditAnnotations(t *testing.T) {
 			},
 		},
 		"if nothing was broken, annotate nothing": {
-			decision: decision("koordinator", ModeEnforce, false, false),
+			decision: decision("koordinator", guardapi.ModeEnforce, false, false),
 			exp:      nil,
 		},
 	}
@@ -258,7 +260,7 @@ func Test_Decision_finish(t *testing.T) {
 	notOwner := Violation{Rule: RuleNotOwner, Field: "userInfo"}
 
 	tests := map[string]struct {
-		mode          Mode
+		mode          guardapi.Mode
 		breakGlass    bool
 		dryRun        bool
 		violations    []Violation
@@ -268,38 +270,38 @@ func Test_Decision_finish(t *testing.T) {
 		expRecord     bool
 	}{
 		"if there are no violations, allow and do not record": {
-			mode: ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			mode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 		"if violations come unsorted, sort them by field then rule and count the decision under not-owner": {
-			mode:          ModeEnforce,
+			mode:          guardapi.ModeEnforce,
 			violations:    []Violation{mismatch1, unavailable, notOwner, mismatch0},
 			expViolations: []Violation{notOwner, mismatch0, unavailable, mismatch1},
 			expOutcome:    OutcomeDeny, expRule: RuleNotOwner, expRecord: true,
 		},
 		"if ca-unavailable and ca-mismatch are broken, count the decision under ca-unavailable": {
-			mode:          ModeAudit,
+			mode:          guardapi.ModeAudit,
 			violations:    []Violation{mismatch1, unavailable},
 			expViolations: []Violation{unavailable, mismatch1},
 			expOutcome:    OutcomeAudit, expRule: RuleCAUnavailable, expRecord: true,
 		},
 		"if ambiguous-owner and ca-mismatch are broken, count the decision under ambiguous-owner": {
-			mode:          ModeEnforce,
+			mode:          guardapi.ModeEnforce,
 			violations:    []Violation{mismatch0, ambiguous},
 			expViolations: []Violation{ambiguous, mismatch0},
 			expOutcome:    OutcomeDeny, expRule: RuleAmbiguousOwner, expRecord: true,
 		},
 		"if an enforced violation is a dry run, deny but do not record": {
-			mode: ModeEnforce, dryRun: true,
+			mode: guardapi.ModeEnforce, dryRun: true,
 			violations:    []Violation{notOwner},
 			expViolations: []Violation{notOwner},
 			expOutcome:    OutcomeDeny, expRule: RuleNotOwner,
 		},
 		"if the subject is break-glass, allow as break-glass and record": {
-			mode: ModeEnforce, breakGlass: true,
+			mode: guardapi.ModeEnforce, breakGlass: true,
 			expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass, expRecord: true,
 		},
 		"if the subject is break-glass and broke a rule, count it as break-glass and keep the violation": {
-			mode: ModeEnforce, breakGlass: true,
+			mode: guardapi.ModeEnforce, breakGlass: true,
 			violations:    []Violation{ambiguous},
 			expViolations: []Violation{ambiguous},
 			expOutcome:    OutcomeBreakGlass, expRule: RuleBreakGlass, expRecord: true,
@@ -313,6 +315,22 @@ func Test_Decision_finish(t *testing.T) {
 			assert.Equal(t, test.expOutcome, d.Outcome)
 			assert.Equal(t, test.expRule, d.Rule)
 			assert.Equal(t, test.expRecord, d.Record)
+		})
+	}
+}
+
+func Test_joinShort(t *testing.T) {
+	tests := map[string]struct {
+		input []string
+		exp   string
+	}{
+		"if there are no fingerprints, say none":   {input: nil, exp: "none"},
+		"if there is one fingerprint, return it":   {input: []string{"0123456789abcdef"}, exp: "0123456789abcdef"},
+		"if there are two, join them with a comma": {input: []string{"0123456789abcdef", "fedcba9876543210"}, exp: "0123456789abcdef,fedcba9876543210"},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, test.exp, joinShort(test.input))
 		})
 	}
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // testCA is a self-signed CA certificate as a caBundle would carry it.
 type testCA struct {
 	PEM []byte
-	FP  Fingerprint
+	FP  cabundle.Fingerprint
 	// KeyPEM is the CA's private key in PEM.
 	KeyPEM []byte
 }
@@ -116,7 +117,7 @@ func indent(s string, n int) string {
 }
 
 // mustLoad loads a configuration that the test expects to be valid.
-func mustLoad(tb testing.TB, yaml string) *Config {
+func mustLoad(tb testing.TB, yaml string) *Mappings {
 	tb.Helper()
 	c, err := Load([]byte(yaml))
 	require.NoError(tb, err)

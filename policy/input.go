@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Operation is the admission operation.
@@ -45,7 +47,7 @@ type Input struct {
 	CA CAResult
 	// Fingerprints memoizes caBundle parsing across requests; nil parses
 	// every bundle. It changes how fast a decision is, never what it is.
-	Fingerprints *FingerprintCache
+	Fingerprints *cabundle.FingerprintCache
 	// Observed marks a change seen after the fact by the observer (a watch
 	// event), not an admission request: who made it is unknown, so only
 	// what the object itself shows is decided (decideObserved).
@@ -69,7 +71,7 @@ func WriteID(uid, replacedResourceVersion string) string {
 
 // CAResult is the outcome of resolving an owner's CA source.
 type CAResult struct {
-	Set CASet
+	Set cabundle.CASet
 	// Err says why the source could not be read; it names the source.
 	Err error
 	// Resolved is true once the caller has tried (Set or Err is meaningful).

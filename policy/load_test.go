@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 const header = "apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\n"
@@ -84,87 +86,87 @@ owners:
     pem: |
 ` + indent(string(f.Inline.PEM), 6) + "\n"
 
-	fullSpec := GuardConfig{
-		TypeMeta:    metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
-		DefaultMode: ModeEnforce,
-		BreakGlass: Subjects{
+	fullSpec := guardapi.GuardConfig{
+		TypeMeta:    metav1.TypeMeta{APIVersion: guardapi.APIVersion, Kind: guardapi.Kind},
+		DefaultMode: guardapi.ModeEnforce,
+		BreakGlass: guardapi.Subjects{
 			ServiceAccounts: []string{"kube-system/break-glass"},
 			Users:           []string{"admin@example.com"},
 			Groups:          []string{"system:masters"},
 		},
-		Unmanaged:   UnmanagedAudit,
-		CertManager: CertManagerSettings{CAInjectorServiceAccount: "cert-manager/cainjector", ClusterResourceNamespace: "cm-resources"},
-		Flapping:    FlappingSettings{MaxDistinctBundles: 4, Window: metav1.Duration{Duration: 5 * time.Minute}},
-		Owners: []Owner{
+		Unmanaged:   guardapi.UnmanagedAudit,
+		CertManager: guardapi.CertManagerSettings{CAInjectorServiceAccount: "cert-manager/cainjector", ClusterResourceNamespace: "cm-resources"},
+		Flapping:    guardapi.FlappingSettings{MaxDistinctBundles: 4, Window: metav1.Duration{Duration: 5 * time.Minute}},
+		Owners: []guardapi.Owner{
 			{
 				Name: "koordinator",
-				Mode: ModeAudit,
-				Match: Match{
+				Mode: guardapi.ModeAudit,
+				Match: guardapi.Match{
 					Validating: []string{"koord-validating-webhook-configuration"},
 					Mutating:   []string{"koord-mutating-webhook-configuration"},
 				},
-				Writers: Subjects{
+				Writers: guardapi.Subjects{
 					ServiceAccounts: []string{"koordinator-system/koord-manager"},
 					Users:           []string{"koord-admin"},
 					Groups:          []string{"koord-admins"},
 				},
-				CA: CASource{Secret: &KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "tls-ca.crt"}},
+				CA: guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "tls-ca.crt"}},
 			},
 			{
 				Name:    "kyverno",
-				Match:   Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/part-of": "kyverno"}}},
-				Writers: Subjects{ServiceAccounts: []string{"kyverno/kyverno-admission-controller"}},
-				CA:      CASource{ConfigMap: &KeyRef{Namespace: "kyverno", Name: "kyverno-ca", Key: "ca.crt"}},
+				Match:   guardapi.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/part-of": "kyverno"}}},
+				Writers: guardapi.Subjects{ServiceAccounts: []string{"kyverno/kyverno-admission-controller"}},
+				CA:      guardapi.CASource{ConfigMap: &guardapi.KeyRef{Namespace: "kyverno", Name: "kyverno-ca", Key: "ca.crt"}},
 			},
 			{
 				Name:    "trust-manager",
-				Match:   Match{Validating: []string{"trust-manager"}},
-				Writers: Subjects{ServiceAccounts: []string{"cert-manager/trust-manager"}},
-				CA:      CASource{Certificate: &ObjectRef{Namespace: "cert-manager", Name: "trust-manager"}},
+				Match:   guardapi.Match{Validating: []string{"trust-manager"}},
+				Writers: guardapi.Subjects{ServiceAccounts: []string{"cert-manager/trust-manager"}},
+				CA:      guardapi.CASource{Certificate: &guardapi.ObjectRef{Namespace: "cert-manager", Name: "trust-manager"}},
 			},
 			{
 				Name:    "approver-policy",
-				Match:   Match{Validating: []string{"cert-manager-approver-policy"}},
-				Writers: Subjects{ServiceAccounts: []string{"cert-manager/cert-manager-approver-policy"}},
-				CA:      CASource{Issuer: &IssuerRef{Kind: "Issuer", Namespace: "cert-manager", Name: "approver-policy-ca"}},
+				Match:   guardapi.Match{Validating: []string{"cert-manager-approver-policy"}},
+				Writers: guardapi.Subjects{ServiceAccounts: []string{"cert-manager/cert-manager-approver-policy"}},
+				CA:      guardapi.CASource{Issuer: &guardapi.IssuerRef{Kind: "Issuer", Namespace: "cert-manager", Name: "approver-policy-ca"}},
 			},
 			{
 				Name:    "gatekeeper",
-				Match:   Match{Validating: []string{"gatekeeper-validating-webhook-configuration"}},
-				Writers: Subjects{ServiceAccounts: []string{"gatekeeper-system/gatekeeper-admin"}},
-				CA:      CASource{Issuer: &IssuerRef{Kind: "ClusterIssuer", Name: "cluster-ca"}},
+				Match:   guardapi.Match{Validating: []string{"gatekeeper-validating-webhook-configuration"}},
+				Writers: guardapi.Subjects{ServiceAccounts: []string{"gatekeeper-system/gatekeeper-admin"}},
+				CA:      guardapi.CASource{Issuer: &guardapi.IssuerRef{Kind: "ClusterIssuer", Name: "cluster-ca"}},
 			},
 			{
 				Name:  "istio",
-				Match: Match{Mutating: []string{"istio-sidecar-injector"}},
-				CA:    CASource{InjectedByCertManager: &InjectedByCertManager{}},
+				Match: guardapi.Match{Mutating: []string{"istio-sidecar-injector"}},
+				CA:    guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}},
 			},
 			{
 				Name:    "legacy",
-				Match:   Match{Validating: []string{"legacy"}},
-				Writers: Subjects{Users: []string{"legacy-operator"}},
-				CA:      CASource{PEM: string(f.Inline.PEM)},
+				Match:   guardapi.Match{Validating: []string{"legacy"}},
+				Writers: guardapi.Subjects{Users: []string{"legacy-operator"}},
+				CA:      guardapi.CASource{PEM: string(f.Inline.PEM)},
 			},
 		},
 	}
 
-	defaultedSpec := GuardConfig{
-		TypeMeta:    metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
-		DefaultMode: ModeAudit,
-		Unmanaged:   UnmanagedAllow,
-		CertManager: CertManagerSettings{CAInjectorServiceAccount: "cert-manager/cert-manager-cainjector", ClusterResourceNamespace: "cert-manager"},
-		Flapping:    FlappingSettings{MaxDistinctBundles: 3, Window: metav1.Duration{Duration: 10 * time.Minute}},
-		Owners: []Owner{{
+	defaultedSpec := guardapi.GuardConfig{
+		TypeMeta:    metav1.TypeMeta{APIVersion: guardapi.APIVersion, Kind: guardapi.Kind},
+		DefaultMode: guardapi.ModeAudit,
+		Unmanaged:   guardapi.UnmanagedAllow,
+		CertManager: guardapi.CertManagerSettings{CAInjectorServiceAccount: "cert-manager/cert-manager-cainjector", ClusterResourceNamespace: "cert-manager"},
+		Flapping:    guardapi.FlappingSettings{MaxDistinctBundles: 3, Window: metav1.Duration{Duration: 10 * time.Minute}},
+		Owners: []guardapi.Owner{{
 			Name:    "koordinator",
-			Match:   Match{Validating: []string{"koord"}},
-			Writers: Subjects{ServiceAccounts: []string{"koordinator-system/koord-manager"}},
-			CA:      CASource{Secret: &KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}},
+			Match:   guardapi.Match{Validating: []string{"koord"}},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{"koordinator-system/koord-manager"}},
+			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}},
 		}},
 	}
 
 	tests := map[string]struct {
 		input   string
-		expSpec *GuardConfig
+		expSpec *guardapi.GuardConfig
 		expErr  string
 	}{
 		"if the configuration uses every field and every CA source kind, load it as written": {
@@ -183,13 +185,13 @@ owners:
 		},
 		"if the configuration has no owners, load it: every configuration is unmanaged": {
 			input: header + "owners: []\n",
-			expSpec: &GuardConfig{
-				TypeMeta:    metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
-				DefaultMode: ModeAudit,
-				Unmanaged:   UnmanagedAllow,
-				CertManager: CertManagerSettings{CAInjectorServiceAccount: "cert-manager/cert-manager-cainjector", ClusterResourceNamespace: "cert-manager"},
-				Flapping:    FlappingSettings{MaxDistinctBundles: 3, Window: metav1.Duration{Duration: 10 * time.Minute}},
-				Owners:      []Owner{},
+			expSpec: &guardapi.GuardConfig{
+				TypeMeta:    metav1.TypeMeta{APIVersion: guardapi.APIVersion, Kind: guardapi.Kind},
+				DefaultMode: guardapi.ModeAudit,
+				Unmanaged:   guardapi.UnmanagedAllow,
+				CertManager: guardapi.CertManagerSettings{CAInjectorServiceAccount: "cert-manager/cert-manager-cainjector", ClusterResourceNamespace: "cert-manager"},
+				Flapping:    guardapi.FlappingSettings{MaxDistinctBundles: 3, Window: metav1.Duration{Duration: 10 * time.Minute}},
+				Owners:      []guardapi.Owner{},
 			},
 		},
 		"if a field is misspelled, return an error naming its path": {
@@ -214,7 +216,7 @@ owners:
 		},
 		"if a field has the wrong type, return a decode error": {
 			input:  header + "owners: {name: koordinator}\n",
-			expErr: `cannot decode GuardConfig: json: cannot unmarshal object into Go struct field GuardConfig.owners of type []policy.Owner`,
+			expErr: `cannot decode GuardConfig: json: cannot unmarshal object into Go struct field GuardConfig.owners of type []v1alpha1.Owner`,
 		},
 		"if the file is empty, say so": {
 			input:  "",

@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // ConfigKind is the kind of webhook configuration a request is about.
@@ -36,9 +39,9 @@ func (k ConfigKind) ShortName() string {
 type MatchResult struct {
 	// Owner is the owning mapping; nil when no mapping matches or when
 	// Conflicting is set.
-	Owner *Owner
+	Owner *guardapi.Owner
 	// Mode is the owner's effective mode.
-	Mode Mode
+	Mode guardapi.Mode
 	// Conflicting names every mapping that matched when more than one did
 	// (only possible through label selectors; names are checked at load).
 	Conflicting []string
@@ -49,7 +52,7 @@ type MatchResult struct {
 // mapping that matches the stored labels or the written ones claims it (a
 // move between two mappings is then ambiguous: neither owner alone may make
 // it; break-glass may).
-func (c *Config) MatchInput(in *Input) MatchResult {
+func (c *Mappings) MatchInput(in *Input) MatchResult {
 	if in.Operation == OperationUpdate {
 		return c.Match(in.Kind, in.Name, in.Labels, in.UpdatedLabels)
 	}
@@ -60,7 +63,7 @@ func (c *Config) MatchInput(in *Input) MatchResult {
 // mapping matches when its selector matches any of the label sets. Name
 // matches are an index lookup; only selector mappings are evaluated, so the
 // cost does not grow with the number of name-matched mappings.
-func (c *Config) Match(kind ConfigKind, name string, labelSets ...map[string]string) MatchResult {
+func (c *Mappings) Match(kind ConfigKind, name string, labelSets ...map[string]string) MatchResult {
 	matched := -1
 	if i, ok := c.byName[kind][name]; ok {
 		matched = i
@@ -80,12 +83,12 @@ func (c *Config) Match(kind ConfigKind, name string, labelSets ...map[string]str
 		conflicting = append(conflicting, i)
 	}
 	if len(conflicting) > 0 {
-		mode := ModeAudit
+		mode := guardapi.ModeAudit
 		names := make([]string, 0, len(conflicting))
 		for _, i := range conflicting {
 			names = append(names, c.owners[i].spec.Name)
-			if c.owners[i].mode == ModeEnforce {
-				mode = ModeEnforce // the strictest of the claimants wins
+			if c.owners[i].mode == guardapi.ModeEnforce {
+				mode = guardapi.ModeEnforce // the strictest of the claimants wins
 			}
 		}
 		sort.Strings(names)
@@ -100,15 +103,15 @@ func (c *Config) Match(kind ConfigKind, name string, labelSets ...map[string]str
 // NamesConfiguration reports whether a mapping lists the configuration by
 // name: a name the configuration bounds, unlike the names a selector
 // mapping claims, which requests choose.
-func (c *Config) NamesConfiguration(kind ConfigKind, name string) bool {
+func (c *Mappings) NamesConfiguration(kind ConfigKind, name string) bool {
 	_, ok := c.byName[kind][name]
 	return ok
 }
 
 // InlineCA returns the owner's inline PEM CA set, if its source is pem.
-func (c *Config) InlineCA(m MatchResult) (CASet, bool) {
+func (c *Mappings) InlineCA(m MatchResult) (cabundle.CASet, bool) {
 	if m.index < 0 || c.owners[m.index].inlineCA == nil {
-		return CASet{}, false
+		return cabundle.CASet{}, false
 	}
 	return *c.owners[m.index].inlineCA, true
 }

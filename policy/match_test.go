@@ -5,6 +5,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // matchDoc has name mappings per kind and overlapping selector mappings.
@@ -43,11 +46,11 @@ func Test_Match(t *testing.T) {
 	}{
 		"if a validating configuration's name is listed, return its mapping": {
 			kind: KindValidating, name: "koord-validating",
-			exp: MatchResult{Owner: &owners[0], Mode: ModeEnforce, index: 0},
+			exp: MatchResult{Owner: &owners[0], Mode: guardapi.ModeEnforce, index: 0},
 		},
 		"if a mutating configuration's name is listed, return its mapping": {
 			kind: KindMutating, name: "koord-mutating",
-			exp: MatchResult{Owner: &owners[0], Mode: ModeEnforce, index: 0},
+			exp: MatchResult{Owner: &owners[0], Mode: guardapi.ModeEnforce, index: 0},
 		},
 		"if a name is listed only for validating, do not match the mutating configuration of that name": {
 			kind: KindMutating, name: "koord-validating",
@@ -59,11 +62,11 @@ func Test_Match(t *testing.T) {
 		},
 		"if the labels match a selector, return its mapping with the default mode": {
 			kind: KindMutating, name: "kyverno-resource-mutating", labels: map[string]string{"app.kubernetes.io/part-of": "kyverno", "other": "x"},
-			exp: MatchResult{Owner: &owners[1], Mode: ModeAudit, index: 1},
+			exp: MatchResult{Owner: &owners[1], Mode: guardapi.ModeAudit, index: 1},
 		},
 		"if the labels match a selector with expressions, return its mapping": {
 			kind: KindValidating, name: "team-b-webhook", labels: map[string]string{"team": "b"},
-			exp: MatchResult{Owner: &owners[2], Mode: ModeEnforce, index: 2},
+			exp: MatchResult{Owner: &owners[2], Mode: guardapi.ModeEnforce, index: 2},
 		},
 		"if nothing matches, return no owner": {
 			kind: KindValidating, name: "unrelated", labels: map[string]string{"team": "c"},
@@ -75,19 +78,19 @@ func Test_Match(t *testing.T) {
 		},
 		"if two selectors match, return both mappings sorted, enforce because one claimant enforces": {
 			kind: KindValidating, name: "shared", labels: map[string]string{"team": "b", "app.kubernetes.io/part-of": "kyverno"},
-			exp: MatchResult{Conflicting: []string{"kyverno", "team-b"}, Mode: ModeEnforce, index: -1},
+			exp: MatchResult{Conflicting: []string{"kyverno", "team-b"}, Mode: guardapi.ModeEnforce, index: -1},
 		},
 		"if two audit selectors match, return both mappings sorted in audit mode": {
 			kind: KindMutating, name: "shared", labels: map[string]string{"team": "a", "app.kubernetes.io/part-of": "kyverno"},
-			exp: MatchResult{Conflicting: []string{"kyverno", "team-a"}, Mode: ModeAudit, index: -1},
+			exp: MatchResult{Conflicting: []string{"kyverno", "team-a"}, Mode: guardapi.ModeAudit, index: -1},
 		},
 		"if a listed name also matches a selector, return both as conflicting": {
 			kind: KindValidating, name: "koord-validating", labels: map[string]string{"team": "a"},
-			exp: MatchResult{Conflicting: []string{"koordinator", "team-a"}, Mode: ModeEnforce, index: -1},
+			exp: MatchResult{Conflicting: []string{"koordinator", "team-a"}, Mode: guardapi.ModeEnforce, index: -1},
 		},
 		"if a listed name and two selectors match, return all three sorted": {
 			kind: KindMutating, name: "koord-mutating", labels: map[string]string{"team": "a", "app.kubernetes.io/part-of": "kyverno"},
-			exp: MatchResult{Conflicting: []string{"koordinator", "kyverno", "team-a"}, Mode: ModeEnforce, index: -1},
+			exp: MatchResult{Conflicting: []string{"koordinator", "kyverno", "team-a"}, Mode: guardapi.ModeEnforce, index: -1},
 		},
 	}
 	for name, test := range tests {
@@ -115,13 +118,13 @@ func Test_InlineCA(t *testing.T) {
 	tests := map[string]struct {
 		name   string
 		expOK  bool
-		expSet CASet
+		expSet cabundle.CASet
 	}{
 		"if the owner's CA is inline pem, return its set": {
 			name: "legacy", expOK: true,
 			// The set keeps the inline bytes too (policy mode copies them).
-			expSet: func() CASet {
-				set, err := NewCASet("inline pem of owners[legacy]", bundle(f.Inline.PEM, f.OwnerNew.PEM))
+			expSet: func() cabundle.CASet {
+				set, err := cabundle.NewCASet("inline pem of owners[legacy]", bundle(f.Inline.PEM, f.OwnerNew.PEM))
 				require.NoError(t, err)
 				return set
 			}(),

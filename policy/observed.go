@@ -56,7 +56,7 @@ func ObservedSubject(ms []FieldManager) string {
 // ca-unavailable). Configurations no single mapping owns are not judged.
 // The outcome is what the mapping's mode says about the change (deny in
 // enforce, audit in audit); the change has happened either way.
-func (c *Config) decideObserved(m MatchResult, in *Input) Decision {
+func (c *Mappings) decideObserved(m MatchResult, in *Input) Decision {
 	d := Decision{
 		Operation: in.Operation,
 		Kind:      in.Kind,

@@ -6,13 +6,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 func Test_decideObserved(t *testing.T) {
 	f := testFixtures(t)
 	cfg := mustLoad(t, decideDoc(f))
-	koordCA := CAResult{Set: NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP), Resolved: true}
-	audCA := CAResult{Set: NewCASetFromFingerprints("configmap audited-system/ca", f.Owner.FP), Resolved: true}
+	koordCA := CAResult{Set: cabundle.NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP), Resolved: true}
+	audCA := CAResult{Set: cabundle.NewCASetFromFingerprints("configmap audited-system/ca", f.Owner.FP), Resolved: true}
 	// Who wrote is unknown: the subject is the field managers, never a user,
 	// so the break-glass group of a user cannot apply either.
 	manager := User{Username: "fieldManager:replica-3"}
@@ -96,20 +98,4 @@ func Test_ObservedSubject(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "kubectl-patch (Update 2026-12-01T05:00:00Z)", FieldManager{Name: "kubectl-patch", Operation: "Update", Time: at}.String())
-}
-
-func Test_FlapDetector_Forget(t *testing.T) {
-	fd := NewFlapDetector(1, time.Minute)
-	now := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
-	write := func(hash byte) *Decision {
-		return &Decision{Kind: KindValidating, Name: "koord", Subject: "w", Changes: []BundleChange{{Hash: [32]byte{hash}}}}
-	}
-	_, flapping := fd.Observe(write(1), now)
-	require.False(t, flapping)
-	fd.Forget(KindValidating, "koord")
-	// Forgotten: a second distinct bundle is the first one tracked again.
-	_, flapping = fd.Observe(write(2), now)
-	require.False(t, flapping, "a deleted configuration's writes must not count towards flapping of its successor")
-	_, flapping = fd.Observe(write(3), now)
-	require.True(t, flapping)
 }

@@ -1,16 +1,11 @@
 package policy
 
-import "sort"
-
 // RuleInfo is what the guard says about one rule wherever it reports it:
 // one entry per rule in ruleTable, so adding a rule is one entry (and its
-// decision), and Test_ruleTable fails when a Rule constant has none.
+// decision).
 type RuleInfo struct {
-	// Priority orders a decision's violations: the one with the lowest
-	// priority is the rule the decision is counted and annotated under.
-	// Every rule has its own, starting at 1, so a forgotten entry cannot
-	// silently win with 0.
-	Priority int
+	// Rule is the rule the entry is about.
+	Rule Rule
 	// Summary says in a few words what breaking the rule means (review
 	// output, docs, metrics).
 	Summary string
@@ -31,57 +26,60 @@ type RuleInfo struct {
 	Suggest func(FindingFacts) string
 }
 
-// ruleTable is every rule the decision can name.
-var ruleTable = map[Rule]RuleInfo{
-	RuleNotOwner: {
-		Priority: 1,
+// ruleTable is every rule the decision can name, in priority order: a
+// decision that breaks several rules is counted, logged and annotated under
+// the one listed first. The position is the priority; nothing else orders
+// the rules.
+var ruleTable = []RuleInfo{
+	{
+		Rule:     RuleNotOwner,
 		Summary:  "the subject is neither a writer of the owning mapping nor break-glass",
 		Category: "Ownership",
 		Suggest:  suggestNotOwner,
 	},
-	RuleAmbiguousOwner: {
-		Priority: 2,
+	{
+		Rule:     RuleAmbiguousOwner,
 		Summary:  "the label selectors of several mappings match the configuration",
 		Category: "Configuration",
 		Hint:     "narrow the labelSelector of all but one of these mappings",
 		Suggest:  suggestAmbiguousOwner,
 	},
-	RuleCAUnavailable: {
-		Priority: 3,
+	{
+		Rule:     RuleCAUnavailable,
 		Summary:  "a caBundle was written but the owner's CA source could not be read",
 		Category: "CA bundle",
 		Hint:     "fix the CA source named above; updates that leave caBundle alone are not affected",
 		Suggest:  suggestCAUnavailable,
 	},
-	RuleCAMismatch: {
-		Priority: 4,
+	{
+		Rule:     RuleCAMismatch,
 		Summary:  "a caBundle is invalid, emptied, missing, or not the owner's CA",
 		Category: "CA bundle",
 		Suggest:  suggestCAMismatch,
 	},
-	RuleAdmissionPolicyObject: {
-		Priority: 5,
+	{
+		Rule:     RuleAdmissionPolicyObject,
 		Summary:  "someone other than the guard and break-glass wrote an object policy mode generates",
 		Category: "Policy objects",
 		Hint:     "change the owner mappings in the GuardConfig instead, the guard regenerates them",
 		Suggest:  suggestAdmissionPolicyObject,
 	},
-	RuleUnmanaged: {
-		Priority:    6,
+	{
+		Rule:        RuleUnmanaged,
 		Summary:     "no owner mapping covers the configuration",
 		Category:    "Unmanaged",
 		Hint:        "add it to the match of the mapping of the controller that owns it",
 		EventReason: "UnmanagedWrite",
 		Suggest:     suggestUnmanaged,
 	},
-	RuleBreakGlass: {
-		Priority: 7,
+	{
+		Rule:     RuleBreakGlass,
 		Summary:  "a break-glass subject wrote a guarded configuration",
 		Category: "Break-glass",
 		Suggest:  suggestBreakGlass,
 	},
-	RuleNone: {
-		Priority: 8,
+	{
+		Rule:     RuleNone,
 		Summary:  "no rule was broken",
 		Category: "Other",
 	},
@@ -89,14 +87,29 @@ var ruleTable = map[Rule]RuleInfo{
 
 // Info is the rule's entry in the rule table; the zero RuleInfo for a
 // string that is no rule.
-func (r Rule) Info() RuleInfo { return ruleTable[r] }
+func (r Rule) Info() RuleInfo {
+	if i := r.priority(); i < len(ruleTable) {
+		return ruleTable[i]
+	}
+	return RuleInfo{}
+}
+
+// priority is the rule's position in the table; past its end for a string
+// that is no rule, so that any rule of the table comes first.
+func (r Rule) priority() int {
+	for i := range ruleTable {
+		if ruleTable[i].Rule == r {
+			return i
+		}
+	}
+	return len(ruleTable)
+}
 
 // Rules lists every rule, in priority order.
 func Rules() []Rule {
-	out := make([]Rule, 0, len(ruleTable))
-	for r := range ruleTable {
-		out = append(out, r)
+	out := make([]Rule, len(ruleTable))
+	for i := range ruleTable {
+		out[i] = ruleTable[i].Rule
 	}
-	sort.Slice(out, func(i, j int) bool { return ruleTable[out[i]].Priority < ruleTable[out[j]].Priority })
 	return out
 }

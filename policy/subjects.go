@@ -1,8 +1,7 @@
 package policy
 
 import (
-	"slices"
-	"strings"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // User is the authenticated subject of a request, as kube-apiserver puts it
@@ -12,41 +11,16 @@ type User struct {
 	Groups   []string
 }
 
-// ServiceAccountUsername returns the username kube-apiserver gives the
-// service account "namespace/name".
-func ServiceAccountUsername(namespacedName string) string {
-	ns, name, _ := strings.Cut(namespacedName, "/")
-	return "system:serviceaccount:" + ns + ":" + name
-}
-
-// ServiceAccountOf is the inverse of ServiceAccountUsername: the namespace
-// and name of a "system:serviceaccount:<ns>:<name>" username.
-func ServiceAccountOf(username string) (ns, name string, ok bool) {
-	rest, found := strings.CutPrefix(username, "system:serviceaccount:")
-	if !found {
-		return "", "", false
-	}
-	ns, name, ok = strings.Cut(rest, ":")
-	return ns, name, ok && ns != "" && name != ""
-}
-
-// SplitServiceAccount splits "namespace/name"; ok is false unless both
-// parts are non-empty and the name holds no further "/".
-func SplitServiceAccount(sa string) (ns, name string, ok bool) {
-	ns, name, ok = strings.Cut(sa, "/")
-	return ns, name, ok && ns != "" && name != "" && !strings.Contains(name, "/")
-}
-
 // subjectSet is a compiled Subjects: exact-match lookups only.
 type subjectSet struct {
 	users  map[string]struct{}
 	groups map[string]struct{}
 }
 
-func compileSubjects(s Subjects) subjectSet {
+func compileSubjects(s guardapi.Subjects) subjectSet {
 	set := subjectSet{users: map[string]struct{}{}, groups: map[string]struct{}{}}
 	for _, sa := range s.ServiceAccounts {
-		set.users[ServiceAccountUsername(sa)] = struct{}{}
+		set.users[guardapi.ServiceAccountUsername(sa)] = struct{}{}
 	}
 	for _, u := range s.Users {
 		set.users[u] = struct{}{}
@@ -74,25 +48,4 @@ func (s subjectSet) matches(u User) bool {
 
 // IsBreakGlass reports whether the user is one of the configuration's
 // break-glass subjects (exact matching, as everywhere).
-func (c *Config) IsBreakGlass(u User) bool { return c.breakGlass.matches(u) }
-
-// OwnerMode is the mode an owner mapping runs in: its own, or the default.
-// The webhook and policy mode's generated policies both take it from here.
-func (s *GuardConfig) OwnerMode(o *Owner) Mode {
-	if o.Mode != "" {
-		return o.Mode
-	}
-	return s.DefaultMode
-}
-
-// OwnerWriters are the subjects allowed to write an owner's configurations:
-// its writers, plus cert-manager's cainjector when the CA is injected by
-// cert-manager. The webhook and policy mode's generated policies both take
-// them from here, so the two cannot enforce different writers.
-func (s *GuardConfig) OwnerWriters(o *Owner) Subjects {
-	w := o.Writers
-	if o.CA.InjectedByCertManager != nil {
-		w.ServiceAccounts = append(slices.Clone(w.ServiceAccounts), s.CertManager.CAInjectorServiceAccount)
-	}
-	return w
-}
+func (c *Mappings) IsBreakGlass(u User) bool { return c.breakGlass.matches(u) }

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // FindingFacts are what a report or an audit log holds about a finding: the
@@ -35,7 +37,7 @@ type FindingFacts struct {
 
 func suggestNotOwner(f FindingFacts) string {
 	writers := "owners[" + f.Mapping + "].writers"
-	if ns, name, ok := ServiceAccountOf(f.Subject); ok {
+	if ns, name, ok := guardapi.ServiceAccountOf(f.Subject); ok {
 		return fmt.Sprintf("add %s/%s to %s.serviceAccounts (if %s owns %s), or stop it writing the configuration", ns, name, writers, f.Subject, f.Configuration)
 	}
 	return fmt.Sprintf("add %q to %s.users (if %s owns %s), or stop it writing the configuration", f.Subject, writers, f.Subject, f.Configuration)
@@ -77,14 +79,6 @@ func suggestUnmanaged(f FindingFacts) string {
 
 func suggestBreakGlass(f FindingFacts) string {
 	return fmt.Sprintf("break-glass write by %s: confirm it was intended; break-glass is always allowed", f.Subject)
-}
-
-// FlappingSuggestion is the suggestion for a flapping finding. Flapping is
-// no Rule: it is found across many requests (FlapDetector), not decided on
-// one, so it has no entry in the rule table.
-func FlappingSuggestion(f FindingFacts) string {
-	return fmt.Sprintf("caBundle flapping: distinct CAs written by %s; replicas each generating their own CA fight over %s: make them share one CA (owners[%s].ca) and let one writer inject it",
-		orDash(f.Writers), f.Configuration, f.Mapping)
 }
 
 func orDash(s string) string {

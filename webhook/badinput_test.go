@@ -20,7 +20,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 const (
@@ -189,7 +189,7 @@ func Test_badInput(t *testing.T) {
 		},
 		"if a bundle holds 10,000 certificates, deny with 403 without parsing past the cap": {
 			body: review(ownerSA, vwc(many), old), expCode: 403,
-			expMessage: []string{fmt.Sprintf("holds more than %d certificates", policy.MaxBundleCertificates)},
+			expMessage: []string{fmt.Sprintf("holds more than %d certificates", cabundle.MaxCertificates)},
 		},
 		"if a username has odd characters, deny with 403 quoting it": {
 			body: review("evil\"user\n{\"level\":\"fake\"}\u202e\x00äö", vwc(ownerCA), old), expCode: 403,

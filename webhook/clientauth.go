@@ -10,7 +10,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // clientCAs is the CA pool client certificates must chain to, read from a
@@ -47,7 +47,7 @@ func (c *clientCAs) reload() error {
 	if c.pool != nil && bytes.Equal(data, c.data) {
 		return nil
 	}
-	if _, err := policy.ParseBundle(data); err != nil {
+	if _, err := cabundle.Parse(data); err != nil {
 		return fmt.Errorf("client CA file %s: the data %w", c.path, err)
 	}
 	pool := x509.NewCertPool()

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -39,7 +41,7 @@ func FuzzTypedReview(f *testing.F) {
 	for _, ns := range []struct{ ns, name string }{{"koordinator-system", "webhook-certs"}, {"audited-system", "ca"}, {"team-a", "ca"}} {
 		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.ns, Name: ns.name}, Data: map[string][]byte{"ca.crt": fx.Owner.PEM}})
 	}
-	ownerSet, err := policy.NewCASet("", fx.Owner.PEM)
+	ownerSet, err := cabundle.NewCASet("", fx.Owner.PEM)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func validLabel(s string) bool {
 	return true
 }
 
-func secretOf(o *policy.Owner) string {
+func secretOf(o *guardapi.Owner) string {
 	if o.CA.Secret == nil {
 		return ""
 	}

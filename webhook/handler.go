@@ -12,6 +12,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -43,8 +46,8 @@ type HandlerOptions struct {
 	AdmissionPolicyWriter string
 	// Fingerprints memoizes caBundle parsing (a ~1 KB certificate costs
 	// ~12 µs to parse; a hit, a map lookup); a cache of
-	// policy.DefaultFingerprintCacheSize by default.
-	Fingerprints *policy.FingerprintCache
+	// cabundle.DefaultFingerprintCacheSize by default.
+	Fingerprints *cabundle.FingerprintCache
 	// Log is the base logger; per-request fields are added to it.
 	// controller-runtime's "admission" logger by default.
 	Log logr.Logger
@@ -61,7 +64,7 @@ type handlerOptions = HandlerOptions
 type Handler struct {
 	handlerOptions
 
-	flap policy.CurrentFlapDetector
+	flap flapping.Current
 
 	mismatches confirmedMismatches
 }
@@ -84,7 +87,7 @@ func NewHandler(o HandlerOptions) (*Handler, error) {
 		o.Now = time.Now
 	}
 	if o.Fingerprints == nil {
-		o.Fingerprints = policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)
+		o.Fingerprints = cabundle.NewFingerprintCache(cabundle.DefaultFingerprintCacheSize)
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logf.Log.WithName("admission")
@@ -145,7 +148,7 @@ func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision 
 	return d
 }
 
-func (h *Handler) resolve(ctx context.Context, owner *policy.Owner, req casource.Request, live bool) casource.Result {
+func (h *Handler) resolve(ctx context.Context, owner *guardapi.Owner, req casource.Request, live bool) casource.Result {
 	res := h.CA.Resolve(ctx, req, live)
 	if res.Err != nil || res.Stale {
 		h.Metrics.CASourceErrors.WithLabelValues(owner.Name, sourceLabel(owner, res.Source)).Inc()
@@ -168,7 +171,7 @@ func (h *Handler) resolve(ctx context.Context, owner *policy.Owner, req casource
 // injectedByCertManager, whose source a request's annotation names, only
 // the source kind (a label value per annotation value would grow without
 // bound).
-func sourceLabel(owner *policy.Owner, source string) string {
+func sourceLabel(owner *guardapi.Owner, source string) string {
 	if owner.CA.InjectedByCertManager != nil {
 		return "injectedByCertManager"
 	}
@@ -206,7 +209,7 @@ func (h *Handler) observe(ctx context.Context, d *policy.Decision) {
 
 // flapDetector returns the detector for the settings in force, replacing
 // it when a reload changed them.
-func (h *Handler) flapDetector() *policy.FlapDetector {
+func (h *Handler) flapDetector() *flapping.Detector {
 	return h.flap.For(h.Config.Current().Spec.Flapping)
 }
 

@@ -17,6 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -52,7 +55,7 @@ type fakeRecorder struct {
 
 type recordedFlap struct {
 	Mapping string
-	Report  policy.FlapReport
+	Report  flapping.Report
 }
 
 func (r *fakeRecorder) RecordDecision(_ context.Context, d *policy.Decision) {
@@ -61,7 +64,7 @@ func (r *fakeRecorder) RecordDecision(_ context.Context, d *policy.Decision) {
 	r.decisions = append(r.decisions, *d)
 }
 
-func (r *fakeRecorder) RecordFlapping(_ context.Context, mapping string, report policy.FlapReport) {
+func (r *fakeRecorder) RecordFlapping(_ context.Context, mapping string, report flapping.Report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flaps = append(r.flaps, recordedFlap{Mapping: mapping, Report: report})
@@ -87,7 +90,7 @@ const (
 // caResult is a resolver answer holding the given CAs.
 func caResult(tb testing.TB, source string, cached bool, pems ...[]byte) casource.Result {
 	tb.Helper()
-	set, err := policy.NewCASet(source, bundle(pems...))
+	set, err := cabundle.NewCASet(source, bundle(pems...))
 	require.NoError(tb, err)
 	return casource.Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Cached: cached, Source: source}
 }
@@ -490,7 +493,7 @@ func Test_Handler_Review_flapping(t *testing.T) {
 
 	assert.Equal(t, [][]string{nil, nil, nil, nil, {fmt.Sprintf(`webhook-guard (audit) would deny: ca-mismatch: webhooks[0].clientConfig.caBundle (webhook "audited-0.example.com"): certificate(s) not in the owner's CA set [expected CA %s, found %s]`,
 		shortSorted(f.Owner, f.OwnerNew), f.Foreign.Short())}}, warnings)
-	assert.Equal(t, []recordedFlap{{Mapping: "audited", Report: policy.FlapReport{
+	assert.Equal(t, []recordedFlap{{Mapping: "audited", Report: flapping.Report{
 		Kind:            policy.KindValidating,
 		Name:            "audited",
 		DistinctBundles: 4,
@@ -514,7 +517,7 @@ func Test_Handler_Review_flapping(t *testing.T) {
 		now = now.Add(time.Minute)
 	}
 	require.Len(t, rec.flaps, 2)
-	assert.Equal(t, recordedFlap{Mapping: "audited", Report: policy.FlapReport{
+	assert.Equal(t, recordedFlap{Mapping: "audited", Report: flapping.Report{
 		Kind:            policy.KindValidating,
 		Name:            "audited",
 		DistinctBundles: 3,
@@ -531,7 +534,7 @@ func shortSorted(cas ...*testCA) string {
 	for _, c := range cas {
 		pems = append(pems, c.PEM)
 	}
-	set, _ := policy.NewCASet("", bundle(pems...))
+	set, _ := cabundle.NewCASet("", bundle(pems...))
 	return strings.Join(set.Short(), ",")
 }
 
@@ -568,7 +571,7 @@ func Test_Response(t *testing.T) {
 		"if the decision denies, return a 403 Forbidden failure with the message": {
 			d: policy.Decision{
 				Operation: policy.OperationCreate, Kind: policy.KindMutating, Name: "x", Subject: "bob",
-				Mapping: "m", Mode: policy.ModeEnforce, Outcome: policy.OutcomeDeny, Rule: policy.RuleNotOwner,
+				Mapping: "m", Mode: guardapi.ModeEnforce, Outcome: policy.OutcomeDeny, Rule: policy.RuleNotOwner,
 				Violations: []policy.Violation{{Rule: policy.RuleNotOwner, Field: "userInfo", Detail: `"bob" is not a writer`}},
 			},
 			exp: admissionv1.AdmissionResponse{
@@ -592,10 +595,10 @@ func Test_LogRecorder(t *testing.T) {
 	r := LogRecorder{Log: log}
 	r.RecordDecision(t.Context(), &policy.Decision{
 		Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: "koord", Subject: "bob",
-		Mapping: "koordinator", Mode: policy.ModeAudit, Outcome: policy.OutcomeAudit, Rule: policy.RuleNotOwner,
+		Mapping: "koordinator", Mode: guardapi.ModeAudit, Outcome: policy.OutcomeAudit, Rule: policy.RuleNotOwner,
 		Violations: []policy.Violation{{Rule: policy.RuleNotOwner, Field: "userInfo", Detail: "x"}},
 	})
-	r.RecordFlapping(t.Context(), "koordinator", policy.FlapReport{
+	r.RecordFlapping(t.Context(), "koordinator", flapping.Report{
 		Kind: policy.KindMutating, Name: "koord", DistinctBundles: 4, Window: 10 * time.Minute, Writers: []string{"a", "b"},
 	})
 	assert.Equal(t, []string{

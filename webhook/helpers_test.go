@@ -21,6 +21,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // testCA is a self-signed ECDSA CA that can issue serving certificates.
@@ -28,7 +29,7 @@ type testCA struct{ *testpki.CA }
 
 // Short is the short fingerprint messages show for this CA.
 func (c *testCA) Short() string {
-	return policy.Fingerprint(sha256.Sum256(c.Cert.Raw)).Short()
+	return cabundle.Fingerprint(sha256.Sum256(c.Cert.Raw)).Short()
 }
 
 func newTestCA(tb testing.TB, cn string) *testCA {
@@ -120,7 +121,7 @@ func indent(s string, n int) string {
 	return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
 }
 
-func mustLoad(tb testing.TB, doc string) *policy.Config {
+func mustLoad(tb testing.TB, doc string) *policy.Mappings {
 	tb.Helper()
 	cfg, err := policy.Load([]byte(doc))
 	require.NoError(tb, err)

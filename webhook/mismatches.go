@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Bounds of confirmedMismatches.
@@ -50,7 +51,7 @@ func (c *confirmedMismatches) add(key string, now time.Time) {
 // set it was decided on (every fingerprint: the short form names a
 // certificate for people, not for a cache) and every foreign certificate,
 // in violation order.
-func mismatchKey(d *policy.Decision, owner policy.CASet) string {
+func mismatchKey(d *policy.Decision, owner cabundle.CASet) string {
 	var b strings.Builder
 	b.WriteString(d.Mapping)
 	for _, fp := range owner.Fingerprints() {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -16,8 +17,8 @@ import (
 // foreign to: the same set answers "recent", any other set does not.
 func Test_confirmedMismatches_keyedByOwnerCASet(t *testing.T) {
 	f := testFixtures(t)
-	set := func(pems ...[]byte) policy.CASet {
-		s, err := policy.NewCASet("Secret koordinator-system/webhook-certs (key ca.crt)", bundle(pems...))
+	set := func(pems ...[]byte) cabundle.CASet {
+		s, err := cabundle.NewCASet("Secret koordinator-system/webhook-certs (key ca.crt)", bundle(pems...))
 		require.NoError(t, err)
 		return s
 	}
@@ -26,7 +27,7 @@ func Test_confirmedMismatches_keyedByOwnerCASet(t *testing.T) {
 	}}}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
-		confirmedAgainst, current policy.CASet
+		confirmedAgainst, current cabundle.CASet
 		exp                       bool
 	}{
 		"if the owner's CA set is the one the mismatch was confirmed against, it is recent": {

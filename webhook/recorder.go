@@ -6,6 +6,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 // Recorder keeps what the guard decided so that audit mode can be reviewed.
@@ -14,7 +15,7 @@ type Recorder interface {
 	// RecordDecision is called for every decision with Record set.
 	RecordDecision(ctx context.Context, d *policy.Decision)
 	// RecordFlapping is called when a configuration is found flapping.
-	RecordFlapping(ctx context.Context, mapping string, r policy.FlapReport)
+	RecordFlapping(ctx context.Context, mapping string, r flapping.Report)
 }
 
 // LogRecorder writes each record as one structured log line, which a log
@@ -35,7 +36,7 @@ func (l LogRecorder) RecordDecision(_ context.Context, d *policy.Decision) {
 }
 
 // RecordFlapping implements Recorder.
-func (l LogRecorder) RecordFlapping(_ context.Context, mapping string, r policy.FlapReport) {
+func (l LogRecorder) RecordFlapping(_ context.Context, mapping string, r flapping.Report) {
 	kv := []any{"mapping", mapping, "kind", r.Kind, "name", r.Name,
 		"distinctBundles", r.DistinctBundles, "window", r.Window.String(), "writers", r.Writers}
 	if r.Observed {
@@ -56,7 +57,7 @@ func (rs Recorders) RecordDecision(ctx context.Context, d *policy.Decision) {
 }
 
 // RecordFlapping implements Recorder.
-func (rs Recorders) RecordFlapping(ctx context.Context, mapping string, r policy.FlapReport) {
+func (rs Recorders) RecordFlapping(ctx context.Context, mapping string, r flapping.Report) {
 	for _, rec := range rs {
 		rec.RecordFlapping(ctx, mapping, r)
 	}

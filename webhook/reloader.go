@@ -13,7 +13,7 @@ import (
 )
 
 // LoadConfigFile reads and loads a GuardConfig file; errors name the file.
-func LoadConfigFile(path string) (*policy.Config, []byte, error) {
+func LoadConfigFile(path string) (*policy.Mappings, []byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config %s: %w", path, err)
@@ -37,7 +37,7 @@ type ConfigReloader struct {
 	Metrics  *Metrics
 	Log      logr.Logger
 	// OnReload runs after a new configuration is put in force.
-	OnReload func(*policy.Config)
+	OnReload func(*policy.Mappings)
 
 	last []byte
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 const (
@@ -50,13 +51,13 @@ owners:
 type reloaderEnv struct {
 	path     string
 	store    *ConfigStore
-	initial  *policy.Config
+	initial  *policy.Mappings
 	metrics  *Metrics
 	reloader *ConfigReloader
 
 	mu       sync.Mutex
 	logs     []string
-	reloaded []*policy.Config
+	reloaded []*policy.Mappings
 }
 
 func newReloaderEnv(t *testing.T, doc string) *reloaderEnv {
@@ -72,7 +73,7 @@ func newReloaderEnv(t *testing.T, doc string) *reloaderEnv {
 		e.logs = append(e.logs, args)
 	}, funcr.Options{})
 	e.reloader = NewConfigReloader(e.path, data, e.store, 10*time.Millisecond, e.metrics, log)
-	e.reloader.OnReload = func(c *policy.Config) {
+	e.reloader.OnReload = func(c *policy.Mappings) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.reloaded = append(e.reloaded, c)
@@ -110,8 +111,8 @@ func Test_ConfigReloader_Check(t *testing.T) {
 		e.reloader.Check()
 
 		require.NotSame(t, e.initial, e.store.Current())
-		assert.Equal(t, policy.ModeEnforce, e.store.Current().Spec.DefaultMode)
-		assert.Equal(t, []*policy.Config{e.store.Current()}, e.reloaded)
+		assert.Equal(t, guardapi.ModeEnforce, e.store.Current().Spec.DefaultMode)
+		assert.Equal(t, []*policy.Mappings{e.store.Current()}, e.reloaded)
 		success, failure, lastOK := e.counts(t)
 		assert.Equal(t, []float64{1, 0, 1}, []float64{success, failure, lastOK})
 		assert.Equal(t, []string{`"level"=0 "msg"="configuration reloaded" "path"="` + e.path + `" "owners"=1 "defaultMode"="enforce"`}, e.logLines())
@@ -163,7 +164,7 @@ func Test_ConfigReloader_Check(t *testing.T) {
 		// Fixing the file puts it in force and clears the failure gauge.
 		e.write(t, reloadDocEnforce)
 		e.reloader.Check()
-		assert.Equal(t, policy.ModeEnforce, e.store.Current().Spec.DefaultMode)
+		assert.Equal(t, guardapi.ModeEnforce, e.store.Current().Spec.DefaultMode)
 		success, failure, lastOK = e.counts(t)
 		assert.Equal(t, []float64{1, 1, 1}, []float64{success, failure, lastOK})
 	})
@@ -186,7 +187,7 @@ func Test_ConfigReloader_Check(t *testing.T) {
 		e.write(t, reloadDocAudit)
 		e.reloader.Check()
 		require.NotSame(t, e.initial, e.store.Current())
-		assert.Equal(t, policy.ModeAudit, e.store.Current().Spec.DefaultMode)
+		assert.Equal(t, guardapi.ModeAudit, e.store.Current().Spec.DefaultMode)
 		success, failure, lastOK = e.counts(t)
 		assert.Equal(t, []float64{1, 1, 1}, []float64{success, failure, lastOK})
 	})
@@ -201,7 +202,7 @@ func Test_ConfigReloader_Start(t *testing.T) {
 
 	e.write(t, reloadDocEnforce)
 	require.Eventually(t, func() bool {
-		return e.store.Current().Spec.DefaultMode == policy.ModeEnforce
+		return e.store.Current().Spec.DefaultMode == guardapi.ModeEnforce
 	}, 5*time.Second, 5*time.Millisecond, "the poller picks up the change")
 
 	cancel()
@@ -226,13 +227,13 @@ func Test_LoadConfigFile(t *testing.T) {
 
 	tests := map[string]struct {
 		path     string
-		expMode  policy.Mode
+		expMode  guardapi.Mode
 		expData  string
 		expErr   string
 		expNoCfg bool
 	}{
 		"if the file is valid, return the config and its content": {
-			path: valid, expMode: policy.ModeEnforce, expData: reloadDocEnforce,
+			path: valid, expMode: guardapi.ModeEnforce, expData: reloadDocEnforce,
 		},
 		"if the file does not decode, return an error naming the file, and its content": {
 			path: invalid, expData: reloadDocUnknownField, expNoCfg: true,

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // The guard's own identity, as the chart would deploy it.
@@ -45,7 +46,7 @@ const (
 type Options struct {
 	// Config is the GuardConfig `serve` runs with; `render` reads it too (its
 	// breakGlass subjects become matchConditions).
-	Config *policy.GuardConfig
+	Config *guardapi.GuardConfig
 	// FailurePolicy of the rendered static webhook: Fail (default) or Ignore.
 	FailurePolicy string
 	// TimeoutSeconds of the rendered static webhook (default 5).
@@ -381,10 +382,10 @@ func (e *Env) bind(t testing.TB, bindingName, roleName, user string) {
 }
 
 // MarshalConfig renders a GuardConfig as the YAML file `serve` reads.
-func MarshalConfig(t testing.TB, c *policy.GuardConfig) []byte {
+func MarshalConfig(t testing.TB, c *guardapi.GuardConfig) []byte {
 	t.Helper()
 	cc := *c
-	cc.APIVersion, cc.Kind = policy.APIVersion, policy.Kind
+	cc.APIVersion, cc.Kind = guardapi.APIVersion, guardapi.Kind
 	b, err := yaml.Marshal(&cc)
 	if err != nil {
 		t.Fatalf("marshal GuardConfig: %v", err)

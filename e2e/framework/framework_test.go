@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // fatalRecorder stands in for a testing.TB to observe a Fatal.
@@ -83,7 +83,7 @@ func TestStart_surfacesWhyKubeAPIServerExited(t *testing.T) {
 	rec := &fatalRecorder{TB: t}
 	got := rec.run(func(tb testing.TB) {
 		Start(tb, Options{
-			Config: &policy.GuardConfig{Owners: []policy.Owner{}},
+			Config: &guardapi.GuardConfig{Owners: []guardapi.Owner{}},
 			afterRender: func(t testing.TB, dir string) {
 				// A static configuration must be named *.static.k8s.io.
 				p := filepath.Join(dir, "static", "webhook-guard.static.k8s.io.yaml")

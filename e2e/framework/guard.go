@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 var (
@@ -357,7 +357,7 @@ func (g *Guard) RecordsFor(name string) []Record {
 // RewriteConfig replaces the GuardConfig file atomically (temp file +
 // rename, as a ConfigMap update reaches a pod) and waits until the guard
 // counts a successful reload (webhook_guard_config_reloads_total{result="success"}).
-func (g *Guard) RewriteConfig(t testing.TB, c *policy.GuardConfig) {
+func (g *Guard) RewriteConfig(t testing.TB, c *guardapi.GuardConfig) {
 	t.Helper()
 	g.RewriteConfigFile(t, MarshalConfig(t, c), "success")
 }

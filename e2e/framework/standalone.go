@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // NewStandaloneGuard prepares (does not start) a guard without a control
 // plane: its kubeconfig points at a closed port, so it suits configurations
 // whose CA sources need no API reads (inline pem). It returns the CA that
 // signed the serving certificate (for clients' RootCAs).
-func NewStandaloneGuard(t testing.TB, cfg *policy.GuardConfig) (*Guard, *CA) {
+func NewStandaloneGuard(t testing.TB, cfg *guardapi.GuardConfig) (*Guard, *CA) {
 	t.Helper()
 	dir := t.TempDir()
 	ca := NewCA(t, "webhook-guard-ca")

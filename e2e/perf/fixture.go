@@ -26,6 +26,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
@@ -214,7 +215,7 @@ func Guard(f *Fixture, configYAML string, secrets ...*corev1.Secret) (*webhook.H
 		CA:           casource.New(reader, casource.Options{TTL: time.Hour}),
 		Metrics:      webhook.NewMetrics(prometheus.NewRegistry()),
 		Recorder:     webhook.LogRecorder{},
-		Fingerprints: policy.NewFingerprintCache(0),
+		Fingerprints: cabundle.NewFingerprintCache(0),
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Gather reads what discover and scan's health checks need, with
@@ -148,7 +149,7 @@ func listSources(ctx context.Context, c client.Reader, relevant map[string]bool,
 func pemSources(kind SourceKind, ns, name string, data map[string][]byte, certificate string) []Source {
 	var out []Source
 	for k, v := range data {
-		if _, err := policy.ParseBundle(v); err == nil {
+		if _, err := cabundle.Parse(v); err == nil {
 			out = append(out, Source{Kind: kind, Namespace: ns, Name: name, Key: k, PEM: v, Certificate: certificate})
 		}
 	}

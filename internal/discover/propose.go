@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Proposal is the inferred GuardConfig content: one mapping per owning
@@ -24,7 +26,7 @@ type Proposal struct {
 
 // Mapping is a proposed owner mapping and the evidence behind it.
 type Mapping struct {
-	Owner policy.Owner
+	Owner guardapi.Owner
 	// Evidence is one line per fact the mapping rests on.
 	Evidence []string
 }
@@ -47,7 +49,7 @@ type inference struct {
 	// owner names the mapping: the workload (or the service account when
 	// several workloads share it).
 	owner    string
-	ca       policy.CASource
+	ca       guardapi.CASource
 	evidence []string
 	reasons  []string
 }
@@ -98,7 +100,7 @@ func Propose(configs []Configuration, c Cluster) Proposal {
 }
 
 func buildMapping(name string, infs []inference, c Cluster) Mapping {
-	m := Mapping{Owner: policy.Owner{Name: name, CA: infs[0].ca}}
+	m := Mapping{Owner: guardapi.Owner{Name: name, CA: infs[0].ca}}
 	if w := infs[0].writer; w != "" {
 		m.Owner.Writers.ServiceAccounts = []string{w}
 	}
@@ -128,7 +130,7 @@ func buildMapping(name string, infs []inference, c Cluster) Mapping {
 // kind and every field of it, so that no kind has to be listed here (and a
 // new one groups correctly). Every injected configuration reads its own
 // annotation, so they all share one key.
-func caKey(s policy.CASource) string {
+func caKey(s guardapi.CASource) string {
 	b, err := json.Marshal(s)
 	if err != nil {
 		// CASource is plain strings and pointers to structs of strings.
@@ -234,7 +236,7 @@ func (inf *inference) findWorkloads(c Cluster) []Workload {
 func (inf *inference) injectedCA(c Cluster) bool {
 	for _, a := range []string{cmapi.WantInjectAnnotation, cmapi.WantInjectFromSecretAnnotation} {
 		if v, ok := inf.cfg.Annotations[a]; ok {
-			inf.ca = policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}}
+			inf.ca = guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}
 			inf.evidence = append(inf.evidence, fmt.Sprintf("annotation %s: %s: cainjector (%s) writes the caBundle", a, v, c.CAInjector))
 			return true
 		}
@@ -295,13 +297,13 @@ func (inf *inference) matchCA(c Cluster, workloads []Workload) {
 
 // bundle is every certificate of the webhooks' caBundles; false, with the
 // reason, when one does not parse or all are empty.
-func (inf *inference) bundle() ([]policy.Fingerprint, bool) {
-	var bundle []policy.Fingerprint
+func (inf *inference) bundle() ([]cabundle.Fingerprint, bool) {
+	var bundle []cabundle.Fingerprint
 	for i, w := range inf.cfg.Webhooks {
 		if len(w.CABundle) == 0 {
 			continue
 		}
-		fps, err := policy.ParseBundle(w.CABundle)
+		fps, err := cabundle.Parse(w.CABundle)
 		if err != nil {
 			inf.reasons = append(inf.reasons, fmt.Sprintf("webhooks[%d].clientConfig.caBundle %v", i, err))
 			return nil, false
@@ -333,14 +335,14 @@ func mountedSources(workloads []Workload) map[string]bool {
 // candidates are the sources holding every certificate of bundle, one per
 // object (by Source.Ref): its ca.crt key when that matches, else the first
 // matching key by name.
-func candidates(sources []Source, bundle []policy.Fingerprint) map[string]Source {
+func candidates(sources []Source, bundle []cabundle.Fingerprint) map[string]Source {
 	byObject := map[string]Source{}
 	for _, s := range sources {
-		fps, err := policy.ParseBundle(s.PEM)
-		if err != nil || !containsAll(policy.NewCASetFromFingerprints("", fps...), bundle) {
+		fps, err := cabundle.Parse(s.PEM)
+		if err != nil || !containsAll(cabundle.NewCASetFromFingerprints("", fps...), bundle) {
 			continue
 		}
-		if prev, ok := byObject[s.Ref()]; ok && (prev.Key == policy.DefaultCAKey || (s.Key != policy.DefaultCAKey && prev.Key < s.Key)) {
+		if prev, ok := byObject[s.Ref()]; ok && (prev.Key == guardapi.DefaultCAKey || (s.Key != guardapi.DefaultCAKey && prev.Key < s.Key)) {
 			continue
 		}
 		byObject[s.Ref()] = s
@@ -373,12 +375,12 @@ func placeCandidates(byObject map[string]Source, mounted, own map[string]bool) (
 func (inf *inference) useSource(chosen Source) {
 	switch {
 	case chosen.Certificate != "":
-		inf.ca = policy.CASource{Certificate: &policy.ObjectRef{Namespace: chosen.Namespace, Name: chosen.Certificate}}
+		inf.ca = guardapi.CASource{Certificate: &guardapi.ObjectRef{Namespace: chosen.Namespace, Name: chosen.Certificate}}
 		inf.evidence = append(inf.evidence, fmt.Sprintf("%s is the Secret of cert-manager Certificate %s/%s", chosen.Ref(), chosen.Namespace, chosen.Certificate))
 	case chosen.Kind == SourceConfigMap:
-		inf.ca = policy.CASource{ConfigMap: &policy.KeyRef{Namespace: chosen.Namespace, Name: chosen.Name, Key: chosen.Key}}
+		inf.ca = guardapi.CASource{ConfigMap: &guardapi.KeyRef{Namespace: chosen.Namespace, Name: chosen.Name, Key: chosen.Key}}
 	default:
-		inf.ca = policy.CASource{Secret: &policy.KeyRef{Namespace: chosen.Namespace, Name: chosen.Name, Key: chosen.Key}}
+		inf.ca = guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: chosen.Namespace, Name: chosen.Name, Key: chosen.Key}}
 	}
 }
 
@@ -416,7 +418,7 @@ func mappingName(s string) string {
 	return out
 }
 
-func shortList(fps []policy.Fingerprint) string {
+func shortList(fps []cabundle.Fingerprint) string {
 	var out []string
 	for _, fp := range fps {
 		if s := fp.Short(); !slices.Contains(out, s) {
@@ -443,7 +445,7 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-func containsAll(set policy.CASet, fps []policy.Fingerprint) bool {
+func containsAll(set cabundle.CASet, fps []cabundle.Fingerprint) bool {
 	for _, fp := range fps {
 		if !set.Contains(fp) {
 			return false

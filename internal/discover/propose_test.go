@@ -10,6 +10,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 func newCA(t *testing.T, cn string) *testpki.CA {
@@ -79,10 +80,10 @@ func Test_Propose(t *testing.T) {
 			},
 			cluster: koordinator(koordCA),
 			want: Proposal{Mappings: []Mapping{{
-				Owner: policy.Owner{Name: "koord-manager",
-					Match:   policy.Match{Validating: []string{"koord-validating"}, Mutating: []string{"koord-mutating"}},
-					Writers: policy.Subjects{ServiceAccounts: koordSA},
-					CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				Owner: guardapi.Owner{Name: "koord-manager",
+					Match:   guardapi.Match{Validating: []string{"koord-validating"}, Mutating: []string{"koord-mutating"}},
+					Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
 				Evidence: append(koordEvidence("ValidatingWebhookConfiguration/koord-validating"), koordEvidence("MutatingWebhookConfiguration/koord-mutating")...),
 			}}},
 		},
@@ -90,9 +91,9 @@ func Test_Propose(t *testing.T) {
 			configs: []Configuration{svcConfig(policy.KindValidating, "koord-validating", "koordinator-system", "koordinator-webhook-service", koordCA.PEM, "koord-manager", "rogue")},
 			cluster: koordinator(koordCA),
 			want: Proposal{Mappings: []Mapping{{
-				Owner: policy.Owner{Name: "koord-manager", Match: policy.Match{Validating: []string{"koord-validating"}},
-					Writers: policy.Subjects{ServiceAccounts: koordSA},
-					CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				Owner: guardapi.Owner{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"koord-validating"}},
+					Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
 				Evidence: append(koordEvidence("ValidatingWebhookConfiguration/koord-validating"),
 					"ValidatingWebhookConfiguration/koord-validating: caBundle field managers: koord-manager, rogue (2 writers of caBundle: the guard records every write by a subject that is not this mapping's writer)"),
 			}}},
@@ -105,9 +106,9 @@ func Test_Propose(t *testing.T) {
 				return c
 			}(),
 			want: Proposal{Mappings: []Mapping{{
-				Owner: policy.Owner{Name: "koord-manager", Match: policy.Match{Validating: []string{"koord-validating"}},
-					Writers: policy.Subjects{ServiceAccounts: koordSA},
-					CA:      policy.CASource{Certificate: &policy.ObjectRef{Namespace: "koordinator-system", Name: "koord-serving"}}},
+				Owner: guardapi.Owner{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"koord-validating"}},
+					Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA:      guardapi.CASource{Certificate: &guardapi.ObjectRef{Namespace: "koordinator-system", Name: "koord-serving"}}},
 				Evidence: []string{
 					"ValidatingWebhookConfiguration/koord-validating: webhooks[0] calls Service koordinator-system/koordinator-webhook-service, which selects Deployment koordinator-system/koord-manager (service account koord-manager)",
 					"ValidatingWebhookConfiguration/koord-validating: Secret koordinator-system/serving key ca.crt holds the caBundle's CA " + short(otherCA) + " and is mounted by the workload",
@@ -120,8 +121,8 @@ func Test_Propose(t *testing.T) {
 				Webhooks: []Webhook{{Name: "w.example.com", Service: &ServiceRef{Namespace: "app", Name: "gone"}}}}},
 			cluster: koordinator(koordCA),
 			want: Proposal{Mappings: []Mapping{{
-				Owner: policy.Owner{Name: "app-mutating", Match: policy.Match{Mutating: []string{"app-mutating"}},
-					CA: policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}}},
+				Owner: guardapi.Owner{Name: "app-mutating", Match: guardapi.Match{Mutating: []string{"app-mutating"}},
+					CA: guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}},
 				Evidence: []string{
 					"MutatingWebhookConfiguration/app-mutating: annotation cert-manager.io/inject-ca-from: app/serving: cainjector (cert-manager/cert-manager-cainjector) writes the caBundle",
 					"MutatingWebhookConfiguration/app-mutating: webhooks[0] calls Service app/gone, which does not exist",
@@ -136,8 +137,8 @@ func Test_Propose(t *testing.T) {
 				Webhooks:         []Webhook{{Name: "w.example.com", Service: &ServiceRef{Namespace: "app", Name: "gone"}}}}},
 			cluster: koordinator(koordCA),
 			want: Proposal{Mappings: []Mapping{{
-				Owner: policy.Owner{Name: "app-mutating", Match: policy.Match{Mutating: []string{"app-mutating"}},
-					CA: policy.CASource{InjectedByCertManager: &policy.InjectedByCertManager{}}},
+				Owner: guardapi.Owner{Name: "app-mutating", Match: guardapi.Match{Mutating: []string{"app-mutating"}},
+					CA: guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}},
 				Evidence: []string{
 					"MutatingWebhookConfiguration/app-mutating: annotation cert-manager.io/inject-ca-from: app/serving: cainjector (cert-manager/cert-manager-cainjector) writes the caBundle",
 					"MutatingWebhookConfiguration/app-mutating: caBundle field managers: cert-manager-cainjector",
@@ -180,9 +181,9 @@ func Test_Propose(t *testing.T) {
 				return c
 			}(),
 			want: Proposal{Mappings: []Mapping{{
-				Owner: policy.Owner{Name: "koord-manager", Match: policy.Match{Validating: []string{"koord-validating"}},
-					Writers: policy.Subjects{ServiceAccounts: koordSA},
-					CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				Owner: guardapi.Owner{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"koord-validating"}},
+					Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
 				Evidence: []string{
 					"ValidatingWebhookConfiguration/koord-validating: webhooks[0] calls Service koordinator-system/koordinator-webhook-service, which selects Deployment koordinator-system/koord-manager (service account koord-manager)",
 					"ValidatingWebhookConfiguration/koord-validating: Secret koordinator-system/webhook-certs key ca-cert.pem holds the caBundle's CA " + short(koordCA) + ", in the webhooks' namespace (not mounted by the workload)",
@@ -194,9 +195,9 @@ func Test_Propose(t *testing.T) {
 			configs: []Configuration{svcConfig(policy.KindValidating, "koord-validating", "koordinator-system", "koordinator-webhook-service", koordCA.PEM)},
 			cluster: koordinator(koordCA, lookalike(koordCA)),
 			want: Proposal{Mappings: []Mapping{{
-				Owner: policy.Owner{Name: "koord-manager", Match: policy.Match{Validating: []string{"koord-validating"}},
-					Writers: policy.Subjects{ServiceAccounts: koordSA},
-					CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				Owner: guardapi.Owner{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"koord-validating"}},
+					Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
 				Evidence: append(koordEvidence("ValidatingWebhookConfiguration/koord-validating"),
 					"ValidatingWebhookConfiguration/koord-validating: copies of the caBundle's CA "+short(koordCA)+" outside the webhooks' namespace, not taken as the source: Secret koordinator-systen/webhook-certs key ca.crt"),
 			}}},
@@ -242,14 +243,14 @@ func Test_Propose(t *testing.T) {
 				return c
 			}(),
 			want: Proposal{Mappings: []Mapping{
-				{Owner: policy.Owner{Name: "koord-manager", Match: policy.Match{Validating: []string{"b"}}, Writers: policy.Subjects{ServiceAccounts: koordSA},
-					CA: policy.CASource{ConfigMap: &policy.KeyRef{Namespace: "koordinator-system", Name: "other", Key: "ca.crt"}}},
+				{Owner: guardapi.Owner{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"b"}}, Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA: guardapi.CASource{ConfigMap: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "other", Key: "ca.crt"}}},
 					Evidence: []string{
 						"ValidatingWebhookConfiguration/b: webhooks[0] calls Service koordinator-system/koordinator-webhook-service, which selects Deployment koordinator-system/koord-manager (service account koord-manager)",
 						"ValidatingWebhookConfiguration/b: ConfigMap koordinator-system/other key ca.crt holds the caBundle's CA " + short(otherCA) + " and is mounted by the workload",
 					}},
-				{Owner: policy.Owner{Name: "koord-manager-2", Match: policy.Match{Validating: []string{"a"}}, Writers: policy.Subjects{ServiceAccounts: koordSA},
-					CA: policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				{Owner: guardapi.Owner{Name: "koord-manager-2", Match: guardapi.Match{Validating: []string{"a"}}, Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA: guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
 					Evidence: koordEvidence("ValidatingWebhookConfiguration/a")},
 			}},
 		},
@@ -281,13 +282,13 @@ func Test_Propose(t *testing.T) {
 // source (a second example, with its own pointers) must key like it.
 func Test_caKey_everyKind(t *testing.T) {
 	seen := map[string]string{}
-	for _, k := range policy.CASourceKinds() {
+	for _, k := range guardapi.CASourceKinds() {
 		ex := k.Example()
 		key := caKey(ex)
-		assert.Equal(t, key, caKey(k.Example()), "%s: an equal source keys differently", k.Field())
+		assert.Equal(t, key, caKey(k.Example()), "%s: an equal source keys differently", string(k))
 		if other, dup := seen[key]; dup {
-			t.Errorf("%s and %s share the key %q", k.Field(), other, key)
+			t.Errorf("%s and %s share the key %q", string(k), other, key)
 		}
-		seen[key] = k.Field()
+		seen[key] = string(k)
 	}
 }

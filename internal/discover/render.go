@@ -9,7 +9,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Format is how a proposal is written.
@@ -28,14 +28,14 @@ const (
 // config types (so it is what Load and the chart's schema read), then its
 // node tree gets the comments.
 func Render(p Proposal, format Format, caInjector string) ([]byte, error) {
-	owners := make([]policy.Owner, 0, len(p.Mappings))
+	owners := make([]guardapi.Owner, 0, len(p.Mappings))
 	for _, m := range p.Mappings {
 		owners = append(owners, m.Owner)
 	}
 	// Maps, not a GuardConfig, so that unset settings are left out rather
 	// than marshalled as zero values.
-	cfg := map[string]any{"defaultMode": policy.ModeAudit, "owners": owners}
-	if caInjector != policy.DefaultCAInjectorServiceAccount {
+	cfg := map[string]any{"defaultMode": guardapi.ModeAudit, "owners": owners}
+	if caInjector != guardapi.DefaultCAInjectorServiceAccount {
 		cfg["certManager"] = map[string]any{"caInjectorServiceAccount": caInjector}
 	}
 	header := []string{
@@ -45,9 +45,9 @@ func Render(p Proposal, format Format, caInjector string) ([]byte, error) {
 	}
 	var doc any = map[string]any{"config": cfg}
 	if format == FormatConfig {
-		cfg["apiVersion"], cfg["kind"] = policy.APIVersion, policy.Kind
-		cfg["breakGlass"] = policy.Subjects{Groups: []string{"system:masters"}}
-		cfg["unmanaged"] = policy.UnmanagedAllow
+		cfg["apiVersion"], cfg["kind"] = guardapi.APIVersion, guardapi.Kind
+		cfg["breakGlass"] = guardapi.Subjects{Groups: []string{"system:masters"}}
+		cfg["unmanaged"] = guardapi.UnmanagedAllow
 		doc = cfg
 	} else {
 		header = append(header, "Helm values: helm upgrade --install ... -f this-file.yaml (lists replace the chart's defaults).")

@@ -19,7 +19,7 @@ import (
 // guard's own service account (serve --policy-guard-service-account), or
 // empty. A CA source in objects that holds garbage is cluster state,
 // decided (ca-unavailable) as the server decides it.
-func NewHandler(cfg *policy.Config, objects *Objects, admissionPolicyWriter string) (*webhook.Handler, error) {
+func NewHandler(cfg *policy.Mappings, objects *Objects, admissionPolicyWriter string) (*webhook.Handler, error) {
 	return webhook.NewHandler(webhook.HandlerOptions{
 		Config:                webhook.StaticConfig{Config: cfg},
 		CA:                    casource.New(objects, casource.Options{}),

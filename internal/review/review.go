@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/auditlog"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
@@ -151,7 +152,7 @@ func Suggest(f Finding) string {
 		Observed: f.Origin == records.OriginObserved, FieldManagers: f.FieldManagers, Writers: f.Writers,
 	}
 	if f.Rule == records.RuleFlapping {
-		return policy.FlappingSuggestion(facts)
+		return flapping.Suggestion(facts)
 	}
 	if s := policy.Rule(f.Rule).Info().Suggest; s != nil {
 		return s(facts)

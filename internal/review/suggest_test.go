@@ -7,6 +7,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/auditlog"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 // Test_Suggest: review hands a finding's facts to its rule's suggestion
@@ -32,7 +33,7 @@ func Test_Suggest(t *testing.T) {
 		},
 		"if replicas flap the caBundle, suggest sharing one CA": {
 			finding: Finding{Rule: "flapping", Mapping: "app", Configuration: vwc, Writers: "system:serviceaccount:app-system:controller"},
-			exp:     policy.FlappingSuggestion(policy.FindingFacts{Mapping: "app", Configuration: vwc, Writers: "system:serviceaccount:app-system:controller"}),
+			exp:     flapping.Suggestion(policy.FindingFacts{Mapping: "app", Configuration: vwc, Writers: "system:serviceaccount:app-system:controller"}),
 		},
 		"if the rule is unknown to this review, point at the guard's log": {
 			finding: Finding{Rule: "policy", Mapping: "app", Subject: "bob", Configuration: vwc},

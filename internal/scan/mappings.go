@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -30,7 +31,7 @@ type targetWebhook struct {
 func (s target) ref() string { return string(s.kind) + "/" + s.meta.Name }
 
 // scanMappings compares the configurations with the owner mappings.
-func scanMappings(ctx context.Context, c client.Client, cfg *policy.Config, o Options) ([]Finding, error) {
+func scanMappings(ctx context.Context, c client.Client, cfg *policy.Mappings, o Options) ([]Finding, error) {
 	targets, err := listTargets(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook configurations: %w", err)
@@ -82,7 +83,7 @@ func listTargets(ctx context.Context, c client.Reader) ([]target, error) {
 }
 
 type scanner struct {
-	cfg      *policy.Config
+	cfg      *policy.Mappings
 	opts     Options
 	resolver *casource.Resolver
 }
@@ -133,8 +134,8 @@ func (s *scanner) findingOf(owner string, t target, index int, webhook string) f
 }
 
 // caMismatch finds certificates in the caBundle that are not the owner's.
-func caMismatch(f findingFunc, bundle []byte, set policy.CASet, owner string) []Finding {
-	fps, err := policy.ParseBundle(bundle)
+func caMismatch(f findingFunc, bundle []byte, set cabundle.CASet, owner string) []Finding {
+	fps, err := cabundle.Parse(bundle)
 	if err != nil {
 		return []Finding{f(LevelFail, CheckCAMismatch, "", "the caBundle "+err.Error(), "rewrite it with the owner's CA")}
 	}

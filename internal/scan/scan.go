@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/discover"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Level is how bad a finding is: fail breaks admission now, warn can break
@@ -77,9 +78,9 @@ type Options struct {
 // Run scans the cluster: the health checks, the mappings of cfg (nil: none)
 // and the policy anchor. Findings are sorted, fail first. An error means
 // the cluster could not be read.
-func Run(ctx context.Context, c client.Client, cfg *policy.Config, o Options) (Result, error) {
+func Run(ctx context.Context, c client.Client, cfg *policy.Mappings, o Options) (Result, error) {
 	res := Result{Findings: []Finding{}}
-	caInjector := policy.DefaultCAInjectorServiceAccount
+	caInjector := guardapi.DefaultCAInjectorServiceAccount
 	if cfg != nil {
 		caInjector = cfg.Spec.CertManager.CAInjectorServiceAccount
 	}

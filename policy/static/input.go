@@ -6,7 +6,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Input is what the static ValidatingWebhookConfiguration is generated from.
@@ -19,7 +20,7 @@ type Input struct {
 	CABundle []byte
 	// BreakGlass are the subjects sent to the fail-open entry instead of
 	// the enforcing one.
-	BreakGlass policy.Subjects
+	BreakGlass guardapi.Subjects
 	// FailurePolicy is the enforcing entry's: Fail rejects writes of webhook
 	// configurations while the guard is down, Ignore lets them pass
 	// unguarded.
@@ -39,7 +40,7 @@ type Input struct {
 func (in Input) validate() field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateURL(field.NewPath("URL"), in.URL)...)
-	if _, err := policy.ParseBundle(in.CABundle); err != nil {
+	if _, err := cabundle.Parse(in.CABundle); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("CABundle"), field.OmitValueType{}, "the data "+err.Error()))
 	}
 	if in.FailurePolicy != admissionregistrationv1.Fail && in.FailurePolicy != admissionregistrationv1.Ignore {
@@ -50,7 +51,7 @@ func (in Input) validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("TimeoutSeconds"), in.TimeoutSeconds, "must be in 1..30"))
 	}
 	if sa := in.GuardServiceAccount; sa != "" {
-		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
+		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
 			errs = append(errs, field.Invalid(field.NewPath("GuardServiceAccount"), sa, `must be "namespace/name"`))
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
@@ -96,7 +96,7 @@ func policyObjectsEntry(in Input) admissionregistrationv1.ValidatingWebhook {
 	e.Name = PolicyObjectsWebhookName
 	e.Rules = writesOf("validatingadmissionpolicies", "validatingadmissionpolicybindings")
 	e.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
-	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + vap.CELString(policy.ServiceAccountUsername(in.GuardServiceAccount))}}
+	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + vap.CELString(guardapi.ServiceAccountUsername(in.GuardServiceAccount))}}
 	if expr, ok := vap.SubjectsExpression(in.BreakGlass); ok {
 		e.MatchConditions = append(e.MatchConditions, admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
 	}

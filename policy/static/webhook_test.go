@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
@@ -57,7 +57,7 @@ func entriesOf(vwc *admissionregistrationv1.ValidatingWebhookConfiguration) []en
 }
 
 func Test_ValidatingWebhookConfiguration(t *testing.T) {
-	breakGlass := policy.Subjects{Groups: []string{"system:masters"}, Users: []string{"admin"}}
+	breakGlass := guardapi.Subjects{Groups: []string{"system:masters"}, Users: []string{"admin"}}
 	bgExpr, ok := vap.SubjectsExpression(breakGlass)
 	require.True(t, ok)
 	configurations := []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
@@ -117,7 +117,7 @@ func Test_ValidatingWebhookConfiguration(t *testing.T) {
 // same guard the same way; only what it receives and how it fails differ.
 func Test_ValidatingWebhookConfiguration_sharedFields(t *testing.T) {
 	in := validInput(t)
-	in.BreakGlass = policy.Subjects{Groups: []string{"system:masters"}}
+	in.BreakGlass = guardapi.Subjects{Groups: []string{"system:masters"}}
 	in.GuardServiceAccount = "webhook-guard/webhook-guard"
 	vwc, err := ValidatingWebhookConfiguration(in)
 	require.NoError(t, err)
@@ -199,7 +199,7 @@ func Test_ValidatingWebhookConfiguration_invalid(t *testing.T) {
 // as one (a field kube-apiserver does not know would fail).
 func Test_Manifest(t *testing.T) {
 	in := validInput(t)
-	in.BreakGlass = policy.Subjects{Groups: []string{"system:masters"}}
+	in.BreakGlass = guardapi.Subjects{Groups: []string{"system:masters"}}
 	in.GuardServiceAccount = "webhook-guard/webhook-guard"
 	exp, err := ValidatingWebhookConfiguration(in)
 	require.NoError(t, err)

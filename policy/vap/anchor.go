@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // The anchor's own policy. Deleting the anchor ClusterRole makes the garbage
@@ -39,7 +39,7 @@ const mastersGroup = "system:masters"
 // AnchorPolicy builds the policy and binding that keep anyone but
 // break-glass from deleting the anchor or giving it permissions. Both are
 // owned by the anchor, as every generated object is.
-func AnchorPolicy(spec *policy.GuardConfig, anchor *metav1.OwnerReference) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
+func AnchorPolicy(spec *guardapi.GuardConfig, anchor *metav1.OwnerReference) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	name := AnchorPolicyName(anchor.Name)
 	bg := spec.BreakGlass
 	bg.Groups = append(append([]string(nil), bg.Groups...), mastersGroup)

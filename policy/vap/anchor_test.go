@@ -10,7 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/policy/vap/vaptest"
 )
@@ -27,7 +27,7 @@ func anchorRole(extra map[string]any) *unstructured.Unstructured {
 }
 
 func Test_AnchorPolicy(t *testing.T) {
-	spec := &policy.GuardConfig{BreakGlass: policy.Subjects{Users: []string{"oncall"}}}
+	spec := &guardapi.GuardConfig{BreakGlass: guardapi.Subjects{Users: []string{"oncall"}}}
 	p, b := vap.AnchorPolicy(spec, vap.AnchorReference("wg-policy-anchor", "u1"))
 	assert.Equal(t, "webhook-guard.anchor.wg-policy-anchor", p.Name)
 	assert.Equal(t, p.Name, b.Spec.PolicyName)

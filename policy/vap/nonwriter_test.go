@@ -12,7 +12,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/vap/vaptest"
 )
 
@@ -37,7 +38,7 @@ func Test_nonWriterLearnsNothing(t *testing.T) {
 	require.NoError(t, err)
 	foreign, err := testpki.NewCA("non-writer-foreign-ca")
 	require.NoError(t, err)
-	set, err := policy.NewCASet(paritySource, owner.PEM)
+	set, err := cabundle.NewCASet(paritySource, owner.PEM)
 	require.NoError(t, err)
 	cfg := load(t, nonWriterConfig)
 	intruder := &user.DefaultInfo{Name: "system:serviceaccount:other:intruder"}
@@ -54,8 +55,8 @@ func Test_nonWriterLearnsNothing(t *testing.T) {
 	}
 	for _, layout := range []struct {
 		name  string
-		param *policy.KeyRef
-	}{{"CA literal", nil}, {"CA Secret as param", &policy.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}}} {
+		param *guardapi.KeyRef
+	}{{"CA literal", nil}, {"CA Secret as param", &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}}} {
 		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": {PEM: owner.PEM, Source: paritySource, Fingerprints: set.Short(), Param: layout.param}}})
 		require.NoError(t, err)
 		ps := compileAll(t, objs)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/vap/vaptest"
 )
 
@@ -145,7 +147,7 @@ func parityCases(t *testing.T) (map[string]parityCase, *testpki.CA) {
 }
 
 // Test_shapeParity walks every parity case through the static decision
-// (policy.Config.Decide) and the generated policies in Kubernetes' VAP
+// (policy.Mappings.Decide) and the generated policies in Kubernetes' VAP
 // engine, in both layouts of a Secret CA (the CA literal alone, and the
 // owner policy beside the one reading the Secret as its param), and
 // asserts that they differ exactly where the table of docs/policy-shape.md
@@ -159,14 +161,14 @@ func Test_shapeParity(t *testing.T) {
 		_, walked := cases[name]
 		require.True(t, walked, "docs/policy-shape.md lists the difference %q, which no parity case walks", name)
 	}
-	set, err := policy.NewCASet(paritySource, cur.PEM)
+	set, err := cabundle.NewCASet(paritySource, cur.PEM)
 	require.NoError(t, err)
-	param := &policy.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app-system", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": cur.PEM}}
 
 	for _, layout := range []struct {
 		name  string
-		param *policy.KeyRef
+		param *guardapi.KeyRef
 	}{{"CA literal", nil}, {"CA Secret as param", param}} {
 		ca := CA{PEM: cur.PEM, Source: paritySource, Fingerprints: set.Short(), Param: layout.param}
 		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": ca, "injected": {PEM: cur.PEM, Source: paritySource, Fingerprints: set.Short()}}})
@@ -192,7 +194,7 @@ func Test_shapeParity(t *testing.T) {
 
 // staticVerdict is the static shape's verdict, with the owner's CA resolved
 // as the webhook resolves it.
-func staticVerdict(cfg *policy.Config, c parityCase, set policy.CASet) verdict {
+func staticVerdict(cfg *policy.Mappings, c parityCase, set cabundle.CASet) verdict {
 	in := &policy.Input{
 		Operation: c.op, Kind: policy.KindValidating, Name: c.config, Annotations: c.annotations,
 		User:        policy.User{Username: c.user.GetName(), Groups: c.user.GetGroups()},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap/vaptest"
 )
 
@@ -57,7 +58,7 @@ func Test_rotation_mergedBundles(t *testing.T) {
 	cas, foreign := casByResidue(t)
 	cfg := load(t, rotationConfig)
 	cainjector := &user.DefaultInfo{Name: "system:serviceaccount:cert-manager:cert-manager-cainjector"}
-	param := &policy.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
 
 	// compile generates the mapping's policies with the CA the guard last
 	// synced: the owner policy and the one that reads the CA Secret.
@@ -207,7 +208,7 @@ func BenchmarkRotation(b *testing.B) {
 	cas, _ := casByResidue(&testing.T{})
 	cfg, err := policy.Load([]byte(rotationConfig))
 	require.NoError(b, err)
-	param := &policy.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
 	objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": {PEM: cas[1].PEM, Source: "Secret app-system/app-ca", Param: param}}})
 	require.NoError(b, err)
 	var validators []*vaptest.Validator

@@ -5,7 +5,7 @@
 // ValidatingAdmissionPolicies for webhook configuration objects, while it
 // never calls API-registered webhooks for them (docs/policy-shape.md).
 //
-// The generator is pure: a loaded *policy.Config and each mapping's resolved
+// The generator is pure: a loaded *policy.Mappings and each mapping's resolved
 // CA bytes in, typed objects out. `webhook-guard render policy` prints them;
 // `webhook-guard serve --policy-mode` keeps them in step with the cluster.
 //
@@ -57,6 +57,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
+	"github.com/webhook-guard/webhook-guard/policy/vap/vapname"
 )
 
 // Labels on every generated object, so the guard finds (and deletes) what
@@ -68,7 +71,7 @@ const (
 )
 
 // NamePrefix starts every generated name.
-const NamePrefix = policy.PolicyNamePrefix
+const NamePrefix = vapname.Prefix
 
 // CA is one mapping's resolved CA.
 type CA struct {
@@ -85,7 +88,7 @@ type CA struct {
 	// Param is the Secret key the CA was read from, if any. A policy of its
 	// own then reads that key as its param, so that kube-apiserver sees a
 	// rotation of the Secret as soon as the writer does (see rotation.go).
-	Param *policy.KeyRef
+	Param *guardapi.KeyRef
 	// ParamMissing says the Param's Secret does not exist: kube-apiserver
 	// skips a binding whose param is missing, so the mapping's main policy
 	// then checks caBundles itself, against the literal.
@@ -93,8 +96,12 @@ type CA struct {
 }
 
 // CAFromSet builds a CA from a resolved set.
-func CAFromSet(set policy.CASet) CA {
-	return CA{PEM: set.PEM(), Source: set.Source, Fingerprints: set.Short(), Param: set.Secret()}
+func CAFromSet(set cabundle.CASet) CA {
+	ca := CA{PEM: set.PEM(), Source: set.Source, Fingerprints: set.Short()}
+	if k := set.Secret(); k != nil {
+		ca.Param = &guardapi.KeyRef{Namespace: k.Namespace, Name: k.Name, Key: k.Key}
+	}
+	return ca
 }
 
 // CAFromError builds an unresolved CA.
@@ -102,7 +109,7 @@ func CAFromError(err error) CA { return CA{Err: err.Error()} }
 
 // Input is what the generator needs.
 type Input struct {
-	Config *policy.Config
+	Config *policy.Mappings
 	// CAs are the mappings' CAs, by mapping name. A mapping without an entry
 	// is generated with no CA (caBundle changes fail closed).
 	CAs map[string]CA
@@ -128,20 +135,20 @@ type Objects struct {
 }
 
 // PolicyName is the policy and binding name of a mapping. The naming rule
-// lives in package policy, which Load uses to refuse two mappings
+// lives in package vapname, which policy.Load uses to refuse two mappings
 // generating one name.
-func PolicyName(mapping string) string { return policy.PolicyName(mapping) }
+func PolicyName(mapping string) string { return vapname.ForMapping(mapping) }
 
 // caSuffix names the policy of a mapping that checks caBundles against its
 // CA Secret, read as the policy's param (rotation.go).
-const caSuffix = policy.PolicyCASuffix
+const caSuffix = vapname.CASuffix
 
 // CAPolicyName is the name of the policy that checks the caBundles of the
 // policy (or binding) name against the CA Secret it reads as its param.
-func CAPolicyName(name string) string { return policy.CAPolicyName(name) }
+func CAPolicyName(name string) string { return vapname.CAPolicy(name) }
 
 // PolicyNames are every policy (and binding) name a mapping may generate.
-func PolicyNames(mapping string) []string { return policy.PolicyNames(mapping) }
+func PolicyNames(mapping string) []string { return vapname.AllForMapping(mapping) }
 
 // Generate builds the objects for every mapping.
 func Generate(in Input) (*Objects, error) {
@@ -168,7 +175,7 @@ func Generate(in Input) (*Objects, error) {
 			ca = CA{Err: "the guard has not resolved the owner's CA"}
 		}
 		m := mappingPolicy{spec: spec, owner: o, mode: mode, ca: ca, rotation: rotation{ca: ca}}
-		for _, tg := range policy.PolicyTargets(o) {
+		for _, tg := range vapname.Targets(o) {
 			name, selector := tg.Name, (*metav1.LabelSelector)(nil)
 			if tg.BySelector {
 				selector = o.Match.LabelSelector
@@ -218,9 +225,9 @@ func labelValue(s string) string {
 
 // mappingPolicy builds the policy of one mapping.
 type mappingPolicy struct {
-	spec     *policy.GuardConfig
-	owner    *policy.Owner
-	mode     policy.Mode
+	spec     *guardapi.GuardConfig
+	owner    *guardapi.Owner
+	mode     guardapi.Mode
 	ca       CA
 	rotation rotation
 }
@@ -296,7 +303,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part p
 		},
 	}
 	actions := []admv1.ValidationAction{admv1.Deny}
-	if m.mode == policy.ModeAudit {
+	if m.mode == guardapi.ModeAudit {
 		actions = []admv1.ValidationAction{admv1.Warn, admv1.Audit}
 	}
 	b := &admv1.ValidatingAdmissionPolicyBinding{
@@ -408,7 +415,7 @@ const (
 // prefix is the start of every message, worded as the webhook's.
 func (m mappingPolicy) prefix() string {
 	verb := "webhook-guard denied "
-	if m.mode == policy.ModeAudit {
+	if m.mode == guardapi.ModeAudit {
 		verb = "webhook-guard (audit) would deny "
 	}
 	return fmt.Sprintf(`%s + request.operation + " of " + request.kind.kind + " \"" + variables.name + "\" by \"" + variables.username + "\" " + %s`,
@@ -455,10 +462,10 @@ func (m mappingPolicy) caMismatchMessage() string {
 // (whole usernames, whole groups), as policy matches them. Lists are JSON
 // arrays of strings: valid CEL list literals with correct escaping. The
 // static webhook's matchConditions use it too.
-func SubjectsExpression(s policy.Subjects) (string, bool) {
+func SubjectsExpression(s guardapi.Subjects) (string, bool) {
 	users := slices.Clone(s.Users)
 	for _, sa := range s.ServiceAccounts {
-		users = append(users, policy.ServiceAccountUsername(sa))
+		users = append(users, guardapi.ServiceAccountUsername(sa))
 	}
 	slices.Sort(users)
 	users = slices.Compact(users)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 const namesConfig = `apiVersion: webhook-guard.io/v1alpha1
@@ -74,7 +75,7 @@ owners:
       secret: {namespace: both, name: ca}
 `
 
-func load(t *testing.T, cfg string) *policy.Config {
+func load(t *testing.T, cfg string) *policy.Mappings {
 	t.Helper()
 	c, err := policy.Load([]byte(cfg))
 	require.NoError(t, err)
@@ -116,7 +117,7 @@ func Test_Generate(t *testing.T) {
 	})
 	t.Run("if the CA is a Secret key, a second policy reads that Secret as its param; the owner policy reads none", func(t *testing.T) {
 		c := load(t, namesConfig)
-		ref := &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}
+		ref := &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}
 		objs, err := Generate(Input{Config: c, CAs: map[string]CA{"koordinator": {PEM: []byte("owner CA of koordinator"), Param: ref}}})
 		require.NoError(t, err)
 		var names []string
@@ -139,7 +140,7 @@ func Test_Generate(t *testing.T) {
 	})
 	t.Run("if the CA Secret is missing, the owner policy checks caBundles against the literal too", func(t *testing.T) {
 		c := load(t, namesConfig)
-		ref := &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}
+		ref := &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}
 		objs, err := Generate(Input{Config: c, CAs: map[string]CA{"koordinator": {Err: "it does not exist", Param: ref, ParamMissing: true}}})
 		require.NoError(t, err)
 		require.Len(t, objs.Policies, 3)

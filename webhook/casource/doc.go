@@ -1,6 +1,6 @@
 // Package casource resolves an owner mapping's CA source (Secret, ConfigMap,
 // cert-manager Certificate or Issuer, the configuration's own cainjector
-// annotation, inline PEM) into a policy.CASet.
+// annotation, inline PEM) into a cabundle.CASet.
 //
 // Objects are read by name through a controller-runtime client.Reader: for
 // admissions a WatchReader, which watches each source object by name (field

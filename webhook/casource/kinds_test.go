@@ -8,18 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Test_sourceOfKind_everyKind: the resolver has a case for every kind of
-// policy.CASourceKinds. A kind added to policy without its case here gets
+// guardapi.CASourceKinds. A kind added to policy without its case here gets
 // errUnknownKind and fails this test.
 func Test_sourceOfKind_everyKind(t *testing.T) {
 	rd := fake.NewClientBuilder().WithScheme(newScheme(t)).Build()
 	r := New(rd, Options{})
-	for _, k := range policy.CASourceKinds() {
-		t.Run(k.Field(), func(t *testing.T) {
-			owner := &policy.Owner{Name: "example", CA: k.Example()}
+	for _, k := range guardapi.CASourceKinds() {
+		t.Run(string(k), func(t *testing.T) {
+			owner := &guardapi.Owner{Name: "example", CA: k.Example()}
 			// An injected source is named by the configuration's annotation.
 			req := Request{Owner: owner, ClusterResourceNamespace: "cert-manager", Annotations: map[string]string{AnnotationInjectCAFrom: "example-system/example-serving-cert"}}
 			src, err := sourceOf(req)
@@ -36,13 +36,17 @@ func Test_sourceOfKind_everyKind(t *testing.T) {
 	}
 }
 
-// unknownKind is a kind the resolver has no case for.
-type unknownKind struct{ policy.CASourceKind }
-
-func (unknownKind) Field() string { return "unknown" }
+// Test_readers_onlyKinds: the registry reads the kinds of the API package
+// and nothing else.
+func Test_readers_onlyKinds(t *testing.T) {
+	for k := range readers {
+		assert.Contains(t, guardapi.CASourceKinds(), k)
+	}
+	assert.Len(t, readers, len(guardapi.CASourceKinds()))
+}
 
 func Test_sourceOfKind_unknown(t *testing.T) {
-	_, err := sourceOfKind(unknownKind{}, Request{Owner: &policy.Owner{Name: "example"}})
+	_, err := sourceOfKind("unknown", Request{Owner: &guardapi.Owner{Name: "example"}})
 	assert.True(t, errors.Is(err, errUnknownKind), "%v", err)
 	assert.ErrorContains(t, err, "unknown")
 }

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Defaults for Options.
@@ -48,7 +46,7 @@ type Options struct {
 // Request names what to resolve: the owner, and the annotations of the
 // configuration (for injectedByCertManager).
 type Request struct {
-	Owner       *policy.Owner
+	Owner       *guardapi.Owner
 	Annotations map[string]string
 	// ClusterResourceNamespace holds ClusterIssuers' CA Secrets.
 	ClusterResourceNamespace string
@@ -104,12 +102,12 @@ type flight struct {
 type readCall struct {
 	start time.Time
 	done  chan struct{}
-	set   policy.CASet
+	set   cabundle.CASet
 	err   error
 }
 
 type cacheEntry struct {
-	set    policy.CASet
+	set    cabundle.CASet
 	readAt time.Time
 	// err and gen: a watching resolver's answer (a definitive error is an
 	// answer too), valid while the watches' generation is gen; watched
@@ -179,7 +177,7 @@ func (r *Resolver) resolveWatched(ctx context.Context, src source, live bool) Re
 	// clock only.
 	if since, key, staleErr := r.watch.staleSince(a.watched); !since.IsZero() && a.err == nil {
 		if stale := r.opts.Now().Sub(since); stale > r.opts.MaxStale {
-			res.Set, res.Err = policy.CASet{}, &SourceError{Source: src.key, Reason: fmt.Sprintf("the watch of %s has failed for %s (--ca-max-stale %s): %v", key, stale.Round(time.Second), r.opts.MaxStale, staleErr)}
+			res.Set, res.Err = cabundle.CASet{}, &SourceError{Source: src.key, Reason: fmt.Sprintf("the watch of %s has failed for %s (--ca-max-stale %s): %v", key, stale.Round(time.Second), r.opts.MaxStale, staleErr)}
 		} else {
 			res.Stale = true
 		}
@@ -190,7 +188,7 @@ func (r *Resolver) resolveWatched(ctx context.Context, src source, live bool) Re
 // watchedAnswer is a source read from the watches: its CA set or error, and
 // the watches it was read from.
 type watchedAnswer struct {
-	set     policy.CASet
+	set     cabundle.CASet
 	err     error
 	watched []watchKey
 }
@@ -283,7 +281,7 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 // denied"); concurrent requests share one read, and requests arriving during
 // a read share the next one. (A completed read is reused only when it began
 // strictly after the arrival, so a frozen test clock never hides a change.)
-func (r *Resolver) coalescedRead(ctx context.Context, src source, arrival time.Time) (policy.CASet, error) {
+func (r *Resolver) coalescedRead(ctx context.Context, src source, arrival time.Time) (cabundle.CASet, error) {
 	for {
 		r.mu.Lock()
 		f := r.flights[src.key]
@@ -301,7 +299,7 @@ func (r *Resolver) coalescedRead(ctx context.Context, src source, arrival time.T
 			select {
 			case <-c.done:
 			case <-ctx.Done():
-				return policy.CASet{}, &SourceError{Source: src.key, Reason: "gave up waiting for the read: " + ctx.Err().Error()}
+				return cabundle.CASet{}, &SourceError{Source: src.key, Reason: "gave up waiting for the read: " + ctx.Err().Error()}
 			}
 			if !c.start.Before(arrival) {
 				return c.set, c.err
@@ -383,13 +381,13 @@ func (e *SourceError) Error() string {
 // source is one resolvable CA source.
 type source struct {
 	key  string
-	read func(ctx context.Context, reader client.Reader) (policy.CASet, error)
+	read func(ctx context.Context, reader client.Reader) (cabundle.CASet, error)
 }
 
 // heldBy reads the source through w's running watches only.
 func (s source) heldBy(w *WatchReader) source {
 	read := s.read
-	s.read = func(ctx context.Context, reader client.Reader) (policy.CASet, error) {
+	s.read = func(ctx context.Context, reader client.Reader) (cabundle.CASet, error) {
 		// Whatever error the read wraps the miss in, a miss is a miss.
 		h := &heldReader{r: w}
 		set, err := read(ctx, h)
@@ -400,181 +398,9 @@ func (s source) heldBy(w *WatchReader) source {
 			rec.keys = append(rec.keys, h.keys...)
 		}
 		if h.missed {
-			return policy.CASet{}, notHeld(s.key)
+			return cabundle.CASet{}, notHeld(s.key)
 		}
 		return set, err
 	}
 	return s
-}
-
-func sourceOf(req Request) (source, error) {
-	return sourceOfKind(req.Owner.CA.Kind(), req)
-}
-
-// errUnknownKind is sourceOfKind's answer to a policy.CASourceKind it has no
-// case for. Test_sourceOfKind_everyKind fails on it for every kind of
-// policy.CASourceKinds, so a new kind cannot be forgotten here.
-var errUnknownKind = errors.New("webhook-guard cannot read this kind of CA source")
-
-// sourceOfKind dispatches on the mapping's CA source kind. Reading needs I/O,
-// so it lives here and not on the policy types.
-func sourceOfKind(kind policy.CASourceKind, req Request) (source, error) {
-	switch k := kind.(type) {
-	case nil:
-		return source{}, errors.New("the mapping has no CA source")
-	case policy.SecretCA:
-		s := k.Ref
-		return source{key: secretDesc(s.Namespace, s.Name, s.Key), read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
-			return readSecretKeys(ctx, rd, s.Namespace, s.Name, s.Key)
-		}}, nil
-	case policy.ConfigMapCA:
-		c := k.Ref
-		desc := fmt.Sprintf("ConfigMap %s/%s (key %s)", c.Namespace, c.Name, c.Key)
-		return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
-			return readConfigMap(ctx, rd, c.Namespace, c.Name, c.Key, desc)
-		}}, nil
-	case policy.CertificateCA:
-		return certificateSource(k.Ref.Namespace, k.Ref.Name, ""), nil
-	case policy.IssuerCA:
-		return issuerSource(k.Ref, req.ClusterResourceNamespace), nil
-	case policy.InjectedCA:
-		return injectedSource(req.Annotations)
-	case policy.InlinePEMCA:
-		set, err := policy.NewCASet("inline pem of owners["+req.Owner.Name+"]", []byte(k.PEM))
-		return source{key: set.Source, read: func(context.Context, client.Reader) (policy.CASet, error) { return set, err }}, nil
-	default:
-		return source{}, fmt.Errorf("%w: %s", errUnknownKind, kind.Field())
-	}
-}
-
-func certificateSource(ns, name, via string) source {
-	desc := via + fmt.Sprintf("Certificate %s/%s", ns, name)
-	return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
-		var crt cmapi.Certificate
-		if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &crt); err != nil {
-			return policy.CASet{}, getError(desc, err)
-		}
-		if crt.Spec.SecretName == "" {
-			return policy.CASet{}, &SourceError{Source: desc, Reason: "spec.secretName is empty", Definitive: true}
-		}
-		set, err := readSecretKeys(ctx, rd, ns, crt.Spec.SecretName, keyCA)
-		if err != nil {
-			return set, err
-		}
-		set.Source = desc + " -> " + set.Source
-		return set, nil
-	}}
-}
-
-func issuerSource(ref *policy.IssuerRef, clusterResourceNamespace string) source {
-	desc := fmt.Sprintf("%s %s", ref.Kind, ref.Name)
-	if ref.Kind == "Issuer" {
-		desc = fmt.Sprintf("Issuer %s/%s", ref.Namespace, ref.Name)
-	}
-	return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
-		var spec cmapi.IssuerSpec
-		secretNS := ref.Namespace
-		if ref.Kind == "ClusterIssuer" {
-			var ci cmapi.ClusterIssuer
-			if err := rd.Get(ctx, types.NamespacedName{Name: ref.Name}, &ci); err != nil {
-				return policy.CASet{}, getError(desc, err)
-			}
-			spec, secretNS = ci.Spec, clusterResourceNamespace
-		} else {
-			var iss cmapi.Issuer
-			if err := rd.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &iss); err != nil {
-				return policy.CASet{}, getError(desc, err)
-			}
-			spec = iss.Spec
-		}
-		if spec.CA == nil || spec.CA.SecretName == "" {
-			return policy.CASet{}, &SourceError{Source: desc, Reason: "it is not a CA issuer (spec.ca.secretName is empty); use a certificate or secret source for other issuer types", Definitive: true}
-		}
-		// A CA issuer's Secret holds the CA itself in tls.crt (and its
-		// parents, if any, in ca.crt); the issued certificates chain to it.
-		set, err := readSecretKeys(ctx, rd, secretNS, spec.CA.SecretName, keyTLS, keyCA)
-		if err != nil {
-			return set, err
-		}
-		set.Source = desc + " -> " + set.Source
-		return set, nil
-	}}
-}
-
-func injectedSource(annotations map[string]string) (source, error) {
-	if v, ok := annotations[AnnotationInjectCAFrom]; ok {
-		ns, name, okRef := strings.Cut(v, "/")
-		if !okRef || ns == "" || name == "" {
-			return source{}, &SourceError{Source: "annotation " + AnnotationInjectCAFrom, Reason: fmt.Sprintf("value %q is not \"namespace/name\"", v), Definitive: true}
-		}
-		return certificateSource(ns, name, "annotation "+AnnotationInjectCAFrom+" -> "), nil
-	}
-	if v, ok := annotations[AnnotationInjectCAFromSecret]; ok {
-		ns, name, okRef := strings.Cut(v, "/")
-		if !okRef || ns == "" || name == "" {
-			return source{}, &SourceError{Source: "annotation " + AnnotationInjectCAFromSecret, Reason: fmt.Sprintf("value %q is not \"namespace/name\"", v), Definitive: true}
-		}
-		desc := "annotation " + AnnotationInjectCAFromSecret + " -> " + secretDesc(ns, name, keyCA)
-		return source{key: desc, read: func(ctx context.Context, rd client.Reader) (policy.CASet, error) {
-			set, err := readSecretKeys(ctx, rd, ns, name, keyCA)
-			set.Source = desc
-			return set, err
-		}}, nil
-	}
-	return source{}, &SourceError{
-		Source:     "injectedByCertManager",
-		Reason:     fmt.Sprintf("the configuration carries neither %s nor %s", AnnotationInjectCAFrom, AnnotationInjectCAFromSecret),
-		Definitive: true,
-	}
-}
-
-// readSecretKeys reads the certificates in the given keys of a Secret. The
-// first key is required; later keys are read when present.
-func readSecretKeys(ctx context.Context, rd client.Reader, ns, name string, keys ...string) (policy.CASet, error) {
-	desc := secretDesc(ns, name, keys[0])
-	var s corev1.Secret
-	if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
-		return policy.CASet{}, getError(desc, err)
-	}
-	var set policy.CASet
-	for i, k := range keys {
-		data, ok := s.Data[k]
-		if !ok || len(data) == 0 {
-			if i == 0 {
-				return policy.CASet{}, &SourceError{Source: desc, Reason: fmt.Sprintf("the Secret has no %q key", k), Definitive: true}
-			}
-			continue
-		}
-		part, err := policy.NewCASet(desc, data)
-		if err != nil {
-			return policy.CASet{}, &SourceError{Source: secretDesc(ns, name, k), Reason: "the data " + err.Error(), Definitive: true, InvalidData: true}
-		}
-		if i == 0 {
-			set = part
-		} else {
-			set = set.Union(part)
-		}
-	}
-	set.Source = desc
-	// The first key is the one a param can name: it holds the CA itself.
-	return set.FromSecret(policy.KeyRef{Namespace: ns, Name: name, Key: keys[0]}), nil
-}
-
-func readConfigMap(ctx context.Context, rd client.Reader, ns, name, key, desc string) (policy.CASet, error) {
-	var cm corev1.ConfigMap
-	if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cm); err != nil {
-		return policy.CASet{}, getError(desc, err)
-	}
-	data := []byte(cm.Data[key])
-	if len(data) == 0 {
-		data = cm.BinaryData[key]
-	}
-	if len(data) == 0 {
-		return policy.CASet{}, &SourceError{Source: desc, Reason: fmt.Sprintf("the ConfigMap has no %q key in data or binaryData", key), Definitive: true}
-	}
-	set, err := policy.NewCASet(desc, data)
-	if err != nil {
-		return policy.CASet{}, &SourceError{Source: desc, Reason: "the data " + err.Error(), Definitive: true, InvalidData: true}
-	}
-	return set, nil
 }

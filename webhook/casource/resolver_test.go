@@ -22,12 +22,14 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // testCA is a self-signed CA certificate in PEM.
 type testCA struct {
 	PEM []byte
-	FP  policy.Fingerprint
+	FP  cabundle.Fingerprint
 	// KeyPEM is the CA's private key in PEM.
 	KeyPEM []byte
 }
@@ -39,12 +41,12 @@ func newCA(t *testing.T, cn string) testCA {
 	return testCA{PEM: ca.PEM, FP: sha256.Sum256(ca.Cert.Raw), KeyPEM: ca.KeyPEM}
 }
 
-func caSet(source string, cas ...testCA) policy.CASet {
-	fps := make([]policy.Fingerprint, len(cas))
+func caSet(source string, cas ...testCA) cabundle.CASet {
+	fps := make([]cabundle.Fingerprint, len(cas))
 	for i, c := range cas {
 		fps[i] = c.FP
 	}
-	return policy.NewCASetFromFingerprints(source, fps...)
+	return cabundle.NewCASetFromFingerprints(source, fps...)
 }
 
 // newScheme is webhook.NewScheme, built here because casource must not
@@ -218,7 +220,7 @@ func indentPEM(p []byte) []byte {
 
 // env is a fake API with the objects every CA source shape reads.
 type env struct {
-	owners               map[string]*policy.Owner
+	owners               map[string]*guardapi.Owner
 	root, ca, ca2, other testCA
 	client               client.Client
 	reader               *countingReader
@@ -229,7 +231,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{root: newCA(t, "root"), ca: newCA(t, "ca"), ca2: newCA(t, "ca-2"), other: newCA(t, "inline")}
 	cfg, err := policy.Load([]byte(ownersDoc(e.other)))
 	require.NoError(t, err)
-	e.owners = map[string]*policy.Owner{}
+	e.owners = map[string]*guardapi.Owner{}
 	for i := range cfg.Spec.Owners {
 		e.owners[cfg.Spec.Owners[i].Name] = &cfg.Spec.Owners[i]
 	}
@@ -265,7 +267,7 @@ func (e *env) request(owner string, annotations map[string]string) Request {
 	return Request{Owner: e.owners[owner], Annotations: annotations, ClusterResourceNamespace: "cert-manager"}
 }
 
-func ok(source string, set policy.CASet) Result {
+func ok(source string, set cabundle.CASet) Result {
 	return Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Source: source}
 }
 
@@ -454,7 +456,7 @@ func Test_Resolver_Resolve(t *testing.T) {
 			exp: ok("inline pem of owners[inline]", caSet("inline pem of owners[inline]", e.other)),
 		},
 		"if the mapping has no CA source, fail": {
-			req:    Request{Owner: &policy.Owner{Name: "none"}},
+			req:    Request{Owner: &guardapi.Owner{Name: "none"}},
 			exp:    failed("unknown", errors.New("the mapping has no CA source")),
 			expErr: "the mapping has no CA source",
 		},
@@ -542,7 +544,7 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 
 	t.Run("if two owners name the same source, they share the cached read", func(t *testing.T) {
 		e, _, r := newResolver(t)
-		other := &policy.Owner{Name: "other", CA: policy.CASource{Secret: &policy.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}}}
+		other := &guardapi.Owner{Name: "other", CA: guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}}}
 		r.Resolve(t.Context(), e.request("secret", nil), false)
 		assert.Equal(t, cached(e), comparable(r.Resolve(t.Context(), Request{Owner: other}, false)))
 		assert.Equal(t, 1, e.reader.count())
@@ -740,7 +742,7 @@ func Test_getError(t *testing.T) {
 // set's expiry, covered by policy's tests), so whole results compare exactly.
 func comparable(r Result) Result {
 	if r.Set.Len() > 0 {
-		r.Set = policy.NewCASetFromFingerprints(r.Set.Source, r.Set.Fingerprints()...)
+		r.Set = cabundle.NewCASetFromFingerprints(r.Set.Source, r.Set.Fingerprints()...)
 	}
 	return r
 }

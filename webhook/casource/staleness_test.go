@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // The watched objects of the staleness tests: a Secret source, and a
@@ -334,7 +334,7 @@ func Test_WatchReader_failingCallsCountForTheirWatchOnly(t *testing.T) {
 	res = r.Resolve(t.Context(), e.request("certificate", nil), false)
 	assert.NoError(t, res.Err)
 	assert.False(t, res.Stale)
-	assert.Equal(t, []policy.Fingerprint{e.ca2.FP}, res.Set.Fingerprints())
+	assert.Equal(t, []cabundle.Fingerprint{e.ca2.FP}, res.Set.Fingerprints())
 }
 
 // A watch stopped to make room (MaxWatches) delivers no change of its
@@ -346,7 +346,7 @@ func Test_Resolver_watchedAnswerIsReadAgainOnceItsWatchStopped(t *testing.T) {
 	// then taken at a generation nothing else moves.
 	require.Eventually(t, func() bool { return w.Generation() == 3 }, 30*time.Second, 10*time.Millisecond)
 	res := r.Resolve(t.Context(), e.request("secret", nil), false)
-	require.Equal(t, []policy.Fingerprint{e.ca.FP}, res.Set.Fingerprints())
+	require.Equal(t, []cabundle.Fingerprint{e.ca.FP}, res.Set.Fingerprints())
 
 	// Stopped as the least recently read watch is, then the Secret rotates.
 	w.mu.Lock()
@@ -360,7 +360,7 @@ func Test_Resolver_watchedAnswerIsReadAgainOnceItsWatchStopped(t *testing.T) {
 
 	res = r.Resolve(t.Context(), e.request("secret", nil), false)
 	require.NoError(t, res.Err)
-	assert.Equal(t, []policy.Fingerprint{e.ca2.FP}, res.Set.Fingerprints(), "the rotated CA, read through a new watch")
+	assert.Equal(t, []cabundle.Fingerprint{e.ca2.FP}, res.Set.Fingerprints(), "the rotated CA, read through a new watch")
 	assert.Equal(t, 3, w.Watched())
 }
 

@@ -11,14 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 // discard is a recorder that keeps nothing: the benchmark measures the
 // observer, not the records' aggregation.
 type discard struct{}
 
-func (discard) RecordDecision(context.Context, *policy.Decision)          {}
-func (discard) RecordFlapping(context.Context, string, policy.FlapReport) {}
+func (discard) RecordDecision(context.Context, *policy.Decision)        {}
+func (discard) RecordFlapping(context.Context, string, flapping.Report) {}
 
 // BenchmarkObservedChange is the CPU and allocation cost of one watch
 // event of a guarded configuration (what a write storm costs the leader per
@@ -44,7 +46,7 @@ owners:
       ` + indent(owner) + "\n"))
 	require.NoError(b, err)
 	at := time.Now()
-	o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg, fps: policy.NewFingerprintCache(policy.DefaultFingerprintCacheSize)}, Recorder: discard{},
+	o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg, fps: cabundle.NewFingerprintCache(cabundle.DefaultFingerprintCacheSize)}, Recorder: discard{},
 		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), MismatchGrace: -1}
 	h := draining{o: o, ctx: b.Context(), h: o.handler(b.Context())}
 	for name, bundles := range map[string][][]byte{

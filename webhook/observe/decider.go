@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -45,7 +46,7 @@ type CADecider struct {
 	CA     CAResolver
 	// Fingerprints memoizes caBundle parsing (admission's cache); nil
 	// parses every bundle.
-	Fingerprints *policy.FingerprintCache
+	Fingerprints *cabundle.FingerprintCache
 	// StartInterval is the least time between two sources started in the
 	// background; DefaultStartInterval when zero.
 	StartInterval time.Duration

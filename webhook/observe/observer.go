@@ -15,12 +15,13 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
 // ConfigSource gives the configuration in force (webhook.ConfigStore).
 type ConfigSource interface {
-	Current() *policy.Config
+	Current() *policy.Mappings
 }
 
 // Decider decides an input the way admission does: it resolves the owner's
@@ -34,7 +35,7 @@ type Decider interface {
 // and Events).
 type Recorder interface {
 	RecordDecision(ctx context.Context, d *policy.Decision)
-	RecordFlapping(ctx context.Context, mapping string, r policy.FlapReport)
+	RecordFlapping(ctx context.Context, mapping string, r flapping.Report)
 }
 
 // Observer watches webhook configurations and records what their changes
@@ -67,7 +68,7 @@ type Observer struct {
 	// in its worker). DefaultMismatchGrace when zero; negative: no grace.
 	MismatchGrace time.Duration
 
-	flap policy.CurrentFlapDetector
+	flap flapping.Current
 
 	queue workqueue.TypedDelayingInterface[configKey]
 	// retries counts the times a configuration's change was put back on the
@@ -444,7 +445,7 @@ func sameInjectAnnotations(old, cur *object) bool {
 // flapDetector returns the detector for the flapping settings in force,
 // replacing it when a reload changed them. It is the observer's own: the
 // stream of observed changes is not the stream of admission requests.
-func (o *Observer) flapDetector() *policy.FlapDetector {
+func (o *Observer) flapDetector() *flapping.Detector {
 	return o.flap.For(o.Config.Current().Spec.Flapping)
 }
 

@@ -19,14 +19,16 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 // policyDecider is the one seam mocked: it decides with the real policy
 // code, with the owner's CA inline in the config instead of resolved, and
 // caBundle parses memoized when fps is set (as webhook.Handler does).
 type policyDecider struct {
-	cfg *policy.Config
-	fps *policy.FingerprintCache
+	cfg *policy.Mappings
+	fps *cabundle.FingerprintCache
 }
 
 func (p policyDecider) Decide(_ context.Context, in *policy.Input) policy.Decision {
@@ -37,7 +39,7 @@ func (p policyDecider) Decide(_ context.Context, in *policy.Input) policy.Decisi
 type recorded struct {
 	mu        sync.Mutex
 	decisions []policy.Decision
-	flapping  []policy.FlapReport
+	flapping  []flapping.Report
 }
 
 func (r *recorded) RecordDecision(_ context.Context, d *policy.Decision) {
@@ -46,7 +48,7 @@ func (r *recorded) RecordDecision(_ context.Context, d *policy.Decision) {
 	r.decisions = append(r.decisions, *d)
 }
 
-func (r *recorded) RecordFlapping(_ context.Context, _ string, fr policy.FlapReport) {
+func (r *recorded) RecordFlapping(_ context.Context, _ string, fr flapping.Report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flapping = append(r.flapping, fr)
@@ -151,7 +153,7 @@ owners:
 			prev = next
 		}
 		require.Len(t, rec.flapping, 1)
-		assert.Equal(t, policy.FlapReport{Kind: policy.KindValidating, Name: "guarded", DistinctBundles: 4, Window: 10 * time.Minute, Observed: true,
+		assert.Equal(t, flapping.Report{Kind: policy.KindValidating, Name: "guarded", DistinctBundles: 4, Window: 10 * time.Minute, Observed: true,
 			Writers: []string{"fieldManager:replica-0", "fieldManager:replica-1", "fieldManager:replica-2", "fieldManager:replica-3"}}, rec.flapping[0])
 		assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.Flapping.WithLabelValues("app")))
 
@@ -183,7 +185,7 @@ func (d draining) OnDelete(obj any)            { d.h.OnDelete(obj); d.drain() }
 // indent indents a PEM for a YAML block scalar six spaces deep.
 // auditConfig is the audit-mode mapping "app" of the validating
 // configurations names, written by app/controller, whose CA is ca inline.
-func auditConfig(t testing.TB, ca []byte, names ...string) *policy.Config {
+func auditConfig(t testing.TB, ca []byte, names ...string) *policy.Mappings {
 	t.Helper()
 	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
 kind: GuardConfig
@@ -203,9 +205,9 @@ func indent(pem []byte) string {
 	return strings.ReplaceAll(strings.TrimSpace(string(pem)), "\n", "\n      ")
 }
 
-type staticConfig struct{ cfg *policy.Config }
+type staticConfig struct{ cfg *policy.Mappings }
 
-func (s staticConfig) Current() *policy.Config { return s.cfg }
+func (s staticConfig) Current() *policy.Mappings { return s.cfg }
 
 func Test_trim(t *testing.T) {
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)

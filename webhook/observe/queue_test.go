@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -155,7 +156,7 @@ owners:
   ca: {injectedByCertManager: {}}
 `))
 	require.NoError(t, err)
-	ownerSet, err := policy.NewCASet("Secret app/ca", owner)
+	ownerSet, err := cabundle.NewCASet("Secret app/ca", owner)
 	require.NoError(t, err)
 	input := func(name string) *policy.Input {
 		return &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: name, Observed: true,
@@ -311,7 +312,7 @@ owners:
 // rotatingDecider decides with cfgs[i] on its i-th call (the last one after
 // that): a CA source whose watch delivers a rotation between two calls.
 type rotatingDecider struct {
-	cfgs  []*policy.Config
+	cfgs  []*policy.Mappings
 	calls int
 }
 
@@ -337,11 +338,11 @@ func Test_Observer_mismatchGrace(t *testing.T) {
 		return o, rec
 	}
 	t.Run("if the CA watch delivers the rotation within the grace, nothing is recorded", func(t *testing.T) {
-		_, rec := run(&rotatingDecider{cfgs: []*policy.Config{before, after}})
+		_, rec := run(&rotatingDecider{cfgs: []*policy.Mappings{before, after}})
 		assert.Empty(t, rec.decisions)
 	})
 	t.Run("if the mismatch still stands after the grace, it is recorded once", func(t *testing.T) {
-		o, rec := run(&rotatingDecider{cfgs: []*policy.Config{before}})
+		o, rec := run(&rotatingDecider{cfgs: []*policy.Mappings{before}})
 		require.Len(t, rec.decisions, 1)
 		assert.Equal(t, policy.RuleCAMismatch, rec.decisions[0].Rule)
 		assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.Decided))

@@ -110,7 +110,7 @@ func trimReason(s string) string {
 }
 
 // mappingOf names the mapping that generates each object name.
-func mappingOf(cfg *policy.Config) map[string]string {
+func mappingOf(cfg *policy.Mappings) map[string]string {
 	out := map[string]string{}
 	for i := range cfg.Spec.Owners {
 		for _, n := range vap.PolicyNames(cfg.Spec.Owners[i].Name) {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
@@ -36,7 +37,7 @@ type Resolution struct {
 // resolver's cache, so a rotated CA is seen on the next sync.
 // reader reads the mappings' named configurations, whose cert-manager
 // annotations name the CA of injectedByCertManager mappings.
-func ResolveCAs(ctx context.Context, cfg *policy.Config, r CAResolver, reader client.Reader) Resolution {
+func ResolveCAs(ctx context.Context, cfg *policy.Mappings, r CAResolver, reader client.Reader) Resolution {
 	res := Resolution{CAs: map[string]vap.CA{}, Transient: map[string]error{}}
 	for i := range cfg.Spec.Owners {
 		o := &cfg.Spec.Owners[i]
@@ -95,7 +96,7 @@ func fromResult(out casource.Result) (vap.CA, error) {
 // mapping: configurations injecting different CAs, or a selector-only
 // mapping (whose configurations are not known in advance), cannot be
 // expressed and fail closed with a message saying so.
-func resolveInjected(ctx context.Context, cfg *policy.Config, o *policy.Owner, r CAResolver, reader client.Reader) (vap.CA, error) {
+func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owner, r CAResolver, reader client.Reader) (vap.CA, error) {
 	type named struct {
 		kind policy.ConfigKind
 		name string

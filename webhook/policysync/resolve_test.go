@@ -13,6 +13,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -35,7 +36,7 @@ type rotatingSource struct {
 }
 
 func (r *rotatingSource) Resolve(_ context.Context, req casource.Request, _ bool) casource.Result {
-	set, err := policy.NewCASet("test", r.cas[r.reads%len(r.cas)])
+	set, err := cabundle.NewCASet("test", r.cas[r.reads%len(r.cas)])
 	r.reads++
 	var out casource.Result
 	out.Resolved, out.Set, out.Err = true, set, err

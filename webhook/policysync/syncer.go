@@ -42,7 +42,7 @@ type Syncer struct {
 	// generated objects (listed by label) and the CA sources.
 	Reader client.Reader
 	// Config is the configuration in force.
-	Config func() *policy.Config
+	Config func() *policy.Mappings
 	// CA resolves the owners' CA sources; every pass reads them live.
 	CA CAResolver
 	// Anchor, when set, names the ClusterRole every generated object is
@@ -330,7 +330,7 @@ func (s *Syncer) applyObjects(ctx context.Context, objs *vap.Objects, l live, ke
 
 // generate builds the objects of every mapping, and the anchor's own
 // policy when there is an anchor.
-func (s *Syncer) generate(cfg *policy.Config, res Resolution, anchor *metav1.OwnerReference) (*vap.Objects, error) {
+func (s *Syncer) generate(cfg *policy.Mappings, res Resolution, anchor *metav1.OwnerReference) (*vap.Objects, error) {
 	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs, Anchor: anchor})
 	if err != nil {
 		return nil, err
@@ -456,7 +456,7 @@ func (s *Syncer) lastRefused() map[string]string {
 
 // reportRefusals sets each mapping's refusal gauge and logs (and writes an
 // Event about) a refusal when it starts and when it ends: not once per pass.
-func (s *Syncer) reportRefusals(cfg *policy.Config, objs *vap.Objects, refusals map[string]error) {
+func (s *Syncer) reportRefusals(cfg *policy.Mappings, objs *vap.Objects, refusals map[string]error) {
 	s.Metrics.Refused.Reset()
 	for i := range cfg.Spec.Owners {
 		name := cfg.Spec.Owners[i].Name

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -58,7 +59,7 @@ type env struct {
 	client  client.Client
 	syncer  *Syncer
 	metrics *Metrics
-	config  *policy.Config
+	config  *policy.Mappings
 	// mayReadSecrets is the answer to the guard's access review for get on
 	// every Secret.
 	mayReadSecrets bool
@@ -84,7 +85,7 @@ func newEnv(t *testing.T, cfg string) *env {
 	}}).Build()
 	e.client = cl
 	e.syncer = &Syncer{
-		Client: cl, Reader: cl, Config: func() *policy.Config { return e.config }, CA: casource.New(cl, casource.Options{}),
+		Client: cl, Reader: cl, Config: func() *policy.Mappings { return e.config }, CA: casource.New(cl, casource.Options{}),
 		Metrics: e.metrics, Log: logr.Discard(), ProtectAnchor: true,
 	}
 	return e
@@ -319,9 +320,9 @@ func (e *env) badWebhooks(t *testing.T, name string) string {
 	return ""
 }
 
-func mustYAML(t *testing.T, spec policy.GuardConfig) []byte {
+func mustYAML(t *testing.T, spec guardapi.GuardConfig) []byte {
 	t.Helper()
-	spec.APIVersion, spec.Kind = policy.APIVersion, policy.Kind
+	spec.APIVersion, spec.Kind = guardapi.APIVersion, guardapi.Kind
 	b, err := yaml.Marshal(spec)
 	require.NoError(t, err)
 	return b

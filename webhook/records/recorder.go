@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 // DefaultFlushInterval is how often aggregated records are written.
@@ -95,7 +96,7 @@ func (r *Recorder) RecordDecision(_ context.Context, d *policy.Decision) {
 }
 
 // RecordFlapping aggregates a flapping report.
-func (r *Recorder) RecordFlapping(_ context.Context, mapping string, fr policy.FlapReport) {
+func (r *Recorder) RecordFlapping(_ context.Context, mapping string, fr flapping.Report) {
 	r.add(reportKey{fr.Kind, fr.Name}, flappingDelta(mapping, fr, r.opts.Now()))
 }
 

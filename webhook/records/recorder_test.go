@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 const cfgName = "koord-validating-webhook-configuration"
@@ -54,7 +56,7 @@ func newFakeClient(t *testing.T) client.WithWatch {
 func auditDecision(subject, found string) *policy.Decision {
 	return &policy.Decision{
 		Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: cfgName, Subject: subject,
-		Mapping: "koordinator", Mode: policy.ModeAudit, Outcome: policy.OutcomeAudit, Rule: policy.RuleCAMismatch, Record: true,
+		Mapping: "koordinator", Mode: guardapi.ModeAudit, Outcome: policy.OutcomeAudit, Rule: policy.RuleCAMismatch, Record: true,
 		Violations: []policy.Violation{{
 			Rule: policy.RuleCAMismatch, Field: "webhooks[0].clientConfig.caBundle", Webhook: "w0.koordinator.sh",
 			Detail: "the caBundle holds a certificate outside the owner's CA", Expected: []string{"aaaaaaaaaaaaaaaa"}, Found: []string{found},
@@ -91,7 +93,7 @@ func Test_Recorder(t *testing.T) {
 		for i := range 60 {
 			r.RecordDecision(t.Context(), auditDecision("system:serviceaccount:koord:manager", fmt.Sprintf("%016x", i%3)))
 		}
-		r.RecordFlapping(t.Context(), "koordinator", policy.FlapReport{Kind: policy.KindValidating, Name: cfgName, DistinctBundles: 3, Window: time.Minute, Writers: []string{"system:serviceaccount:koord:manager"}})
+		r.RecordFlapping(t.Context(), "koordinator", flapping.Report{Kind: policy.KindValidating, Name: cfgName, DistinctBundles: 3, Window: time.Minute, Writers: []string{"system:serviceaccount:koord:manager"}})
 		r.Flush(t.Context())
 
 		rep := getReport(t, c)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/flapping"
 )
 
 // Source is the ClusterReport and result source.
@@ -320,7 +321,7 @@ func deltasOf(d *policy.Decision, now time.Time) []*delta {
 }
 
 // flappingDelta is a flapping report as a delta.
-func flappingDelta(mapping string, r policy.FlapReport, now time.Time) *delta {
+func flappingDelta(mapping string, r flapping.Report, now time.Time) *delta {
 	origin := ""
 	if r.Observed {
 		origin = OriginObserved

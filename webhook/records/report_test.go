@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 func Test_Report_identity(t *testing.T) {
@@ -64,7 +65,7 @@ func Test_Report_identity(t *testing.T) {
 			d.Name = fmt.Sprintf("never-created-%d", i)
 			r.RecordDecision(t.Context(), d)
 			u := &policy.Decision{Operation: policy.OperationCreate, Kind: policy.KindMutating, Name: fmt.Sprintf("unmanaged-%d", i),
-				Subject: "u", Outcome: policy.OutcomeAudit, Rule: policy.RuleUnmanaged, Mode: policy.ModeAudit, Record: true}
+				Subject: "u", Outcome: policy.OutcomeAudit, Rule: policy.RuleUnmanaged, Mode: guardapi.ModeAudit, Record: true}
 			r.RecordDecision(t.Context(), u)
 		}
 		r.Flush(t.Context())

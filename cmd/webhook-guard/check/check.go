@@ -10,7 +10,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/internal/offline"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
@@ -72,8 +72,8 @@ func (o *Options) Validate() error {
 // reports a malformed one after the GuardConfig and the files load, so
 // that a broken input file is named first.
 func (o *Options) Complete() {
-	if _, _, ok := policy.SplitServiceAccount(o.GuardServiceAccount); ok {
-		o.admissionPolicyWriter = policy.ServiceAccountUsername(o.GuardServiceAccount)
+	if _, _, ok := guardapi.SplitServiceAccount(o.GuardServiceAccount); ok {
+		o.admissionPolicyWriter = guardapi.ServiceAccountUsername(o.GuardServiceAccount)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/internal/discover"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Options are discover's flags.
@@ -71,7 +71,7 @@ Exit codes: 0 a proposal was printed (undecided configurations included),
 	}
 	o.Kube.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Format, "format", string(discover.FormatValues), "Proposal format: values (Helm values, config.owners) or config (a GuardConfig file).")
-	cmd.Flags().StringVar(&o.CAInjector, "cainjector-service-account", "", "cert-manager cainjector's service account, namespace/name (default "+policy.DefaultCAInjectorServiceAccount+"); written to certManager.caInjectorServiceAccount when it differs.")
+	cmd.Flags().StringVar(&o.CAInjector, "cainjector-service-account", "", "cert-manager cainjector's service account, namespace/name (default "+guardapi.DefaultCAInjectorServiceAccount+"); written to certManager.caInjectorServiceAccount when it differs.")
 	return cmd
 }
 
@@ -91,7 +91,7 @@ func (o *Options) Validate() error {
 // Complete defaults cainjector's service account and builds the client.
 func (o *Options) Complete() error {
 	if o.CAInjector == "" {
-		o.CAInjector = policy.DefaultCAInjectorServiceAccount
+		o.CAInjector = guardapi.DefaultCAInjectorServiceAccount
 	}
 	return o.Kube.CompleteClient(&o.Client)
 }

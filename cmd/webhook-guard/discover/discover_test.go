@@ -21,6 +21,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/internal/discover"
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
@@ -51,9 +52,9 @@ func Test_Options_Run(t *testing.T) {
 		}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()
-	wantOwner := policy.Owner{Name: "ctrl", Match: policy.Match{Validating: []string{"app-validating"}},
-		Writers: policy.Subjects{ServiceAccounts: []string{"app/ctrl"}},
-		CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "app", Name: "webhook-certs", Key: "ca.crt"}}}
+	wantOwner := guardapi.Owner{Name: "ctrl", Match: guardapi.Match{Validating: []string{"app-validating"}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{"app/ctrl"}},
+		CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "app", Name: "webhook-certs", Key: "ca.crt"}}}
 	undecided := `
 # Undecided: left unmapped (unmanaged), for you to map by hand.
 # - MutatingWebhookConfiguration/by-url:
@@ -95,7 +96,7 @@ func Test_Options_Run(t *testing.T) {
 		assert.Equal(t, header+"apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\ndefaultMode: audit\nbreakGlass:\n  groups:\n    - system:masters\nunmanaged: allow\nowners:\n"+owners+undecided, out)
 		cfg, err := policy.Load([]byte(out))
 		require.NoError(t, err)
-		assert.Equal(t, []policy.Owner{wantOwner}, cfg.Spec.Owners)
+		assert.Equal(t, []guardapi.Owner{wantOwner}, cfg.Spec.Owners)
 	})
 
 	t.Run("if asked for Helm values, print config.owners that load as a GuardConfig", func(t *testing.T) {
@@ -105,12 +106,12 @@ func Test_Options_Run(t *testing.T) {
 			Config map[string]any `json:"config"`
 		}
 		require.NoError(t, yaml.UnmarshalStrict([]byte(out), &values))
-		values.Config["apiVersion"], values.Config["kind"] = policy.APIVersion, policy.Kind
+		values.Config["apiVersion"], values.Config["kind"] = guardapi.APIVersion, guardapi.Kind
 		b, err := yaml.Marshal(values.Config)
 		require.NoError(t, err)
 		cfg, err := policy.Load(b)
 		require.NoError(t, err)
-		assert.Equal(t, []policy.Owner{wantOwner}, cfg.Spec.Owners)
+		assert.Equal(t, []guardapi.Owner{wantOwner}, cfg.Spec.Owners)
 	})
 }
 

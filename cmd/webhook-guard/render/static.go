@@ -15,7 +15,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/static"
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
@@ -130,7 +131,7 @@ func (o *StaticOptions) Validate() error {
 		return fmt.Errorf("--watch requires --output-dir")
 	}
 	if sa := o.guardSA; sa != "" {
-		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
+		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
 			return fmt.Errorf("--guard-service-account must be \"namespace/name\", got %q", sa)
 		}
 	}
@@ -188,7 +189,7 @@ func (o *StaticOptions) render() (manifest, admission []byte, err error) {
 	}
 	// Checked here as well as in policy/static, to name the flag and the
 	// file rather than the generator's input field.
-	if _, err := policy.ParseBundle(ca); err != nil {
+	if _, err := cabundle.Parse(ca); err != nil {
 		return nil, nil, fmt.Errorf("--ca-file %s: the data %w", o.caFile, err)
 	}
 	in := static.Input{

@@ -13,6 +13,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/internal/review"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // reviewTable is the findings table: it fits 120 columns for the common
@@ -31,7 +32,7 @@ func reviewTable(res review.Result, now time.Time) *metav1.Table {
 		if subject == "" {
 			subject = f.Writers
 		}
-		if ns, name, ok := policy.ServiceAccountOf(subject); ok {
+		if ns, name, ok := guardapi.ServiceAccountOf(subject); ok {
 			subject = "sa:" + ns + ":" + name
 		}
 		decision := f.Decision

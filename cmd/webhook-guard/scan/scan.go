@@ -28,7 +28,7 @@ type Options struct {
 	Client client.Client
 	// Config is the GuardConfig, nil for the health checks only; Complete
 	// loads it from Source.
-	Config *policy.Config
+	Config *policy.Mappings
 	// Now is the time certificates are checked at.
 	Now time.Time
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
@@ -55,13 +56,13 @@ func Test_scan(t *testing.T) {
 	now := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	ownerCA := testCA(t, "owner", now.Add(10*24*time.Hour))
 	foreignCA := testCA(t, "foreign", now.Add(365*24*time.Hour))
-	owner := func(name string, names ...string) policy.Owner {
-		return policy.Owner{Name: name, Match: policy.Match{Validating: names},
-			Writers: policy.Subjects{ServiceAccounts: []string{"app/ctrl"}},
-			CA:      policy.CASource{Secret: &policy.KeyRef{Namespace: "app", Name: "ca", Key: "ca.crt"}}}
+	owner := func(name string, names ...string) guardapi.Owner {
+		return guardapi.Owner{Name: name, Match: guardapi.Match{Validating: names},
+			Writers: guardapi.Subjects{ServiceAccounts: []string{"app/ctrl"}},
+			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "app", Name: "ca", Key: "ca.crt"}}}
 	}
-	load := func(owners ...policy.Owner) *policy.Config {
-		cfg, err := policy.Load(mustYAML(t, &policy.GuardConfig{TypeMeta: metav1.TypeMeta{APIVersion: policy.APIVersion, Kind: policy.Kind}, Owners: owners}))
+	load := func(owners ...guardapi.Owner) *policy.Mappings {
+		cfg, err := policy.Load(mustYAML(t, &guardapi.GuardConfig{TypeMeta: metav1.TypeMeta{APIVersion: guardapi.APIVersion, Kind: guardapi.Kind}, Owners: owners}))
 		require.NoError(t, err)
 		return cfg
 	}
@@ -128,14 +129,14 @@ func Test_scan(t *testing.T) {
 
 // run runs scan over a client and a GuardConfig as the command does after
 // Complete.
-func run(t *testing.T, c client.Client, cfg *policy.Config, o Options, out io.Writer) error {
+func run(t *testing.T, c client.Client, cfg *policy.Mappings, o Options, out io.Writer) error {
 	t.Helper()
 	require.NoError(t, o.Validate())
 	o.Client, o.Config = c, cfg
 	return o.Run(t.Context(), out)
 }
 
-func mustYAML(t *testing.T, c *policy.GuardConfig) []byte {
+func mustYAML(t *testing.T, c *guardapi.GuardConfig) []byte {
 	t.Helper()
 	b, err := yaml.Marshal(c)
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Options configure `webhook-guard serve`. Every field is a flag.
@@ -282,7 +282,7 @@ func (o *Options) TLSConfig(cfg *tls.Config) {
 func (o *Options) validatePolicyMode() []string {
 	var errs []string
 	if sa := o.PolicyGuardServiceAccount; sa != "" {
-		if _, _, ok := policy.SplitServiceAccount(sa); !ok {
+		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
 			errs = append(errs, fmt.Sprintf("--policy-guard-service-account must be \"namespace/name\", got %q", sa))
 		}
 	}

@@ -31,7 +31,7 @@ func addPolicySync(mgr ctrl.Manager, o *Options, store *webhook.ConfigStore, res
 		Events: records.NewEventWriter(mgr.GetClient(), "webhook-guard", eventInstance(), log.WithName("events")),
 	}
 	prev := reloader.OnReload
-	reloader.OnReload = func(cfg *policy.Config) {
+	reloader.OnReload = func(cfg *policy.Mappings) {
 		if prev != nil {
 			prev(cfg)
 		}

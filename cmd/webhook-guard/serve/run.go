@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
@@ -68,7 +69,7 @@ func (o *Options) serve(ctx context.Context) error {
 	}
 	direct := casource.New(mgr.GetAPIReader(), casource.Options{TTL: o.CATTL, MaxStale: o.CAMaxStale})
 	reloader := webhook.NewConfigReloader(o.ConfigPath, data, store, o.ConfigReloadInterval, metrics, log.WithName("config"))
-	reloader.OnReload = func(*policy.Config) { resolver.Invalidate(); direct.Invalidate() }
+	reloader.OnReload = func(*policy.Mappings) { resolver.Invalidate(); direct.Invalidate() }
 	if err := mgr.Add(reloader); err != nil {
 		return err
 	}
@@ -146,7 +147,7 @@ func (o *Options) addRecords(mgr ctrl.Manager, scheme *runtime.Scheme, log logr.
 // endpoint, the webhook server that serves it.
 func (o *Options) addHandler(mgr ctrl.Manager, opts webhook.HandlerOptions) (*webhook.Handler, error) {
 	if o.PolicyGuardServiceAccount != "" {
-		opts.AdmissionPolicyWriter = policy.ServiceAccountUsername(o.PolicyGuardServiceAccount)
+		opts.AdmissionPolicyWriter = guardapi.ServiceAccountUsername(o.PolicyGuardServiceAccount)
 	}
 	handler, err := webhook.NewHandler(opts)
 	if err != nil {
@@ -195,7 +196,7 @@ func addChecks(mgr ctrl.Manager, store *webhook.ConfigStore) error {
 	})
 }
 
-func (o *Options) logStart(log logr.Logger, cfg *policy.Config) {
+func (o *Options) logStart(log logr.Logger, cfg *policy.Mappings) {
 	if o.AdmissionEndpoint {
 		log.Info("starting", "config", o.ConfigPath, "owners", len(cfg.Spec.Owners), "defaultMode", cfg.Spec.DefaultMode,
 			"listen", fmt.Sprintf("%s:%d", o.BindAddress, o.Port), "path", webhook.Path)

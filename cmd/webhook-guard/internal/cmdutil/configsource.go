@@ -62,7 +62,7 @@ func (s *ConfigSource) Name() string {
 
 // LoadRequired is Load for the commands that cannot run without a
 // GuardConfig and take it from files only.
-func (s *ConfigSource) LoadRequired(ctx context.Context) (*policy.Config, error) {
+func (s *ConfigSource) LoadRequired(ctx context.Context) (*policy.Mappings, error) {
 	cfg, err := s.Load(ctx, nil)
 	if err == nil && cfg == nil {
 		return nil, Invalid("--config or --values is required")
@@ -71,7 +71,7 @@ func (s *ConfigSource) LoadRequired(ctx context.Context) (*policy.Config, error)
 }
 
 // Load returns the GuardConfig, or nil when no source was given.
-func (s *ConfigSource) Load(ctx context.Context, kube *KubeFlags) (*policy.Config, error) {
+func (s *ConfigSource) Load(ctx context.Context, kube *KubeFlags) (*policy.Mappings, error) {
 	n := 0
 	for _, set := range []bool{s.path != "", s.values != "", s.fromCluster} {
 		if set {
@@ -114,7 +114,7 @@ func (s *ConfigSource) Load(ctx context.Context, kube *KubeFlags) (*policy.Confi
 	return nil, nil
 }
 
-func (s *ConfigSource) loadFromCluster(ctx context.Context, kube *KubeFlags) (*policy.Config, error) {
+func (s *ConfigSource) loadFromCluster(ctx context.Context, kube *KubeFlags) (*policy.Mappings, error) {
 	ns, err := kube.Namespace(defaultReleaseNamespace)
 	if err != nil {
 		return nil, Invalid("%v", err)

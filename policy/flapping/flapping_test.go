@@ -1,4 +1,4 @@
-package policy
+package flapping
 
 import (
 	"crypto/sha256"
@@ -8,18 +8,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 func Test_FlapDetector(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	write := func(name, subject, bundle string, dryRun bool) *Decision {
-		return &Decision{Kind: KindValidating, Name: name, Subject: subject, DryRun: dryRun,
-			Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte(bundle))}}}
+	write := func(name, subject, bundle string, dryRun bool) *policy.Decision {
+		return &policy.Decision{Kind: policy.KindValidating, Name: name, Subject: subject, DryRun: dryRun,
+			Changes: []policy.BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte(bundle))}}}
 	}
 	type step struct {
-		d      *Decision
+		d      *policy.Decision
 		at     time.Duration
-		report *FlapReport
+		report *Report
 	}
 	tests := map[string]struct {
 		steps []step
@@ -33,7 +36,7 @@ func Test_FlapDetector(t *testing.T) {
 			{d: write("koord", "r1", "ca1", false), at: 0},
 			{d: write("koord", "r2", "ca2", false), at: time.Second},
 			{d: write("koord", "r3", "ca3", false), at: 2 * time.Second},
-			{d: write("koord", "r4", "ca4", false), at: 3 * time.Second, report: &FlapReport{Kind: KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1", "r2", "r3", "r4"}}},
+			{d: write("koord", "r4", "ca4", false), at: 3 * time.Second, report: &Report{Kind: policy.KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1", "r2", "r3", "r4"}}},
 			{d: write("koord", "r5", "ca5", false), at: 4 * time.Second},
 		}},
 		"if the distinct bundles are spread wider than the window, do not report": {steps: []step{
@@ -47,7 +50,7 @@ func Test_FlapDetector(t *testing.T) {
 			{d: write("koord", "r2", "ca2", true), at: 1},
 			{d: write("koord", "r3", "ca3", true), at: 2},
 			{d: write("koord", "r4", "ca4", true), at: 3},
-			{d: &Decision{Kind: KindValidating, Name: "koord"}, at: 4},
+			{d: &policy.Decision{Kind: policy.KindValidating, Name: "koord"}, at: 4},
 		}},
 		"if two configurations each see few bundles, track them apart": {steps: []step{
 			{d: write("a", "r1", "ca1", false), at: 0},
@@ -59,16 +62,16 @@ func Test_FlapDetector(t *testing.T) {
 			{d: write("koord", "r1", "ca1", false), at: 0},
 			{d: write("koord", "r1", "ca2", false), at: 1},
 			{d: write("koord", "r1", "ca3", false), at: 2},
-			{d: write("koord", "r1", "ca4", false), at: 3, report: &FlapReport{Kind: KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1"}}},
+			{d: write("koord", "r1", "ca4", false), at: 3, report: &Report{Kind: policy.KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1"}}},
 			{d: write("koord", "r1", "ca5", false), at: 70 * time.Second},
 			{d: write("koord", "r1", "ca6", false), at: 71 * time.Second},
 			{d: write("koord", "r1", "ca7", false), at: 72 * time.Second},
-			{d: write("koord", "r1", "ca8", false), at: 73 * time.Second, report: &FlapReport{Kind: KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1"}}},
+			{d: write("koord", "r1", "ca8", false), at: 73 * time.Second, report: &Report{Kind: policy.KindValidating, Name: "koord", DistinctBundles: 4, Window: time.Minute, Writers: []string{"r1"}}},
 		}},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := NewFlapDetector(3, time.Minute)
+			f := NewDetector(3, time.Minute)
 			for i, s := range test.steps {
 				got, ok := f.Observe(s.d, t0.Add(s.at))
 				if s.report == nil {
@@ -83,25 +86,25 @@ func Test_FlapDetector(t *testing.T) {
 }
 
 func Test_FlapDetector_boundsMemory(t *testing.T) {
-	f := NewFlapDetector(1000, time.Hour)
+	f := NewDetector(1000, time.Hour)
 	t0 := time.Now()
 	for i := range 10 * maxTrackedWrites {
-		f.Observe(&Decision{Kind: KindMutating, Name: "storm", Subject: "s", Changes: []BundleChange{{Hash: sha256.Sum256([]byte{byte(i), byte(i >> 8)})}}}, t0)
+		f.Observe(&policy.Decision{Kind: policy.KindMutating, Name: "storm", Subject: "s", Changes: []policy.BundleChange{{Hash: sha256.Sum256([]byte{byte(i), byte(i >> 8)})}}}, t0)
 	}
-	assert.Len(t, f.writes[flapKey{KindMutating, "storm"}], maxTrackedWrites)
+	assert.Len(t, f.writes[flapKey{policy.KindMutating, "storm"}], maxTrackedWrites)
 }
 
 func Test_FlapDetector_prunesConfigurations(t *testing.T) {
-	write := func(name string) *Decision {
-		return &Decision{Kind: KindValidating, Name: name, Subject: "s", Changes: []BundleChange{{Hash: sha256.Sum256([]byte(name))}}}
+	write := func(name string) *policy.Decision {
+		return &policy.Decision{Kind: policy.KindValidating, Name: name, Subject: "s", Changes: []policy.BundleChange{{Hash: sha256.Sum256([]byte(name))}}}
 	}
 	tests := map[string]struct {
-		writes     func(f *FlapDetector, t0 time.Time)
+		writes     func(f *Detector, t0 time.Time)
 		expTracked int
 		expKept    []string
 	}{
 		"if configurations get no write within the window, drop them on a later write": {
-			writes: func(f *FlapDetector, t0 time.Time) {
+			writes: func(f *Detector, t0 time.Time) {
 				for i := range 100 {
 					f.Observe(write(fmt.Sprint("fresh-", i)), t0)
 				}
@@ -111,7 +114,7 @@ func Test_FlapDetector_prunesConfigurations(t *testing.T) {
 			expKept:    []string{"later"},
 		},
 		"if more configurations are written within the window than the cap, keep the cap, dropping the least recently written": {
-			writes: func(f *FlapDetector, t0 time.Time) {
+			writes: func(f *Detector, t0 time.Time) {
 				for i := range 3 * maxTrackedConfigs {
 					f.Observe(write(fmt.Sprint("fresh-", i)), t0.Add(time.Duration(i)*time.Millisecond))
 				}
@@ -122,11 +125,11 @@ func Test_FlapDetector_prunesConfigurations(t *testing.T) {
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			f := NewFlapDetector(3, time.Minute)
+			f := NewDetector(3, time.Minute)
 			test.writes(f, time.Now())
 			assert.Equal(t, test.expTracked, f.Tracked())
 			for _, n := range test.expKept {
-				assert.Contains(t, f.writes, flapKey{KindValidating, n})
+				assert.Contains(t, f.writes, flapKey{policy.KindValidating, n})
 			}
 		})
 	}
@@ -135,9 +138,9 @@ func Test_FlapDetector_prunesConfigurations(t *testing.T) {
 // The owner re-writing its own bundle is the common case; tracking it must
 // not allocate per write (the slice of tracked writes grows amortized).
 func Test_FlapDetector_steadyWritesDoNotAllocate(t *testing.T) {
-	f := NewFlapDetector(DefaultMaxDistinctBundles, time.Minute)
-	d := &Decision{Kind: KindValidating, Name: "koord", Subject: "sa",
-		Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte("ca"))}}}
+	f := NewDetector(guardapi.DefaultMaxDistinctBundles, time.Minute)
+	d := &policy.Decision{Kind: policy.KindValidating, Name: "koord", Subject: "sa",
+		Changes: []policy.BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte("ca"))}}}
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for range maxTrackedWrites {
 		f.Observe(d, now)
@@ -155,14 +158,14 @@ func Test_FlapDetector_steadyWritesDoNotAllocate(t *testing.T) {
 // entries however many writes they make, and the window still counts from
 // each pair's latest write.
 func Test_FlapDetector_rewritesKeepOneEntryPerWriterAndBundle(t *testing.T) {
-	f := NewFlapDetector(DefaultMaxDistinctBundles, time.Minute)
+	f := NewDetector(guardapi.DefaultMaxDistinctBundles, time.Minute)
 	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	key := flapKey{KindValidating, "koord"}
+	key := flapKey{policy.KindValidating, "koord"}
 	reports := 0
 	for i := range 800 {
 		replica := fmt.Sprint("replica-", i%8)
-		d := &Decision{Kind: KindValidating, Name: "koord", Subject: replica,
-			Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte(replica))}}}
+		d := &policy.Decision{Kind: policy.KindValidating, Name: "koord", Subject: replica,
+			Changes: []policy.BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte(replica))}}}
 		if _, flapping := f.Observe(d, t0.Add(time.Duration(i)*time.Millisecond)); flapping {
 			reports++
 		}
@@ -174,8 +177,8 @@ func Test_FlapDetector_rewritesKeepOneEntryPerWriterAndBundle(t *testing.T) {
 	// distinct bundles.
 	last := f.writes[key][len(f.writes[key])-1]
 	assert.Equal(t, "replica-7", last.writer)
-	d := &Decision{Kind: KindValidating, Name: "koord", Subject: "replica-0",
-		Changes: []BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte("replica-0"))}}}
+	d := &policy.Decision{Kind: policy.KindValidating, Name: "koord", Subject: "replica-0",
+		Changes: []policy.BundleChange{{Webhook: "a", Hash: sha256.Sum256([]byte("replica-0"))}}}
 	f.Observe(d, last.at.Add(time.Minute))
 	assert.Equal(t, 2, distinctHashes(f.writes[key], 10))
 }
@@ -183,14 +186,30 @@ func Test_FlapDetector_rewritesKeepOneEntryPerWriterAndBundle(t *testing.T) {
 // A report counts every distinct bundle in the window, not just enough to
 // cross the threshold.
 func Test_FlapDetector_reportCountsAllDistinctBundles(t *testing.T) {
-	f := NewFlapDetector(1, time.Minute)
+	f := NewDetector(1, time.Minute)
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	d := &Decision{Kind: KindValidating, Name: "koord", Subject: "sa"}
+	d := &policy.Decision{Kind: policy.KindValidating, Name: "koord", Subject: "sa"}
 	for _, ca := range []string{"ca1", "ca2", "ca3"} {
-		d.Changes = append(d.Changes, BundleChange{Webhook: ca, Hash: sha256.Sum256([]byte(ca))})
+		d.Changes = append(d.Changes, policy.BundleChange{Webhook: ca, Hash: sha256.Sum256([]byte(ca))})
 	}
 	report, flapping := f.Observe(d, now)
 	require.True(t, flapping)
 	assert.Equal(t, 3, report.DistinctBundles)
 	assert.Equal(t, []string{"sa"}, report.Writers)
+}
+
+func Test_Detector_Forget(t *testing.T) {
+	fd := NewDetector(1, time.Minute)
+	now := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
+	write := func(hash byte) *policy.Decision {
+		return &policy.Decision{Kind: policy.KindValidating, Name: "koord", Subject: "w", Changes: []policy.BundleChange{{Hash: [32]byte{hash}}}}
+	}
+	_, flaps := fd.Observe(write(1), now)
+	require.False(t, flaps)
+	fd.Forget(policy.KindValidating, "koord")
+	// Forgotten: a second distinct bundle is the first one tracked again.
+	_, flaps = fd.Observe(write(2), now)
+	require.False(t, flaps, "a deleted configuration's writes must not count towards flapping of its successor")
+	_, flaps = fd.Observe(write(3), now)
+	require.True(t, flaps)
 }

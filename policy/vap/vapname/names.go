@@ -1,4 +1,4 @@
-package policy
+package vapname
 
 import (
 	"fmt"
@@ -6,43 +6,39 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// The names of the ValidatingAdmissionPolicies (and bindings) the policy
-// shape generates for a mapping live here, not in policy/vap, so that Load
-// can refuse a configuration whose mappings would generate one name: the
-// syncer would otherwise write that object for each in turn. policy/vap
-// builds every name with these functions; nothing else spells them.
+// Prefix starts every generated name.
+const Prefix = "webhook-guard-"
 
-// PolicyNamePrefix starts every generated name.
-const PolicyNamePrefix = "webhook-guard-"
-
-// policySelectedSuffix names the second policy of a mapping with both names
+// selectedSuffix names the second policy of a mapping with both names
 // and a selector: names go in matchConditions, the selector in
 // objectSelector, and two policies express "either".
-const policySelectedSuffix = "-selected"
+const selectedSuffix = "-selected"
 
-// PolicyCASuffix names the policy that checks caBundles against the owner's
+// CASuffix names the policy that checks caBundles against the owner's
 // CA Secret, read as the policy's param.
-const PolicyCASuffix = "-ca"
+const CASuffix = "-ca"
 
-// PolicyName is the policy and binding name of a mapping.
-func PolicyName(mapping string) string { return PolicyNamePrefix + mapping }
+// ForMapping is the policy and binding name of a mapping.
+func ForMapping(mapping string) string { return Prefix + mapping }
 
-// CAPolicyName is the name of the policy that checks the caBundles of the
+// CAPolicy is the name of the policy that checks the caBundles of the
 // policy (or binding) name against the CA Secret it reads as its param.
-func CAPolicyName(name string) string { return name + PolicyCASuffix }
+func CAPolicy(name string) string { return name + CASuffix }
 
-// PolicyNames are every policy (and binding) name a mapping may generate,
+// AllForMapping are every policy (and binding) name a mapping may generate,
 // whatever its match: the syncer looks up a mapping's live objects by them.
-func PolicyNames(mapping string) []string {
-	base := PolicyName(mapping)
-	return []string{base, base + policySelectedSuffix, CAPolicyName(base), CAPolicyName(base + policySelectedSuffix)}
+func AllForMapping(mapping string) []string {
+	base := ForMapping(mapping)
+	return []string{base, base + selectedSuffix, CAPolicy(base), CAPolicy(base + selectedSuffix)}
 }
 
-// PolicyTarget is one policy an owner's match generates, before any CA
+// Target is one policy an owner's match generates, before any CA
 // policy.
-type PolicyTarget struct {
+type Target struct {
 	Name string
 	// BySelector says the policy matches by the owner's labelSelector, in
 	// its objectSelector; otherwise by the owner's names, in
@@ -50,21 +46,21 @@ type PolicyTarget struct {
 	BySelector bool
 }
 
-// PolicyTargets are the policies an owner's match generates: one for its
+// Targets are the policies an owner's match generates: one for its
 // names, one for its selector.
-func PolicyTargets(o *Owner) []PolicyTarget {
-	base := PolicyName(o.Name)
+func Targets(o *guardapi.Owner) []Target {
+	base := ForMapping(o.Name)
 	hasNames := len(o.Match.Validating)+len(o.Match.Mutating) > 0
-	var out []PolicyTarget
+	var out []Target
 	if hasNames {
-		out = append(out, PolicyTarget{Name: base})
+		out = append(out, Target{Name: base})
 	}
 	if o.Match.LabelSelector != nil {
 		name := base
 		if hasNames {
-			name += policySelectedSuffix
+			name += selectedSuffix
 		}
-		out = append(out, PolicyTarget{Name: name, BySelector: true})
+		out = append(out, Target{Name: name, BySelector: true})
 	}
 	return out
 }
@@ -73,19 +69,19 @@ func PolicyTargets(o *Owner) []PolicyTarget {
 // CA policy. Whether the CA policy exists depends on the CA source the guard
 // resolves at run time (a Secret key), so the check counts it always: a
 // rename is cheap, a live policy flipping between two mappings is not.
-func generatedNames(o *Owner) []string {
+func generatedNames(o *guardapi.Owner) []string {
 	var out []string
-	for _, t := range PolicyTargets(o) {
-		out = append(out, t.Name, CAPolicyName(t.Name))
+	for _, t := range Targets(o) {
+		out = append(out, t.Name, CAPolicy(t.Name))
 	}
 	return out
 }
 
-// validateGeneratedNames reports a mapping whose generated policy name is
+// ValidateOwners reports a mapping whose generated policy name is
 // not a valid object name, and two mappings that would generate one name
 // (mapping "app" with names and a selector generates
 // webhook-guard-app-selected, as does a mapping named "app-selected").
-func validateGeneratedNames(ownersPath *field.Path, owners []Owner) field.ErrorList {
+func ValidateOwners(ownersPath *field.Path, owners []guardapi.Owner) field.ErrorList {
 	var errs field.ErrorList
 	generatedBy := map[string]int{}
 	seen := map[string]bool{}
@@ -124,7 +120,7 @@ func validateGeneratedNames(ownersPath *field.Path, owners []Owner) field.ErrorL
 // invalidPolicyName says why a mapping's longest generated name is not a
 // valid object name, or "".
 func invalidPolicyName(mapping string) string {
-	for _, name := range PolicyNames(mapping) {
+	for _, name := range AllForMapping(mapping) {
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 			return fmt.Sprintf("the policy name %q generated from it is invalid: %s", name, strings.Join(msgs, "; "))
 		}

@@ -1,18 +1,21 @@
-package policy
+package flapping
 
 import (
 	"crypto/sha256"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// FlapReport describes a configuration whose caBundle is flapping: more
+// Report describes a configuration whose caBundle is flapping: more
 // distinct values were written (or attempted, when denied) within the window
 // than a rotation ever needs. It is the signature of several replicas, each
 // with its own CA, fighting over one configuration.
-type FlapReport struct {
-	Kind            ConfigKind
+type Report struct {
+	Kind            policy.ConfigKind
 	Name            string
 	DistinctBundles int
 	Window          time.Duration
@@ -29,10 +32,10 @@ type flapWrite struct {
 	writer string
 }
 
-// FlapDetector tracks caBundle writes per configuration. It does no I/O and
+// Detector tracks caBundle writes per configuration. It does no I/O and
 // takes the time as an argument, so it is deterministic under test; it is
 // safe for concurrent use.
-type FlapDetector struct {
+type Detector struct {
 	mu       sync.Mutex
 	writes   map[flapKey][]flapWrite
 	reported map[flapKey]time.Time
@@ -43,11 +46,11 @@ type FlapDetector struct {
 }
 
 type flapKey struct {
-	kind ConfigKind
+	kind policy.ConfigKind
 	name string
 }
 
-// Bounds of a FlapDetector. Configuration names come from requests (a
+// Bounds of a Detector. Configuration names come from requests (a
 // selector mapping claims any name its labels match), so the per-name state
 // is bounded: a configuration with no write within the window is dropped,
 // and at most maxTrackedConfigs are tracked (the least recently written
@@ -60,18 +63,18 @@ const (
 	maxTrackedConfigs = 1024
 )
 
-// NewFlapDetector reports a configuration once more than maxDistinct
+// NewDetector reports a configuration once more than maxDistinct
 // distinct caBundle values were written to it within window.
-func NewFlapDetector(maxDistinct int, window time.Duration) *FlapDetector {
-	return &FlapDetector{writes: map[flapKey][]flapWrite{}, reported: map[flapKey]time.Time{}, max: maxDistinct, window: window}
+func NewDetector(maxDistinct int, window time.Duration) *Detector {
+	return &Detector{writes: map[flapKey][]flapWrite{}, reported: map[flapKey]time.Time{}, max: maxDistinct, window: window}
 }
 
 // Observe records the caBundle writes of one request and returns a report
-// when the configuration is flapping. A flapping configuration is reported
+// when the configuration is  A flapping configuration is reported
 // at most once per window, so that the report itself never becomes a storm.
-func (f *FlapDetector) Observe(d *Decision, now time.Time) (FlapReport, bool) {
+func (f *Detector) Observe(d *policy.Decision, now time.Time) (Report, bool) {
 	if len(d.Changes) == 0 || d.DryRun {
-		return FlapReport{}, false
+		return Report{}, false
 	}
 	key := flapKey{d.Kind, d.Name}
 	f.mu.Lock()
@@ -104,13 +107,13 @@ func (f *FlapDetector) Observe(d *Decision, now time.Time) (FlapReport, bool) {
 	// values only up to the threshold, without allocating, and build the
 	// report only when it fires (at most once per window).
 	if distinctHashes(ws, f.max+1) <= f.max {
-		return FlapReport{}, false
+		return Report{}, false
 	}
 	if last, ok := f.reported[key]; ok && now.Sub(last) < f.window {
-		return FlapReport{}, false
+		return Report{}, false
 	}
 	f.reported[key] = now
-	r := FlapReport{Kind: d.Kind, Name: d.Name, DistinctBundles: distinctHashes(ws, len(ws)), Window: f.window}
+	r := Report{Kind: d.Kind, Name: d.Name, DistinctBundles: distinctHashes(ws, len(ws)), Window: f.window}
 	for _, w := range ws {
 		if !slices.Contains(r.Writers, w.writer) {
 			r.Writers = append(r.Writers, w.writer)
@@ -120,21 +123,21 @@ func (f *FlapDetector) Observe(d *Decision, now time.Time) (FlapReport, bool) {
 	return r, true
 }
 
-// CurrentFlapDetector keeps one FlapDetector for the flapping settings in
+// Current keeps one Detector for the flapping settings in
 // force, replacing it when a reload changed them. The zero value is ready;
 // it is safe for concurrent use.
-type CurrentFlapDetector struct {
+type Current struct {
 	mu       sync.Mutex
-	d        *FlapDetector
-	settings FlappingSettings
+	d        *Detector
+	settings guardapi.FlappingSettings
 }
 
 // For returns the detector for settings.
-func (c *CurrentFlapDetector) For(settings FlappingSettings) *FlapDetector {
+func (c *Current) For(settings guardapi.FlappingSettings) *Detector {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.d == nil || c.settings != settings {
-		c.d = NewFlapDetector(settings.MaxDistinctBundles, settings.Window.Duration)
+		c.d = NewDetector(settings.MaxDistinctBundles, settings.Window.Duration)
 		c.settings = settings
 	}
 	return c.d
@@ -142,7 +145,7 @@ func (c *CurrentFlapDetector) For(settings FlappingSettings) *FlapDetector {
 
 // Forget drops what is tracked for a configuration (it was deleted), so
 // that memory follows the configurations that exist.
-func (f *FlapDetector) Forget(kind ConfigKind, name string) {
+func (f *Detector) Forget(kind policy.ConfigKind, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.writes, flapKey{kind, name})
@@ -153,7 +156,7 @@ func (f *FlapDetector) Forget(kind ConfigKind, name string) {
 // per window, so its cost is amortized over the writes), then the least
 // recently written ones while more than maxTrackedConfigs are tracked.
 // current, just written, is kept.
-func (f *FlapDetector) prune(current flapKey, now time.Time) {
+func (f *Detector) prune(current flapKey, now time.Time) {
 	if now.Sub(f.swept) > f.window || len(f.writes) > maxTrackedConfigs {
 		f.swept = now
 		for k, ws := range f.writes {
@@ -181,7 +184,7 @@ func (f *FlapDetector) prune(current flapKey, now time.Time) {
 }
 
 // Tracked is how many configurations the detector holds state for.
-func (f *FlapDetector) Tracked() int {
+func (f *Detector) Tracked() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.writes)

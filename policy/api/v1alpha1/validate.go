@@ -1,4 +1,4 @@
-package policy
+package v1alpha1
 
 import (
 	"fmt"
@@ -10,8 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// validate checks a defaulted spec and returns every problem with its path.
-func validate(spec *GuardConfig) field.ErrorList {
+// The kinds of webhook configuration a mapping names, as messages name them.
+const (
+	kindValidating = "ValidatingWebhookConfiguration"
+	kindMutating   = "MutatingWebhookConfiguration"
+)
+
+// Validate checks a defaulted spec (SetDefaults) and returns every problem
+// with its path.
+func Validate(spec *GuardConfig) field.ErrorList {
 	var errs field.ErrorList
 	if spec.APIVersion != APIVersion {
 		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), spec.APIVersion, "must be "+APIVersion))
@@ -37,7 +44,7 @@ func validate(spec *GuardConfig) field.ErrorList {
 
 	ownersPath := field.NewPath("owners")
 	names := map[string]int{}
-	claimed := map[ConfigKind]map[string]int{KindValidating: {}, KindMutating: {}}
+	claimed := map[string]map[string]int{kindValidating: {}, kindMutating: {}}
 	for i := range spec.Owners {
 		o := &spec.Owners[i]
 		p := ownersPath.Index(i)
@@ -47,16 +54,15 @@ func validate(spec *GuardConfig) field.ErrorList {
 		} else {
 			names[o.Name] = i
 		}
-		errs = append(errs, claimNames(p.Child("match", "validating"), spec, i, KindValidating, o.Match.Validating, claimed)...)
-		errs = append(errs, claimNames(p.Child("match", "mutating"), spec, i, KindMutating, o.Match.Mutating, claimed)...)
+		errs = append(errs, claimNames(p.Child("match", "validating"), spec, i, kindValidating, o.Match.Validating, claimed)...)
+		errs = append(errs, claimNames(p.Child("match", "mutating"), spec, i, kindMutating, o.Match.Mutating, claimed)...)
 	}
-	errs = append(errs, validateGeneratedNames(ownersPath, spec.Owners)...)
 	return errs
 }
 
 // claimNames reports a configuration name claimed by two mappings: single
 // ownership is the point of the product, so it is a load-time error.
-func claimNames(p *field.Path, spec *GuardConfig, owner int, kind ConfigKind, names []string, claimed map[ConfigKind]map[string]int) field.ErrorList {
+func claimNames(p *field.Path, spec *GuardConfig, owner int, kind string, names []string, claimed map[string]map[string]int) field.ErrorList {
 	var errs field.ErrorList
 	for j, n := range names {
 		if n == "" {
@@ -158,26 +164,29 @@ func validateServiceAccount(p *field.Path, sa string) field.ErrorList {
 }
 
 // validateCASource checks that exactly one kind is set, then that kind's
-// own fields. The kinds (policy/casource_kinds.go) word both messages, so a
-// new kind is named in them without touching this function.
+// own fields. The kinds (casource_kinds.go) word both messages, so a new
+// kind is named in them without touching this function.
 func validateCASource(p *field.Path, ca *CASource) field.ErrorList {
 	set := ca.setKinds()
 	switch len(set) {
 	case 0:
 		fields := make([]string, len(caSourceKinds))
 		for i, k := range caSourceKinds {
-			fields[i] = k.Field()
+			fields[i] = string(k.kind)
 		}
 		return field.ErrorList{field.Required(p, "exactly one CA source: one of "+strings.Join(fields, ", "))}
 	case 1:
 	default:
 		names := sets.New[string]()
 		for _, k := range set {
-			names.Insert(k.Field())
+			names.Insert(string(k.kind))
 		}
 		return field.ErrorList{field.Invalid(p, strings.Join(sets.List(names), ", "), "exactly one CA source may be set; the owner's CA must come from a single place")}
 	}
-	return set[0].validate(p.Child(set[0].Field()))
+	if set[0].validate == nil {
+		return nil
+	}
+	return set[0].validate(ca, p.Child(string(set[0].kind)))
 }
 
 func validateKeyRef(p *field.Path, r *KeyRef) field.ErrorList {

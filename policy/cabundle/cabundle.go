@@ -1,4 +1,4 @@
-package policy
+package cabundle
 
 import (
 	"bytes"
@@ -9,14 +9,13 @@ import (
 	"encoding/pem"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
-// MaxBundleCertificates bounds the certificates one caBundle may hold. Real
+// MaxCertificates bounds the certificates one caBundle may hold. Real
 // bundles hold one to a handful (old+new during rotation); the bound keeps a
 // hostile 10,000-certificate bundle from costing unbounded time and memory.
-const MaxBundleCertificates = 64
+const MaxCertificates = 64
 
 // shortFingerprintLen is how many hex digits messages show.
 const shortFingerprintLen = 16
@@ -30,28 +29,28 @@ func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
 // Short is the first 16 hex digits, enough to tell CAs apart in messages.
 func (f Fingerprint) Short() string { return f.String()[:shortFingerprintLen] }
 
-// BundleError says why a PEM bundle was rejected.
-type BundleError struct {
+// Error says why a PEM bundle was rejected.
+type Error struct {
 	Reason string
 }
 
-func (e *BundleError) Error() string { return e.Reason }
+func (e *Error) Error() string { return e.Reason }
 
-// ParseBundle returns the fingerprints of the certificates kube-apiserver
+// Parse returns the fingerprints of the certificates kube-apiserver
 // would trust in a caBundle, in order. kube-apiserver loads a caBundle with
 // x509.CertPool.AppendCertsFromPEM, which takes CERTIFICATE blocks without
 // PEM headers that parse, and silently skips everything else (other block
 // types, blocks with headers, bad DER, text). The guard counts exactly the
 // same certificates: fingerprinting a block kube-apiserver skips would accept
 // a bundle that leaves the webhook with no usable CA. A bundle with no usable
-// certificate, or more than MaxBundleCertificates CERTIFICATE blocks, is an
+// certificate, or more than MaxCertificates CERTIFICATE blocks, is an
 // error.
-func ParseBundle(data []byte) ([]Fingerprint, error) {
+func Parse(data []byte) ([]Fingerprint, error) {
 	fps, _, err := parseBundle(data)
 	return fps, err
 }
 
-// parseBundle is ParseBundle that also returns the earliest NotAfter of the
+// parseBundle is Parse that also returns the earliest NotAfter of the
 // certificates, from the same parse (x509 parsing is most of the cost).
 func parseBundle(data []byte) ([]Fingerprint, time.Time, error) {
 	var fps []Fingerprint
@@ -68,8 +67,8 @@ func parseBundle(data []byte) ([]Fingerprint, time.Time, error) {
 			continue
 		}
 		// Every CERTIFICATE block costs a parse, usable or not: bound them all.
-		if certBlocks++; certBlocks > MaxBundleCertificates {
-			return nil, time.Time{}, &BundleError{Reason: fmt.Sprintf("holds more than %d certificates", MaxBundleCertificates)}
+		if certBlocks++; certBlocks > MaxCertificates {
+			return nil, time.Time{}, &Error{Reason: fmt.Sprintf("holds more than %d certificates", MaxCertificates)}
 		}
 		if len(block.Headers) != 0 {
 			skipped = cmp.Or(skipped, fmt.Sprintf("PEM block %d carries PEM headers", blocks-1))
@@ -89,11 +88,18 @@ func parseBundle(data []byte) ([]Fingerprint, time.Time, error) {
 	case len(fps) > 0:
 		return fps, earliest, nil
 	case blocks > 0:
-		return nil, time.Time{}, &BundleError{Reason: "holds no certificate kube-apiserver can use (" + skipped + "; kube-apiserver skips such blocks)"}
+		return nil, time.Time{}, &Error{Reason: "holds no certificate kube-apiserver can use (" + skipped + "; kube-apiserver skips such blocks)"}
 	case len(bytes.TrimSpace(data)) == 0:
-		return nil, time.Time{}, &BundleError{Reason: "is empty"}
+		return nil, time.Time{}, &Error{Reason: "is empty"}
 	}
-	return nil, time.Time{}, &BundleError{Reason: "is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found"}
+	return nil, time.Time{}, &Error{Reason: "is not PEM: no \"-----BEGIN CERTIFICATE-----\" block found"}
+}
+
+// SecretKey names the key of a Secret a CA set was read from.
+type SecretKey struct {
+	Namespace string
+	Name      string
+	Key       string
 }
 
 // CASet is an owner's set of trusted CA certificates, by fingerprint.
@@ -109,21 +115,21 @@ type CASet struct {
 	notAfter time.Time
 	// secret is the Secret key the set was read from, when it came from
 	// one (see FromSecret).
-	secret *KeyRef
+	secret *SecretKey
 }
 
 // FromSecret returns the set marked as read from the Secret key ref. Policy
 // mode has kube-apiserver read the same key as a ValidatingAdmissionPolicy
 // param, so that a rotation of the Secret reaches the policy as soon as it
 // reaches the writer.
-func (s CASet) FromSecret(ref KeyRef) CASet {
+func (s CASet) FromSecret(ref SecretKey) CASet {
 	s.secret = &ref
 	return s
 }
 
 // Secret is the Secret key the set was read from; nil when it was not read
 // from a Secret (a ConfigMap, inline PEM, fingerprints).
-func (s CASet) Secret() *KeyRef {
+func (s CASet) Secret() *SecretKey {
 	if s.secret == nil {
 		return nil
 	}
@@ -192,19 +198,13 @@ func (s CASet) Len() int { return len(s.fps) }
 func (s CASet) Fingerprints() []Fingerprint { return slices.Clone(s.fps) }
 
 // Short returns the short fingerprints, sorted.
-func (s CASet) Short() []string { return shortAll(s.fps) }
+func (s CASet) Short() []string { return ShortAll(s.fps) }
 
-func shortAll(fps []Fingerprint) []string {
+// ShortAll returns the short fingerprints of fps, in order.
+func ShortAll(fps []Fingerprint) []string {
 	out := make([]string, len(fps))
 	for i, f := range fps {
 		out[i] = f.Short()
 	}
 	return out
-}
-
-func joinShort(fps []string) string {
-	if len(fps) == 0 {
-		return "none"
-	}
-	return strings.Join(fps, ",")
 }

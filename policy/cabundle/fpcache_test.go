@@ -1,8 +1,9 @@
-package policy
+package cabundle
 
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,15 +15,15 @@ func Test_FingerprintCache(t *testing.T) {
 	tests := map[string]struct {
 		data []byte
 	}{
-		"if the bundle is one CA, answer as ParseBundle":          {data: f.Owner.PEM},
-		"if the bundle is a rotation overlap, answer in order":    {data: bundle(f.Owner.PEM, f.OwnerNew.PEM)},
-		"if the bundle is garbage, answer ParseBundle's error":    {data: []byte("not pem")},
-		"if the bundle holds a private key, answer ParseBundle's": {data: f.KeyPEM},
+		"if the bundle is one CA, answer as Parse":             {data: f.Owner.PEM},
+		"if the bundle is a rotation overlap, answer in order": {data: slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)},
+		"if the bundle is garbage, answer Parse's error":       {data: []byte("not pem")},
+		"if the bundle holds a private key, answer Parse's":    {data: f.KeyPEM},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := NewFingerprintCache(0)
-			wantFPs, wantErr := ParseBundle(test.data)
+			wantFPs, wantErr := Parse(test.data)
 			for range 2 { // a miss, then a hit
 				fps, err := c.Parse(test.data)
 				assert.Equal(t, wantFPs, fps)
@@ -47,9 +48,9 @@ func Test_FingerprintCache(t *testing.T) {
 		assert.False(t, ok, "the oldest bundle is evicted")
 	})
 
-	t.Run("if a bundle is larger than MaxCachedBundleBytes, parse it without caching it", func(t *testing.T) {
+	t.Run("if a bundle is larger than MaxCachedBytes, parse it without caching it", func(t *testing.T) {
 		c := NewFingerprintCache(0)
-		big := bundle(f.Owner.PEM, make([]byte, MaxCachedBundleBytes))
+		big := slices.Concat(f.Owner.PEM, make([]byte, MaxCachedBytes))
 		fps, err := c.Parse(big)
 		require.NoError(t, err)
 		assert.Equal(t, []Fingerprint{f.Owner.FP}, fps)
@@ -62,25 +63,4 @@ func Test_FingerprintCache(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []Fingerprint{f.Owner.FP}, fps)
 	})
-}
-
-// Test_Decide_withFingerprintCache: the cache changes how fast a decision
-// is, never what it is.
-func Test_Decide_withFingerprintCache(t *testing.T) {
-	f := testFixtures(t)
-	c := mustLoad(t, decideDoc(f))
-	in := Input{
-		Operation:   OperationUpdate,
-		Kind:        KindValidating,
-		Name:        "koord",
-		User:        User{Username: sa("koordinator-system", "koord-manager")},
-		CA:          CAResult{Set: NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP), Resolved: true},
-		OldWebhooks: []Webhook{{Name: "a", CABundle: f.Owner.PEM}, {Name: "b", CABundle: f.Owner.PEM}},
-		Webhooks:    []Webhook{{Name: "a", CABundle: f.Foreign.PEM}, {Name: "b", CABundle: []byte("garbage")}},
-	}
-	want := c.Decide(&in)
-	in.Fingerprints = NewFingerprintCache(0)
-	for range 2 {
-		assert.Equal(t, want, c.Decide(&in))
-	}
 }

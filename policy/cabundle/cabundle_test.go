@@ -1,4 +1,4 @@
-package policy
+package cabundle
 
 import (
 	"bytes"
@@ -12,18 +12,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 )
 
 func Test_ParseBundle(t *testing.T) {
 	f := testFixtures(t)
 
 	var tooMany []byte
-	for range MaxBundleCertificates + 1 {
+	for range MaxCertificates + 1 {
 		tooMany = append(tooMany, f.Owner.PEM...)
 	}
 	var atMax []byte
 	var atMaxFPs []Fingerprint
-	for range MaxBundleCertificates {
+	for range MaxCertificates {
 		atMax = append(atMax, f.Owner.PEM...)
 		atMaxFPs = append(atMaxFPs, f.Owner.FP)
 	}
@@ -39,14 +41,14 @@ func Test_ParseBundle(t *testing.T) {
 			expFPs: []Fingerprint{f.Owner.FP},
 		},
 		"if the bundle holds old and new CA during a rotation, return both in order": {
-			input:  bundle(f.Owner.PEM, f.OwnerNew.PEM),
+			input:  slices.Concat(f.Owner.PEM, f.OwnerNew.PEM),
 			expFPs: []Fingerprint{f.Owner.FP, f.OwnerNew.FP},
 		},
 		"if there is text around and between the blocks, ignore it": {
-			input:  bundle([]byte("# koord CA\n"), f.Owner.PEM, []byte("\nSubject: CN=koord-ca-2\n\n"), f.OwnerNew.PEM, []byte("trailer")),
+			input:  slices.Concat([]byte("# koord CA\n"), f.Owner.PEM, []byte("\nSubject: CN=koord-ca-2\n\n"), f.OwnerNew.PEM, []byte("trailer")),
 			expFPs: []Fingerprint{f.Owner.FP, f.OwnerNew.FP},
 		},
-		"if the bundle holds exactly MaxBundleCertificates, accept it": {
+		"if the bundle holds exactly MaxCertificates, accept it": {
 			input:  atMax,
 			expFPs: atMaxFPs,
 		},
@@ -63,7 +65,7 @@ func Test_ParseBundle(t *testing.T) {
 			expErr: `is not PEM: no "-----BEGIN CERTIFICATE-----" block found`,
 		},
 		"if the bundle holds a private key beside a certificate, skip the key as kube-apiserver does": {
-			input:  bundle(f.Owner.PEM, f.KeyPEM),
+			input:  slices.Concat(f.Owner.PEM, f.KeyPEM),
 			expFPs: []Fingerprint{f.Owner.FP},
 		},
 		"if the bundle holds only a private key, say it holds no usable certificate": {
@@ -71,7 +73,7 @@ func Test_ParseBundle(t *testing.T) {
 			expErr: `holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`,
 		},
 		"if a CERTIFICATE block does not hold a certificate, skip it as kube-apiserver does": {
-			input:  bundle(f.Owner.PEM, garbageDER),
+			input:  slices.Concat(f.Owner.PEM, garbageDER),
 			expFPs: []Fingerprint{f.Owner.FP},
 		},
 		"if the only CERTIFICATE block does not parse, say which block and why": {
@@ -79,24 +81,24 @@ func Test_ParseBundle(t *testing.T) {
 			expErr: "holds no certificate kube-apiserver can use (PEM block 0 is not a valid certificate: x509: malformed certificate; kube-apiserver skips such blocks)",
 		},
 		"if a CERTIFICATE block carries PEM headers, skip it: kube-apiserver does not trust it": {
-			input:  bundle(withHeaders(t, f.Foreign.PEM), f.Owner.PEM),
+			input:  slices.Concat(testpki.WithPEMHeaders(f.Foreign.PEM), f.Owner.PEM),
 			expFPs: []Fingerprint{f.Owner.FP},
 		},
 		"if every CERTIFICATE block carries PEM headers, say it holds no usable certificate": {
-			input:  withHeaders(t, f.Owner.PEM),
+			input:  testpki.WithPEMHeaders(f.Owner.PEM),
 			expErr: "holds no certificate kube-apiserver can use (PEM block 0 carries PEM headers; kube-apiserver skips such blocks)",
 		},
-		"if the bundle holds more than MaxBundleCertificates, refuse it": {
+		"if the bundle holds more than MaxCertificates, refuse it": {
 			input:  tooMany,
 			expErr: "holds more than 64 certificates",
 		},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			fps, err := ParseBundle(test.input)
+			fps, err := Parse(test.input)
 			if test.expErr != "" {
 				require.EqualError(t, err, test.expErr)
-				var be *BundleError
+				var be *Error
 				assert.ErrorAs(t, err, &be)
 				assert.Nil(t, fps)
 				return
@@ -132,7 +134,7 @@ func Test_NewCASet(t *testing.T) {
 			expFPs: []Fingerprint{f.Owner.FP},
 		},
 		"if the PEM holds a CA twice, deduplicate it": {
-			input:  bundle(f.Owner.PEM, f.OwnerNew.PEM, f.Owner.PEM),
+			input:  slices.Concat(f.Owner.PEM, f.OwnerNew.PEM, f.Owner.PEM),
 			expFPs: sortedFPs(f.Owner.FP, f.OwnerNew.FP),
 		},
 		"if the PEM is garbage, return the bundle error": {
@@ -165,7 +167,7 @@ func Test_CASet(t *testing.T) {
 	assert.Equal(t, "old", union.Source)
 	assert.Equal(t, sortedFPs(f.Owner.FP, f.OwnerNew.FP), union.Fingerprints())
 	assert.Equal(t, 2, union.Len())
-	assert.Equal(t, shortAll(sortedFPs(f.Owner.FP, f.OwnerNew.FP)), union.Short())
+	assert.Equal(t, ShortAll(sortedFPs(f.Owner.FP, f.OwnerNew.FP)), union.Short())
 
 	assert.True(t, union.Contains(f.Owner.FP))
 	assert.True(t, union.Contains(f.OwnerNew.FP))
@@ -180,22 +182,6 @@ func Test_CASet(t *testing.T) {
 	assert.Equal(t, []Fingerprint{f.Owner.FP}, old.Fingerprints())
 }
 
-func Test_joinShort(t *testing.T) {
-	tests := map[string]struct {
-		input []string
-		exp   string
-	}{
-		"if there are no fingerprints, say none":   {input: nil, exp: "none"},
-		"if there is one fingerprint, return it":   {input: []string{"0123456789abcdef"}, exp: "0123456789abcdef"},
-		"if there are two, join them with a comma": {input: []string{"0123456789abcdef", "fedcba9876543210"}, exp: "0123456789abcdef,fedcba9876543210"},
-	}
-	for name, test := range tests {
-		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, test.exp, joinShort(test.input))
-		})
-	}
-}
-
 // sortedFPs sorts fingerprints by their bytes, the order a CASet keeps.
 func sortedFPs(fps ...Fingerprint) []Fingerprint {
 	out := slices.Clone(fps)
@@ -205,7 +191,7 @@ func sortedFPs(fps ...Fingerprint) []Fingerprint {
 
 func Test_CASetNotAfter(t *testing.T) {
 	f := testFixtures(t)
-	set, err := NewCASet("test", bundle(f.Inline.PEM, f.OwnerNew.PEM))
+	set, err := NewCASet("test", slices.Concat(f.Inline.PEM, f.OwnerNew.PEM))
 	if err != nil {
 		t.Fatal(err)
 	}

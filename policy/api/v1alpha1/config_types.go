@@ -1,4 +1,4 @@
-package policy
+package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -1,4 +1,4 @@
-package policy
+package cabundle
 
 import (
 	"container/list"
@@ -12,13 +12,13 @@ const (
 	// a few per mapping in flight (old, new, rotation overlap) for a few
 	// hundred mappings.
 	DefaultFingerprintCacheSize = 512
-	// MaxCachedBundleBytes is the largest bundle that is cached; larger ones
+	// MaxCachedBytes is the largest bundle that is cached; larger ones
 	// (far beyond a rotation overlap of a few CAs) are parsed every time, so
 	// the cache holds at most size × this many bytes of keys.
-	MaxCachedBundleBytes = 16 << 10
+	MaxCachedBytes = 16 << 10
 )
 
-// FingerprintCache memoizes ParseBundle by the raw caBundle bytes: the
+// FingerprintCache memoizes Parse by the raw caBundle bytes: the
 // fingerprints of a bundle depend on nothing else (not on the owner, not on
 // the owner's CA), so an entry can never be stale, and changing an owner's
 // CA needs no invalidation. It is a bounded LRU, safe for concurrent use.
@@ -47,12 +47,12 @@ func NewFingerprintCache(size int) *FingerprintCache {
 	return &FingerprintCache{size: size, entries: make(map[string]*list.Element, size)}
 }
 
-// Parse is ParseBundle, answered from the cache when the same bytes were
+// Parse is Parse, answered from the cache when the same bytes were
 // parsed before. The returned slice is shared: callers must not modify it.
 // A nil cache parses every time.
 func (c *FingerprintCache) Parse(data []byte) ([]Fingerprint, error) {
-	if c == nil || len(data) > MaxCachedBundleBytes {
-		return ParseBundle(data)
+	if c == nil || len(data) > MaxCachedBytes {
+		return Parse(data)
 	}
 	ent := c.lookup(data)
 	return ent.fps, ent.err
@@ -62,7 +62,7 @@ func (c *FingerprintCache) Parse(data []byte) ([]Fingerprint, error) {
 // from the cache when the bundle was seen before: hashing every entry of
 // every request costs more than the rest of the decision.
 func (c *FingerprintCache) Sum(data []byte) [sha256.Size]byte {
-	if c == nil || len(data) > MaxCachedBundleBytes {
+	if c == nil || len(data) > MaxCachedBytes {
 		return sha256.Sum256(data)
 	}
 	return c.lookup(data).sum
@@ -81,7 +81,7 @@ func (c *FingerprintCache) lookup(data []byte) *fpEntry {
 
 	// Parse outside the lock; two goroutines may parse the same new bundle
 	// once each, which is cheaper than serializing every parse.
-	fps, err := ParseBundle(data)
+	fps, err := Parse(data)
 	ent := &fpEntry{key: string(data), sum: sha256.Sum256(data), fps: fps, err: err}
 	c.mu.Lock()
 	defer c.mu.Unlock()
