@@ -6,6 +6,6 @@
 // records. The pieces `serve` runs (the TLS server with certificate hot
 // reload, metrics, config reload, the CA expiry gauge) live here too; its
 // flags and the controller-runtime manager that wires them together live in
-// cmd/webhook-guard/app, so this package can be reused without a command's
+// cmd/webhook-guard/serve, so this package can be reused without a command's
 // choices. No decision is made in this package.
 package webhook

@@ -56,7 +56,7 @@ type ServerOptions struct {
 	// CertDir holds tls.crt and tls.key; they are watched and reloaded.
 	CertDir string
 	// TLSOpts apply the TLS policy (serve's Options.TLSConfig in
-	// cmd/webhook-guard/app).
+	// cmd/webhook-guard/serve).
 	TLSOpts []func(*tls.Config)
 	// ClientCAFile, when set, holds the CA(s) a caller's client certificate
 	// must chain to: every request without such a certificate is refused

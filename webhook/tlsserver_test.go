@@ -64,7 +64,7 @@ func startServer(t testing.TB, h http.Handler) *runningServer {
 	return &runningServer{URL: "https://127.0.0.1:" + itoa(port) + Path, Client: client, Stop: stop}
 }
 
-// serveTLS is what `serve`'s Options.TLSConfig (cmd/webhook-guard/app, whose
+// serveTLS is what `serve`'s Options.TLSConfig (cmd/webhook-guard/serve, whose
 // Test_Options_TLSConfig holds it) applies with the default flags. It is
 // restated here because webhook cannot import the command that imports it.
 func serveTLS(cfg *tls.Config) {
