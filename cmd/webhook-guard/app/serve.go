@@ -76,7 +76,7 @@ func addServeFlags(cmd *cobra.Command, o *serveOptions) {
 	wh.StringVar(&o.CertDir, "cert-dir", "", "Directory holding tls.crt and tls.key, as mounted from a cert-manager Secret; reloaded on change.")
 	wh.StringVar(&o.TLSMinVersion, "tls-min-version", "VersionTLS12", "Minimum TLS version: VersionTLS12 or VersionTLS13.")
 	wh.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", nil, "TLS 1.2 cipher suites (IANA names); default: Go's secure suites.")
-	wh.DurationVar(&o.CATTL, "ca-cache-ttl", casource.DefaultTTL, "How long policy mode's syncer caches an owner's CA read (admissions read owners' CAs from watches of exactly those objects).")
+	wh.DurationVar(&o.CATTL, "ca-cache-ttl", casource.DefaultTTL, "Unused: admissions and policy mode's syncer read owners' CAs from watches of exactly those objects (--ca-max-stale bounds a failing watch); accepted so that existing command lines keep working.")
 	wh.DurationVar(&o.CAMaxStale, "ca-max-stale", casource.DefaultMaxStale, "How long a CA source whose watch keeps failing (API server unreachable, read forbidden) serves its last CA; then caBundle changes of its mappings fail closed. Each source has its own clock.")
 
 	kube := pflag.NewFlagSet("Kubernetes", pflag.ExitOnError)
