@@ -87,6 +87,7 @@ func (s *Syncer) applyForced(ctx context.Context, mapping, kind string, desired,
 	if live != nil {
 		verb = VerbUpdate
 		if rv == live.GetResourceVersion() {
+			s.Log.V(1).Info("policy mode: applied a generated object; kube-apiserver changed nothing", "kind", kind, "name", desired.GetName())
 			return nil
 		}
 	}

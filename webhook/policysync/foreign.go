@@ -1,7 +1,6 @@
 package policysync
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -32,7 +31,7 @@ func foreignSpecFields(live client.Object) (map[string][]string, error) {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 			return nil, fmt.Errorf("managed fields of %s: %w", e.Manager, err)
 		}
 		spec := set.WithPrefix(specElement)
