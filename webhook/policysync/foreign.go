@@ -61,8 +61,8 @@ func foreignSpecFields(live client.Object) (map[string][]string, error) {
 // removeForeign makes the object's spec exactly the generated one when
 // another manager holds fields of it the guard does not own: an update of
 // the spec as read now (a newer version than the watch's is a conflict,
-// retried at the next pass). It counts and reports the fight like an
-// apply conflict.
+// retried at the next pass). A change is counted and reported as a fight,
+// like an apply conflict.
 func (s *Syncer) removeForeign(ctx context.Context, mapping, kind string, desired client.Object) error {
 	obj, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
@@ -75,12 +75,6 @@ func (s *Syncer) removeForeign(ctx context.Context, mapping, kind string, desire
 	if err != nil || len(foreign) == 0 {
 		return err
 	}
-	managers := slices.Sorted(maps.Keys(foreign))
-	var fields []string
-	for _, m := range managers {
-		fields = append(fields, foreign[m]...)
-	}
-	s.reportFight(mapping, kind, desired.GetName(), managers, fields, "the guard removed what it does not generate")
 	if err := setSpec(obj, desired); err != nil {
 		return err
 	}
@@ -88,9 +82,19 @@ func (s *Syncer) removeForeign(ctx context.Context, mapping, kind string, desire
 	if err := s.Client.Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("update %s %s: %w", kind, desired.GetName(), err)
 	}
-	if obj.GetResourceVersion() != before {
-		s.wrote(kind, VerbUpdate, obj.GetName(), obj.GetResourceVersion())
+	if obj.GetResourceVersion() == before {
+		// The other managers' fields hold what the guard generates
+		// (kube-apiserver's defaults written back): nothing to fight.
+		s.Log.V(1).Info("policy mode: fields other managers own in a generated object hold what the guard generates", "kind", kind, "name", desired.GetName(), "fields", foreign)
+		return nil
 	}
+	managers := slices.Sorted(maps.Keys(foreign))
+	var fields []string
+	for _, m := range managers {
+		fields = append(fields, foreign[m]...)
+	}
+	s.reportFight(mapping, kind, desired.GetName(), managers, fields, "the guard removed what it does not generate")
+	s.wrote(kind, VerbUpdate, obj.GetName(), obj.GetResourceVersion())
 	return nil
 }
 
