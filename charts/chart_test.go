@@ -611,14 +611,15 @@ func Test_rbacIsLeastPrivilege(t *testing.T) {
 						switch res {
 						case "validatingadmissionpolicies", "validatingadmissionpolicybindings":
 							// Policy mode: the guard's leader creates the policies
-							// it generates, and updates and deletes them by name
-							// only (Test_policyObjectWritesByName). Never patch,
-							// never in the static shape.
+							// it generates, and applies (patch), updates and
+							// deletes them by name only
+							// (Test_policyObjectWritesByName). Never in the
+							// static shape.
 							allowed := []string{"get", "list", "watch"}
 							if policyShape(name) && o.Kind == "ClusterRole" {
 								allowed = append(allowed, "create")
 								if len(r.ResourceNames) > 0 {
-									allowed = append(allowed, "update", "delete")
+									allowed = append(allowed, "patch", "update", "delete")
 								}
 							}
 							for _, v := range r.Verbs {

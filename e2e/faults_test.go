@@ -28,7 +28,7 @@ const secretSource = "Secret " + appNamespace + "/" + caSecret
 // naming the Secret; updates that leave caBundle alone still pass; a
 // recreated Secret is picked up without a restart.
 func TestFaultOwnerCASecretDeleted(t *testing.T) {
-	f := newFixture(t, framework.Options{GuardArgs: []string{"--ca-cache-ttl=1s", "--ca-max-stale=1s"}})
+	f := newFixture(t, framework.Options{GuardArgs: []string{"--ca-max-stale=1s"}})
 	ctx := t.Context()
 	f.create(t, framework.Validating, enforcedName, nil)
 	if _, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, f.ownerCA.PEM); err != nil {
@@ -59,7 +59,7 @@ func TestFaultOwnerCASecretDeleted(t *testing.T) {
 // pass; when the API server is reachable again the guard recovers by itself.
 func TestFaultAPIServerUnreachableForCAReads(t *testing.T) {
 	const maxStale = 8 * time.Second
-	f := newFixture(t, framework.Options{GuardAPIProxy: true, GuardArgs: []string{"--ca-cache-ttl=1s", "--ca-max-stale=" + maxStale.String()}})
+	f := newFixture(t, framework.Options{GuardAPIProxy: true, GuardArgs: []string{"--ca-max-stale=" + maxStale.String()}})
 	ctx := t.Context()
 	g := f.env.Guard
 	f.create(t, framework.Validating, enforcedName, nil)

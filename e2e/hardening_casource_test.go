@@ -43,7 +43,7 @@ func TestHardeningCAStalenessIsPerSource(t *testing.T) {
 	revoked := mapping(revokedMapping, guardapi.ModeEnforce, revokedName,
 		guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: revokedNamespace, Name: revokedSecret, Key: "ca.crt"}})
 	f := newFixture(t, framework.Options{GuardAPIProxy: true, Config: guardConfig(revoked),
-		GuardArgs: []string{"--ca-cache-ttl=1s", "--ca-max-stale=" + maxStale.String()}})
+		GuardArgs: []string{"--ca-max-stale=" + maxStale.String()}})
 	ctx := t.Context()
 	g := f.env.Guard
 	admin := f.env.AdminKube

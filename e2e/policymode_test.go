@@ -362,10 +362,24 @@ func TestPolicyModeCARotation(t *testing.T) {
 		})
 		requireBundles(t, f.admin.MustGet(t, framework.Validating, enforcedName), step.pem)
 	}
-	// The retired CA is now refused. The policy reads the CA Secret as its
-	// param, so the owner's writes above may pass before kube-apiserver has
-	// compiled the policy version the guard wrote last: the expected CAs the
-	// message lists may still include the retired one beside the new one.
+	// The retired CA is now refused, once kube-apiserver runs the policy
+	// version the guard wrote last. kube-apiserver refreshes its policies
+	// once a second, and the guard's writes of both rotations can fall
+	// within one refresh, so until the next one the version from before the
+	// rotations may still answer: probe with dry runs (an admitted real
+	// write would store the retired CA). The policy reads the CA Secret as
+	// its param, so the owner's writes above may pass before that: the
+	// expected CAs the message lists may still include the retired one
+	// beside the new one.
+	retired := func(_ *metav1.ObjectMeta, bundles [][]byte) {
+		for i := range bundles {
+			bundles[i] = f.ownerCA.PEM
+		}
+	}
+	framework.Eventually(t, 5*time.Second, "kube-apiserver refuses the retired CA", func() bool {
+		_, err := f.owner.Mutate(ctx, framework.Validating, enforcedName, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}, retired)
+		return err != nil
+	})
 	_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, f.ownerCA.PEM)
 	requirePolicyDenied(t, err, vap.PolicyName(enforcedMapping), "ca-mismatch", next.Fingerprint()[:16])
 }

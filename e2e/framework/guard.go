@@ -119,7 +119,7 @@ type Guard struct {
 	MetricsAddr, HealthAddr string
 	// Log holds the process's stdout and stderr (JSON lines).
 	Log *Buffer
-	// ExtraArgs are appended to the `serve` arguments (e.g. --ca-cache-ttl,
+	// ExtraArgs are appended to the `serve` arguments (e.g. --ca-max-stale,
 	// --leader-elect).
 	ExtraArgs []string
 	// ExtraEnv ("NAME=value") is added to the process's environment.

@@ -39,6 +39,13 @@ type Metrics struct {
 	// generated object and the guard writes nothing). Only the leader sets
 	// it, after its first pass: followers export no series.
 	AnchorPresent *prometheus.GaugeVec
+	// Conflicts counts the server-side apply conflicts of the guard's
+	// writes: another field manager had changed a field the guard owns in
+	// a generated object, and the guard applied it again with force.
+	//   mapping: the mapping whose object it is ("" for the anchor's own)
+	//   kind: ValidatingAdmissionPolicy | ValidatingAdmissionPolicyBinding
+	//   name: the object's name
+	Conflicts *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors, registers them with reg and
@@ -67,7 +74,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "webhook_guard_policy_anchor_present",
 		Help: "1 while the anchor ClusterRole that owns the generated objects exists, 0 when it is missing or being deleted (the generated objects are garbage collected). Set by the leader only.",
 	}, []string{"anchor"})
-	reg.MustRegister(m.Writes, m.Syncs, m.Refusals, m.Refused, m.AnchorPresent)
+	m.Conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "webhook_guard_policy_apply_conflicts_total",
+		Help: "Server-side apply conflicts of the guard's writes of its generated objects (another field manager changed a field the guard owns; the guard then applied with force), by mapping, kind and name.",
+	}, []string{"mapping", "kind", "name"})
+	reg.MustRegister(m.Writes, m.Syncs, m.Refusals, m.Refused, m.AnchorPresent, m.Conflicts)
 	for _, k := range []string{kindAdmissionPolicy, kindAdmissionPolicyBinding} {
 		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
 			m.Writes.WithLabelValues(k, v)

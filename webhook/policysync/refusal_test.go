@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	admv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy/vap"
@@ -32,31 +33,24 @@ type refusingClient struct {
 	err  error
 }
 
-func holdsCA(obj client.Object) bool {
-	p, ok := obj.(*admv1.ValidatingAdmissionPolicy)
-	if !ok {
+func holdsCA(obj runtime.ApplyConfiguration) bool {
+	p, ok := obj.(*admv1ac.ValidatingAdmissionPolicyApplyConfiguration)
+	if !ok || p.Spec == nil {
 		return false
 	}
 	for _, v := range p.Spec.Variables {
-		if v.Name == "ca" && v.Expression != `""` {
+		if *v.Name == "ca" && *v.Expression != `""` {
 			return true
 		}
 	}
 	return false
 }
 
-func (r *refusingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if obj.GetName() == r.name && holdsCA(obj) {
+func (r *refusingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if p, ok := obj.(*admv1ac.ValidatingAdmissionPolicyApplyConfiguration); ok && *p.Name == r.name && holdsCA(obj) {
 		return r.err
 	}
-	return r.Client.Create(ctx, obj, opts...)
-}
-
-func (r *refusingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if obj.GetName() == r.name && holdsCA(obj) {
-		return r.err
-	}
-	return r.Client.Update(ctx, obj, opts...)
+	return r.Client.Apply(ctx, obj, opts...)
 }
 
 // events collects the syncer's Events.

@@ -34,19 +34,25 @@ type Resolution struct {
 }
 
 // ResolveCAs reads every mapping's CA source live: nothing comes from the
-// resolver's cache, so a rotated CA is seen on the next sync.
-// reader reads the mappings' named configurations, whose cert-manager
-// annotations name the CA of injectedByCertManager mappings.
+// resolver's cache. reader reads the mappings' named configurations, whose
+// cert-manager annotations name the CA of injectedByCertManager mappings.
 func ResolveCAs(ctx context.Context, cfg *policy.Mappings, r CAResolver, reader client.Reader) Resolution {
+	return resolveCAs(ctx, cfg, r, reader, true)
+}
+
+// resolveCAs resolves every mapping's CA; with live false the resolver
+// answers from what it holds (the syncer's resolver reads watches, whose
+// every change starts a pass, so what they hold is current).
+func resolveCAs(ctx context.Context, cfg *policy.Mappings, r CAResolver, reader client.Reader, live bool) Resolution {
 	res := Resolution{CAs: map[string]vap.CA{}, Transient: map[string]error{}}
 	for i := range cfg.Spec.Owners {
 		o := &cfg.Spec.Owners[i]
 		var ca vap.CA
 		var err error
 		if o.CA.InjectedByCertManager != nil {
-			ca, err = resolveInjected(ctx, cfg, o, r, reader)
+			ca, err = resolveInjected(ctx, cfg, o, r, reader, live)
 		} else {
-			out := r.Resolve(ctx, casource.Request{Owner: o, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, true)
+			out := r.Resolve(ctx, casource.Request{Owner: o, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, live)
 			ca, err = fromResult(out)
 		}
 		if err != nil && !casource.IsDefinitive(err) {
@@ -96,7 +102,7 @@ func fromResult(out casource.Result) (vap.CA, error) {
 // mapping: configurations injecting different CAs, or a selector-only
 // mapping (whose configurations are not known in advance), cannot be
 // expressed and fail closed with a message saying so.
-func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owner, r CAResolver, reader client.Reader) (vap.CA, error) {
+func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owner, r CAResolver, reader client.Reader, live bool) (vap.CA, error) {
 	type named struct {
 		kind policy.ConfigKind
 		name string
@@ -129,7 +135,7 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 			e := &casource.SourceError{Source: fmt.Sprintf("%s %s", c.kind, c.name), Reason: err.Error()}
 			return vap.CAFromError(e), e
 		}
-		out := r.Resolve(ctx, casource.Request{Owner: o, Annotations: obj.GetAnnotations(), ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, true)
+		out := r.Resolve(ctx, casource.Request{Owner: o, Annotations: obj.GetAnnotations(), ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, live)
 		ca, err := fromResult(out)
 		if err != nil {
 			return ca, err

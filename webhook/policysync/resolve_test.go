@@ -83,7 +83,7 @@ func Test_resolveInjected(t *testing.T) {
 				cas:     [][]byte{oldCA.PEM, newCA.PEM},
 			}
 
-			ca, err := resolveInjected(t.Context(), cfg, &cfg.Spec.Owners[0], src, reader)
+			ca, err := resolveInjected(t.Context(), cfg, &cfg.Spec.Owners[0], src, reader, true)
 
 			if tt.wantErr != "" {
 				require.Error(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -75,7 +78,7 @@ func newEnv(t *testing.T, cfg string) *env {
 	cl := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "other-ca"}, Data: map[string][]byte{"ca.crt": caPEM}},
-	).WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+	).WithReturnManagedFields().WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 		// kube-apiserver answers access reviews; the fake client cannot.
 		if r, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok {
 			r.Status.Allowed = e.mayReadSecrets
@@ -85,7 +88,9 @@ func newEnv(t *testing.T, cfg string) *env {
 	}}).Build()
 	e.client = cl
 	e.syncer = &Syncer{
-		Client: cl, Reader: cl, Config: func() *policy.Mappings { return e.config }, CA: casource.New(cl, casource.Options{}),
+		Client: cl, Reader: cl, Objects: cl, Sources: cl, Config: func() *policy.Mappings { return e.config },
+		// Read at every pass, as the watching resolver holds every change.
+		CA:      casource.New(cl, casource.Options{TTL: time.Nanosecond}),
 		Metrics: e.metrics, Log: logr.Discard(), ProtectAnchor: true,
 	}
 	return e
@@ -143,17 +148,46 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, before, e.total())
 	})
-	t.Run("if someone changes a generated policy's spec, it is restored", func(t *testing.T) {
+	t.Run("if someone changes a field of a generated policy, it is restored and the conflict counted", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		p := e.policy(t, "webhook-guard-app")
+		p.Spec.FailurePolicy = ptr.To(admv1.Ignore)
+		require.NoError(t, e.client.Update(ctx, p, client.FieldOwner("someone")))
+		ev := &events{}
+		e.syncer.Events = ev
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicy, VerbUpdate))
+		assert.Equal(t, ptr.To(admv1.Fail), e.policy(t, "webhook-guard-app").Spec.FailurePolicy)
+		assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Conflicts.WithLabelValues("app", kindAdmissionPolicy, "webhook-guard-app")), "the fight is counted")
+		require.Len(t, ev.got, 1)
+		assert.Equal(t, `Warning PolicyConflict webhook-guard-app: field manager "someone" changed .spec.failurePolicy of the generated ValidatingAdmissionPolicy "webhook-guard-app"; the guard applied its own again with force, as it does at every such change (mapping "app")`, ev.got[0])
+		before := e.total()
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, before, e.total(), "restored: the next pass writes nothing")
+	})
+	t.Run("if someone adds to a generated binding's spec what the guard does not own, it is removed and the fight counted", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))
 		var b admv1.ValidatingAdmissionPolicyBinding
 		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
 		b.Spec.ValidationActions = []admv1.ValidationAction{admv1.Warn}
-		require.NoError(t, e.client.Update(ctx, &b))
+		b.Spec.MatchResources = &admv1.MatchResources{ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"skip": "guard"}}}
+		require.NoError(t, e.client.Update(ctx, &b, client.FieldOwner("someone")))
+		ev := &events{}
+		e.syncer.Events = ev
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicyBinding, VerbUpdate))
 		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
 		assert.Equal(t, []admv1.ValidationAction{admv1.Deny}, b.Spec.ValidationActions)
+		assert.Nil(t, b.Spec.MatchResources, "no selector narrows the binding")
+		assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Conflicts.WithLabelValues("app", kindAdmissionPolicyBinding, "webhook-guard-app")))
+		require.Len(t, ev.got, 1)
+		assert.Contains(t, ev.got[0], `Warning PolicyConflict webhook-guard-app: field manager "someone" changed .spec.matchResources`)
+		assert.Contains(t, ev.got[0], `.spec.validationActions[="Warn"]`)
+		assert.Contains(t, ev.got[0], `the guard removed what it does not generate`)
+		before := e.total()
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, before, e.total(), "restored: the next pass writes nothing")
 	})
 	t.Run("if a mapping is removed, its objects are deleted and nothing else", func(t *testing.T) {
 		e := newEnv(t, testConfig)
@@ -254,40 +288,51 @@ func Test_Syncer(t *testing.T) {
 		assert.Equal(t, 0.0, e.total())
 	})
 	t.Run("if the anchor was deleted and created again, the reference to the old one is replaced", func(t *testing.T) {
-		assert.Equal(t,
-			[]metav1.OwnerReference{{Kind: "Other", Name: "x", UID: "o"}, {APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "a", UID: "new"}},
-			mergeOwners(
-				[]metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "a", UID: "old"}, {Kind: "Other", Name: "x", UID: "o"}},
-				[]metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "a", UID: "new"}}))
-	})
-	t.Run("if the live object keeps differing after the guard's own write, it is not written again", func(t *testing.T) {
 		e := newEnv(t, testConfig)
-		e.syncer.Client = &defaultingClient{Client: e.client}
+		anchor := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "wg-policy-anchor", UID: "old"}}
+		require.NoError(t, e.client.Create(ctx, anchor))
+		e.syncer.Anchor = anchor.Name
 		require.NoError(t, e.syncer.Sync(ctx))
-		before := e.total()
-		for range 5 {
+		require.NoError(t, e.client.Delete(ctx, anchor))
+		again := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "wg-policy-anchor", UID: "new"}}
+		require.NoError(t, e.client.Create(ctx, again))
+		require.NoError(t, e.syncer.Sync(ctx))
+		want := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "wg-policy-anchor", UID: "new"}}
+		var b admv1.ValidatingAdmissionPolicyBinding
+		require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &b))
+		assert.Equal(t, want, b.OwnerReferences)
+	})
+	t.Run("if nothing changed, a pass sends no write request at all", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		counting := &countingClient{Client: e.client}
+		e.syncer.Client = counting
+		for range 3 {
 			require.NoError(t, e.syncer.Sync(ctx))
 		}
-		assert.Equal(t, before, e.total(), "the create is remembered: the defaulted live binding is not fought over")
+		assert.Equal(t, 0, counting.applies, "what the guard owns already holds what it wants")
+	})
+	t.Run("if fields of a generated object were written by the guard's own updates, they are taken over without counting a fight", func(t *testing.T) {
+		e := newEnv(t, testConfig)
+		require.NoError(t, e.syncer.Sync(ctx))
+		p := e.policy(t, "webhook-guard-app")
+		p.Spec.FailurePolicy = ptr.To(admv1.Ignore)
+		require.NoError(t, e.client.Update(ctx, p, client.FieldOwner(FieldManager)))
+		require.NoError(t, e.syncer.Sync(ctx))
+		assert.Equal(t, ptr.To(admv1.Fail), e.policy(t, "webhook-guard-app").Spec.FailurePolicy)
+		assert.Equal(t, 0.0, testutil.ToFloat64(e.metrics.Conflicts.WithLabelValues("app", kindAdmissionPolicy, "webhook-guard-app")))
 	})
 }
 
-// defaultingClient stands for an API server that defaults a field the
-// generator does not know: every binding comes back with an extra action.
-type defaultingClient struct{ client.Client }
-
-func (d *defaultingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if b, ok := obj.(*admv1.ValidatingAdmissionPolicyBinding); ok {
-		b.Spec.ValidationActions = append(b.Spec.ValidationActions, admv1.Audit)
-	}
-	return d.Client.Create(ctx, obj, opts...)
+// countingClient counts the server-side applies sent through it.
+type countingClient struct {
+	client.Client
+	applies int
 }
 
-func (d *defaultingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if b, ok := obj.(*admv1.ValidatingAdmissionPolicyBinding); ok && b.Name == "webhook-guard-app" {
-		b.Spec.ValidationActions = append(b.Spec.ValidationActions, admv1.Audit)
-	}
-	return d.Client.Update(ctx, obj, opts...)
+func (c *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.applies++
+	return c.Client.Apply(ctx, obj, opts...)
 }
 
 // unreachable is a CA resolver whose sources cannot be asked (the API

@@ -80,7 +80,6 @@ func (o *Options) addWebhookFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "cert-dir", "", "Directory holding tls.crt and tls.key, as mounted from a cert-manager Secret; reloaded on change.")
 	fs.StringVar(&o.TLSMinVersion, "tls-min-version", "VersionTLS12", "Minimum TLS version: VersionTLS12 or VersionTLS13.")
 	fs.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", nil, "TLS 1.2 cipher suites (IANA names); default: Go's secure suites.")
-	fs.DurationVar(&o.CATTL, "ca-cache-ttl", casource.DefaultTTL, "How long policy mode's syncer caches an owner's CA read (admissions read owners' CAs from watches of exactly those objects).")
 	fs.DurationVar(&o.CAMaxStale, "ca-max-stale", casource.DefaultMaxStale, "How long a CA source whose watch keeps failing (API server unreachable, read forbidden) serves its last CA; then caBundle changes of its mappings fail closed. Each source has its own clock.")
 }
 

@@ -40,8 +40,6 @@ type Options struct {
 	// TLSCipherSuites restricts TLS 1.2 suites (IANA names); empty means Go's
 	// secure defaults. TLS 1.3 suites are not configurable in Go.
 	TLSCipherSuites []string
-	// CATTL is how long an owner's CA read is cached.
-	CATTL time.Duration
 	// CAMaxStale is how long a cached CA keeps serving while its source
 	// cannot be read (API server unreachable); then caBundle changes fail closed.
 	CAMaxStale time.Duration
@@ -220,11 +218,8 @@ func (o *Options) validateIntervals() []string {
 	if o.ConfigReloadInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Sprintf("--config-reload-interval must be >= 100ms, got %s", o.ConfigReloadInterval))
 	}
-	if o.CATTL <= 0 {
-		errs = append(errs, fmt.Sprintf("--ca-cache-ttl must be > 0, got %s", o.CATTL))
-	}
-	if o.CAMaxStale < o.CATTL {
-		errs = append(errs, fmt.Sprintf("--ca-max-stale must be >= --ca-cache-ttl (%s), got %s", o.CATTL, o.CAMaxStale))
+	if o.CAMaxStale <= 0 {
+		errs = append(errs, fmt.Sprintf("--ca-max-stale must be > 0, got %s", o.CAMaxStale))
 	}
 	if o.RecordsFlushInterval < time.Second {
 		errs = append(errs, fmt.Sprintf("--records-flush-interval must be >= 1s, got %s", o.RecordsFlushInterval))

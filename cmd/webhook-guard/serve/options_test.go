@@ -28,7 +28,6 @@ func validOptions(t *testing.T) Options {
 		Port:                   9443,
 		CertDir:                dir,
 		TLSMinVersion:          "VersionTLS12",
-		CATTL:                  30 * time.Second,
 		CAMaxStale:             5 * time.Minute,
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
@@ -68,9 +67,6 @@ func Test_Options_Validate(t *testing.T) {
 				o.TLSMinVersion = "VersionTLS13"
 				o.TLSCipherSuites = []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"}
 			},
-		},
-		"if --ca-max-stale equals --ca-cache-ttl, return no error": {
-			mod: func(_ *testing.T, o *Options) { o.CAMaxStale = o.CATTL },
 		},
 		"if --port is 0, name the flag": {
 			mod:    func(_ *testing.T, o *Options) { o.Port = 0 },
@@ -118,13 +114,9 @@ func Test_Options_Validate(t *testing.T) {
 			mod:    func(_ *testing.T, o *Options) { o.TLSCipherSuites = []string{"TLS_RSA_WITH_RC4_128_SHA"} },
 			expErr: "invalid options:\n  --tls-cipher-suites: \"TLS_RSA_WITH_RC4_128_SHA\" is not a supported secure suite; choose from " + secureSuites,
 		},
-		"if --ca-max-stale is shorter than --ca-cache-ttl, name both": {
-			mod:    func(_ *testing.T, o *Options) { o.CAMaxStale = 10 * time.Second },
-			expErr: "invalid options:\n  --ca-max-stale must be >= --ca-cache-ttl (30s), got 10s",
-		},
-		"if --ca-cache-ttl is 0, name the flag": {
-			mod:    func(_ *testing.T, o *Options) { o.CATTL = 0 },
-			expErr: "invalid options:\n  --ca-cache-ttl must be > 0, got 0s",
+		"if --ca-max-stale is 0, name the flag": {
+			mod:    func(_ *testing.T, o *Options) { o.CAMaxStale = 0 },
+			expErr: "invalid options:\n  --ca-max-stale must be > 0, got 0s",
 		},
 		"if --config-reload-interval is below 100ms, name the flag": {
 			mod:    func(_ *testing.T, o *Options) { o.ConfigReloadInterval = 10 * time.Millisecond },

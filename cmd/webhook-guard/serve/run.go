@@ -62,19 +62,18 @@ func (o *Options) serve(ctx context.Context) error {
 	store := webhook.NewConfigStore(cfg)
 	// Admissions read owners' CA sources from watches of exactly those
 	// objects (list/watch by metadata.name, so RBAC names each one): no API
-	// call per admission. Policy mode's syncer reads them directly.
+	// call per admission. Policy mode's syncer has watches of its own.
 	resolver, err := newWatchingResolver(mgr, scheme, o.CAMaxStale)
 	if err != nil {
 		return err
 	}
-	direct := casource.New(mgr.GetAPIReader(), casource.Options{TTL: o.CATTL, MaxStale: o.CAMaxStale})
 	reloader := webhook.NewConfigReloader(o.ConfigPath, data, store, o.ConfigReloadInterval, metrics, log.WithName("config"))
-	reloader.OnReload = func(*policy.Mappings) { resolver.Invalidate(); direct.Invalidate() }
+	reloader.OnReload = func(*policy.Mappings) { resolver.Invalidate() }
 	if err := mgr.Add(reloader); err != nil {
 		return err
 	}
 	if o.PolicyMode {
-		if err := addPolicySync(mgr, o, store, direct, reloader, log.WithName("policy")); err != nil {
+		if err := addPolicySync(mgr, o, store, reloader, log.WithName("policy")); err != nil {
 			return err
 		}
 	}
