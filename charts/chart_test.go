@@ -194,10 +194,10 @@ func compareGolden(t *testing.T, path, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (create it with go test ./charts/ -update)", err)
+		t.Fatalf("%v (create it with make update-golden)", err)
 	}
 	if got != string(want) {
-		t.Errorf("output differs from %s; review the change and run go test ./charts/ -update\n%s", path, lineDiff(string(want), got))
+		t.Errorf("output differs from %s; review the change and run make update-golden\n%s", path, lineDiff(string(want), got))
 	}
 }
 

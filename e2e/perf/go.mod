@@ -77,6 +77,7 @@ require (
 	github.com/spf13/pflag v1.1.0 // indirect
 	github.com/valyala/fastjson v1.6.10 // indirect
 	github.com/vektah/gqlparser/v2 v2.5.64 // indirect
+	github.com/webhook-guard/webhook-guard/e2e v0.0.0-00010101000000-000000000000
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
@@ -121,3 +122,5 @@ require (
 )
 
 replace github.com/webhook-guard/webhook-guard => ../..
+
+replace github.com/webhook-guard/webhook-guard/e2e => ../
