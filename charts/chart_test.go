@@ -79,7 +79,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 // helm splits --values on commas, and test names contain commas.
 func writeValues(t *testing.T, content string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "webhook-guard-values-")
+	dir, err := os.MkdirTemp("", "webhook-guard-values-") //nolint:usetesting // see above: no commas in the path
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +531,7 @@ func renderObjects(t *testing.T, valuesFile string, extra ...string) []object {
 		t.Fatal(err)
 	}
 	var objs []object
-	for _, doc := range strings.Split(out, "\n---\n") {
+	for doc := range strings.SplitSeq(out, "\n---\n") {
 		doc = strings.TrimPrefix(strings.TrimSpace(doc), "---")
 		if strings.TrimSpace(doc) == "" {
 			continue
@@ -759,7 +759,7 @@ func Test_containerArgsAreKnownFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			seen := 0
-			for _, doc := range strings.Split(out, "\n---\n") {
+			for doc := range strings.SplitSeq(out, "\n---\n") {
 				var w struct {
 					Kind string `json:"kind"`
 					Spec struct {
@@ -905,7 +905,7 @@ func Test_podInvariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, doc := range strings.Split(out, "\n---\n") {
+			for doc := range strings.SplitSeq(out, "\n---\n") {
 				var w workload
 				if err := yaml.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(doc), "---")), &w); err != nil {
 					t.Fatal(err)

@@ -58,7 +58,7 @@ func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
 	buildMu.Lock()
 	if buildDir == "" {
-		dir, err := os.MkdirTemp("", "webhook-guard-e2e-bin-")
+		dir, err := os.MkdirTemp("", "webhook-guard-e2e-bin-") //nolint:usetesting // shared by every test of the process; Cleanup removes it
 		if err != nil {
 			buildMu.Unlock()
 			t.Fatal(err)
