@@ -180,6 +180,13 @@ verify: lint ## lint, and check that generated files are current.
 	go test ./cmd/webhook-guard/app/ -count=1
 	go -C charts test . -count=1
 
+# The commits `make check-commits` checks: those not yet on main.
+COMMITS ?= main..HEAD
+
+.PHONY: check-commits
+check-commits: ## Check the messages of the commits in COMMITS (main..HEAD) against CONTRIBUTING.md's convention.
+	go run ./hack/commitmsg --range '$(COMMITS)'
+
 .PHONY: demo
 demo: tools build ## Start etcd, kube-apiserver and the guard on loopback and walk through what it does.
 	hack/demo.sh
