@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -423,17 +423,17 @@ func setup(ctx context.Context, cs *kubernetes.Clientset, ca []byte) error {
 	return err
 }
 
-func vwc(name string, ca []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+func vwc(name string, ca []byte) *admv1.ValidatingWebhookConfiguration {
 	url := "https://koord-webhook.example.internal:9876/validate"
-	none := admissionregistrationv1.SideEffectClassNone
-	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+	none := admv1.SideEffectClassNone
+	return &admv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+		Webhooks: []admv1.ValidatingWebhook{{
 			Name: "vpod.koordinator.sh", AdmissionReviewVersions: []string{"v1"}, SideEffects: &none,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			ClientConfig: admv1.WebhookClientConfig{URL: &url, CABundle: ca},
 			// Matches nothing real, so the demo's own writes are never sent to it.
-			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{"demo.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}}}},
+			Rules: []admv1.RuleWithOperations{{Operations: []admv1.OperationType{admv1.Create},
+				Rule: admv1.Rule{APIGroups: []string{"demo.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}}}},
 		}},
 	}
 }
