@@ -25,6 +25,9 @@ IMAGE_DIR := $(BIN)/image
 # SPDX expression for the image's org.opencontainers.image.licenses label:
 # the LICENSE file's.
 IMAGE_LICENSES ?= Apache-2.0
+# The Go modules below the root (each with its own go.mod), which `go vet
+# ./...` and golangci-lint at the root do not reach.
+NESTED_MODULES := charts e2e e2e/perf hack/image config/recipes/recipetest
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
 FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy/cabundle:FuzzParseBundle ./policy:FuzzLoad
 
@@ -112,19 +115,30 @@ tools: ## Build kube-apiserver, kube-controller-manager, etcd and helm from the 
 lint-tools: ## Build golangci-lint and govulncheck into bin/ (once per machine).
 	hack/build-lint.sh
 
+# Every suite is a Go module of its own, run by `go -C <dir> test ./...`.
+# The root module's tests need nothing in bin/, so `go test ./...` passes on a
+# fresh clone; the suites that need bin/ are nested modules that ./... at the
+# root does not reach: charts/ (bin/helm) and e2e/ (the control plane, helm,
+# the image). e2e/perf is run by `make bench` and `make loadtest`.
 .PHONY: test
-test: tools build image ## Run every suite: unit, check goldens, chart, e2e against a real kube-apiserver, the image tool's and the install recipes' (structural).
-	go test -race -count=1 -timeout 40m ./...
-	cd hack/image && go test -count=1 ./...
-	cd config/recipes/recipetest && go test -count=1 ./...
+test: tools build image ## Run every suite: unit and goldens (root module), chart (charts/), e2e against a real kube-apiserver (e2e/), the image tool's and the install recipes' (structural).
+	go test -race -count=1 ./...
+	go -C charts test -race -count=1 ./...
+	go -C e2e test -race -count=1 -timeout 40m ./...
+	go -C hack/image test -count=1 ./...
+	go -C config/recipes/recipetest test -count=1 ./...
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests only (no control plane needed).
-	go test -race -count=1 ./policy/... ./webhook/... ./cmd/... ./internal/...
+test-unit: ## Run the root module's tests: unit, goldens, docs links (nothing from bin/ needed).
+	go test -race -count=1 ./...
+
+.PHONY: test-charts
+test-charts: tools ## Run the chart's tests (charts/, its own module) with bin/helm.
+	go -C charts test -race -count=1 ./...
 
 .PHONY: test-e2e
-test-e2e: tools build image ## Run the e2e suite against a real kube-apiserver and etcd.
-	go test -race -count=1 -timeout 30m -v ./e2e/...
+test-e2e: tools build image ## Run the e2e suite (e2e/, its own module) against a real kube-apiserver and etcd.
+	go -C e2e test -race -count=1 -timeout 40m -v ./...
 
 .PHONY: bench
 bench: ## Benchmark the guard against the JSON-decode floor, controller-runtime, CEL and Rego (e2e/perf); print one table.
@@ -156,7 +170,7 @@ lint: lint-tools ## gofmt, go vet, golangci-lint (gosec included) and govulnchec
 	go vet ./...
 	$(BIN)/golangci-lint run --allow-parallel-runners ./...
 	@# The nested modules (not covered by ./... above) with the same config.
-	for m in e2e/perf hack/image config/recipes/recipetest; do (cd $$m && go vet ./... && $(BIN)/golangci-lint run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
+	for m in $(NESTED_MODULES); do (cd $$m && go vet ./... && $(BIN)/golangci-lint run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
 	hack/vulncheck.sh
 
 .PHONY: vulncheck
@@ -165,7 +179,15 @@ vulncheck: ## govulncheck against the Go vulnerability database from the golang.
 
 .PHONY: verify
 verify: lint ## lint, and check that generated files are current.
-	go test $(GOLDEN_PKGS) ./charts/ -count=1
+	go test $(GOLDEN_PKGS) -count=1
+	go -C charts test . -count=1
+
+# The commits `make check-commits` checks: those not yet on main.
+COMMITS ?= main..HEAD
+
+.PHONY: check-commits
+check-commits: ## Check the messages of the commits in COMMITS (main..HEAD) against CONTRIBUTING.md's convention.
+	go run ./hack/commitmsg --range '$(COMMITS)'
 
 .PHONY: demo
 demo: tools build ## Start etcd, kube-apiserver and the guard on loopback and walk through what it does.
@@ -174,7 +196,7 @@ demo: tools build ## Start etcd, kube-apiserver and the guard on loopback and wa
 .PHONY: update-golden
 update-golden: ## Rewrite golden files and the chart README's values reference after an intended change.
 	go test $(GOLDEN_PKGS) -update
-	go test ./charts/ -update
+	go -C charts test . -update
 	go run ./hack/valuesdoc
 
 .PHONY: clean

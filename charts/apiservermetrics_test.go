@@ -2,6 +2,7 @@ package charts
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -66,7 +67,7 @@ func kubeAPIServerLabels(t *testing.T) map[string][]string {
 	manifestmetrics.RecordAutomaticReloadFailure(manifestmetrics.ValidatingWebhookManifestType, "apiserver-a")
 	manifestmetrics.RecordAutomaticReloadSuccess(manifestmetrics.ValidatingWebhookManifestType, "apiserver-a", "sha256:0")
 	endpointsmetrics.Register()
-	endpointsmetrics.MonitorRequest(httptest.NewRequest("PATCH", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/x", nil),
+	endpointsmetrics.MonitorRequest(httptest.NewRequest(http.MethodPatch, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/x", nil),
 		"PATCH", "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "", "resource", "", false, "", 409, 0, time.Millisecond)
 
 	families, err := legacyregistry.DefaultGatherer.Gather()

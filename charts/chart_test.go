@@ -80,7 +80,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 // helm splits --values on commas, and test names contain commas.
 func writeValues(t *testing.T, content string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "webhook-guard-values-")
+	dir, err := os.MkdirTemp("", "webhook-guard-values-") //nolint:usetesting // see above: no commas in the path
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +195,10 @@ func compareGolden(t *testing.T, path, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (create it with go test ./charts/ -update)", err)
+		t.Fatalf("%v (create it with make update-golden)", err)
 	}
 	if got != string(want) {
-		t.Errorf("output differs from %s; review the change and run go test ./charts/ -update\n%s", path, lineDiff(string(want), got))
+		t.Errorf("output differs from %s; review the change and run make update-golden\n%s", path, lineDiff(string(want), got))
 	}
 }
 
@@ -532,7 +532,7 @@ func renderObjects(t *testing.T, valuesFile string, extra ...string) []object {
 		t.Fatal(err)
 	}
 	var objs []object
-	for _, doc := range strings.Split(out, "\n---\n") {
+	for doc := range strings.SplitSeq(out, "\n---\n") {
 		doc = strings.TrimPrefix(strings.TrimSpace(doc), "---")
 		if strings.TrimSpace(doc) == "" {
 			continue
@@ -761,7 +761,7 @@ func Test_containerArgsAreKnownFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			seen := 0
-			for _, doc := range strings.Split(out, "\n---\n") {
+			for doc := range strings.SplitSeq(out, "\n---\n") {
 				var w struct {
 					Kind string `json:"kind"`
 					Spec struct {
@@ -907,7 +907,7 @@ func Test_podInvariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, doc := range strings.Split(out, "\n---\n") {
+			for doc := range strings.SplitSeq(out, "\n---\n") {
 				var w workload
 				if err := yaml.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(doc), "---")), &w); err != nil {
 					t.Fatal(err)

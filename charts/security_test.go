@@ -22,7 +22,7 @@ func Test_podsAreRestricted(t *testing.T) {
 				t.Fatal(err)
 			}
 			workloads := 0
-			for _, doc := range strings.Split(out, "\n---\n") {
+			for doc := range strings.SplitSeq(out, "\n---\n") {
 				var w struct {
 					Kind     string `json:"kind"`
 					Metadata struct {

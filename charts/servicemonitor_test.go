@@ -33,7 +33,7 @@ func Test_serviceMonitorReachesTheMetricsPort(t *testing.T) {
 				}
 				containerPorts []string
 			)
-			for _, doc := range strings.Split(out, "\n---\n") {
+			for doc := range strings.SplitSeq(out, "\n---\n") {
 				var o struct {
 					Kind     string `json:"kind"`
 					Metadata struct {

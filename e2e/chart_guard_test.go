@@ -413,7 +413,7 @@ func Test_chartStaticManifestSyncFollowsCARotation(t *testing.T) {
 	// Only once the guard serves the new certificate does a successful call
 	// prove that kube-apiserver trusts the new CA.
 	framework.Eventually(t, 30*time.Second, "the guard serves the certificate signed by the new CA", func() bool {
-		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // inspecting the served certificate, not trusting it
+		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{InsecureSkipVerify: true}) // inspecting the served certificate, not trusting it
 		if err != nil {
 			return false
 		}

@@ -74,7 +74,7 @@ func chartTemplate(t *testing.T, r chartRelease) []*unstructured.Unstructured {
 		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	var objs []*unstructured.Unstructured
-	for _, doc := range strings.Split(stdout.String(), "\n---\n") {
+	for doc := range strings.SplitSeq(stdout.String(), "\n---\n") {
 		doc = strings.TrimPrefix(strings.TrimSpace(doc), "---")
 		if strings.TrimSpace(doc) == "" {
 			continue

@@ -97,7 +97,7 @@ func seedWorkload(t *testing.T, kube kubernetes.Interface, w seededWorkload) {
 		Ports:       []discoveryv1.EndpointPort{{Port: ptr.To[int32](9443)}},
 	}
 	for i := range w.ready {
-		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.0.%d", i+1)}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.0.%d", i+1)}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}})
 	}
 	_, err = kube.DiscoveryV1().EndpointSlices(w.namespace).Create(ctx, slice, metav1.CreateOptions{})
 	must("EndpointSlice", err)
@@ -200,7 +200,7 @@ func seedDiscoverCluster(t *testing.T, env *framework.Env) *discoverCluster {
 
 	// A webhook reached by URL: no Service, so no workload to name.
 	createValidating(t, kube, "url-webhooks", "kubectl-client-side-apply", nil,
-		healthyWebhook("v.url.example.com", admv1.WebhookClientConfig{URL: ptr.To("https://10.0.0.9:8443/validate"), CABundle: framework.NewCA(t, "url-ca").PEM}, ""))
+		healthyWebhook("v.url.example.com", admv1.WebhookClientConfig{URL: new("https://10.0.0.9:8443/validate"), CABundle: framework.NewCA(t, "url-ca").PEM}, ""))
 	return d
 }
 

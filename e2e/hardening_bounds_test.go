@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -59,7 +58,7 @@ func review(t testing.TB, uid string, op admissionv1.Operation, user string, dry
 		Resource:  metav1.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
 		Operation: op,
 		UserInfo:  authenticationv1.UserInfo{Username: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}},
-		DryRun:    ptr.To(dryRun),
+		DryRun:    new(dryRun),
 	}
 	raw := func(o *admv1.ValidatingWebhookConfiguration) runtime.RawExtension {
 		o.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
@@ -94,7 +93,7 @@ func rssMiB(t testing.TB, pid int) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			if err != nil {

@@ -43,7 +43,10 @@ func reviewBody(uid, user string, bundle, old []byte) []byte {
 		"resource": map[string]string{"group": "admissionregistration.k8s.io", "version": "v1", "resource": "validatingwebhookconfigurations"},
 		"name":     "soaked", "operation": "UPDATE", "userInfo": map[string]any{"username": user},
 		"object": obj(bundle), "oldObject": obj(old)}}
-	out, _ := json.Marshal(r)
+	out, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
 	return out
 }
 

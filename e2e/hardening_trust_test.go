@@ -8,7 +8,6 @@ import (
 	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -78,7 +77,7 @@ func runTrustScenario(t *testing.T, f *fixture, namesEntries bool, denied denyFu
 		_, err := updateValidating(ctx, f.owner, enforcedName, func(o *admv1.ValidatingWebhookConfiguration) {
 			extra := *o.Webhooks[0].DeepCopy()
 			extra.Name = "public.e2e.webhook-guard.io"
-			extra.ClientConfig = admv1.WebhookClientConfig{URL: ptr.To("https://webhook.example.com/validate")}
+			extra.ClientConfig = admv1.WebhookClientConfig{URL: new("https://webhook.example.com/validate")}
 			o.Webhooks = append(o.Webhooks, extra)
 		})
 		want := []string{"ca-mismatch", "no caBundle", systemRoots}

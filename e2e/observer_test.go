@@ -56,8 +56,7 @@ func reviewJSON(t testing.TB, args ...string) (reviewResult, int) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("webhook-guard review: %v", err)

@@ -436,7 +436,7 @@ func TestReviewScan(t *testing.T) {
 		{"info", "serving-cert", "scan-mismatched", "unknown"},
 	} {
 		found := false
-		for _, line := range strings.Split(out, "\n") {
+		for line := range strings.SplitSeq(out, "\n") {
 			all := true
 			for _, w := range want {
 				all = all && strings.Contains(line, w)

@@ -52,7 +52,10 @@ func vwc(bundles ...[]byte) []byte {
 		e.ClientConfig.CABundle, e.ClientConfig.URL = b, "https://koord.example:9876/validate"
 		obj.Webhooks = append(obj.Webhooks, e)
 	}
-	out, _ := json.Marshal(obj)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
 	return out
 }
 
@@ -73,7 +76,10 @@ func review(user string, obj, old []byte, edit ...func(*admissionv1.AdmissionReq
 	for _, e := range edit {
 		e(r.Request)
 	}
-	out, _ := json.Marshal(r)
+	out, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
 	return out
 }
 

@@ -109,8 +109,7 @@ func decodeReview(body []byte) (*admissionReview, error) {
 // decodeError words a decode failure: a syntax error is a "json parse
 // error", a type error inside an object says which object did not decode.
 func decodeError(review *admissionReview, err error) error {
-	var syn *jsontext.SyntacticError
-	if errors.As(err, &syn) {
+	if _, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
 		return fmt.Errorf("json parse error: %w", err)
 	}
 	var sem *jsonv2.SemanticError
@@ -240,6 +239,8 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 		in.Write = policy.WriteID(obj.Metadata.UID, "")
 	case policy.OperationUpdate:
 		in.Write = policy.WriteID(old.Metadata.UID, old.Metadata.ResourceVersion)
+	case policy.OperationDelete:
+		// A deletion stores no caBundle: no write for the records to count.
 	}
 	return in, nil
 }

@@ -13,7 +13,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -235,7 +234,7 @@ func Test_decodeInput(t *testing.T) {
 		"if a MutatingWebhookConfiguration is created as a dry run, return DryRun": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				req := request(t, admissionv1.Create, policy.KindMutating, intruder, &koord, nil)
-				req.DryRun = ptr.To(true)
+				req.DryRun = new(true)
 				return req
 			},
 			exp: &policy.Input{
@@ -253,7 +252,7 @@ func Test_decodeInput(t *testing.T) {
 		"if dryRun is false, return DryRun false": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				req := request(t, admissionv1.Create, policy.KindMutating, intruder, &koord, nil)
-				req.DryRun = ptr.To(false)
+				req.DryRun = new(false)
 				return req
 			},
 			exp: &policy.Input{
@@ -421,7 +420,7 @@ func Test_IsInputError(t *testing.T) {
 		"if the error wraps an InputError, return true":                   {err: wrapped{inputErrorf("x")}, exp: true},
 		"if the error is another error, return false":                     {err: assert.AnError, exp: false},
 		"if there is no error, return false":                              {err: nil, exp: false},
-		"if the error only carries an InputError's message, return false": {err: errorString("request.uid is missing"), exp: false},
+		"if the error only carries an InputError's message, return false": {err: stringError("request.uid is missing"), exp: false},
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -435,9 +434,9 @@ type wrapped struct{ err error }
 func (w wrapped) Error() string { return "wrapped: " + w.err.Error() }
 func (w wrapped) Unwrap() error { return w.err }
 
-type errorString string
+type stringError string
 
-func (e errorString) Error() string { return string(e) }
+func (e stringError) Error() string { return string(e) }
 
 func Test_stableJSONError(t *testing.T) {
 	cases := map[string]struct {

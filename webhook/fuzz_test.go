@@ -40,7 +40,7 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		invalidBefore := testutil.ToFloat64(h.Metrics.InvalidRequests)
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, Path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		mux.ServeHTTP(rec, req)
 

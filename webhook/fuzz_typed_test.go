@@ -101,6 +101,8 @@ func FuzzTypedReview(f *testing.F) {
 			}
 		case admissionv1.Delete:
 			req = request(t, operation, kind, users[int(userSel)%len(users)], nil, old)
+		default:
+			t.Fatalf("operation %s is never generated", operation)
 		}
 		req.UserInfo = authenticationv1.UserInfo{Username: req.UserInfo.Username, Groups: append([]string{"system:authenticated"}, group)}
 		req.DryRun = &dryRun
@@ -119,6 +121,8 @@ func FuzzTypedReview(f *testing.F) {
 			}
 		case admissionv1.Delete:
 			in.Labels, in.Annotations, in.OldWebhooks = old.Labels, old.Annotations, old.webhooks()
+		default:
+			t.Fatalf("operation %s is never generated", operation)
 		}
 		m := cfg.MatchInput(&in)
 		if set, ok := cfg.InlineCA(m); ok {
@@ -138,7 +142,7 @@ func FuzzTypedReview(f *testing.F) {
 			t.Fatal(err)
 		}
 		rec := httptest.NewRecorder()
-		hreq := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+		hreq := httptest.NewRequestWithContext(t.Context(), http.MethodPost, Path, bytes.NewReader(body))
 		hreq.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(rec, hreq)
 		var out admissionv1.AdmissionReview

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -337,7 +336,7 @@ func Test_Handler_Review(t *testing.T) {
 		"if an intruder's request is a dry run, deny it the same way and record nothing": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
 				req := request(t, admissionv1.Update, policy.KindValidating, intruder, &koordRelabelled, &koord)
-				req.DryRun = ptr.To(true)
+				req.DryRun = new(true)
 				return req
 			},
 			resolver: &fakeResolver{},
@@ -548,7 +547,7 @@ func Test_Handler_Review_dryRunNotFlapping(t *testing.T) {
 	for i := range 6 {
 		obj := object{Name: "audited", Bundles: [][]byte{newTestCA(t, fmt.Sprintf("flap-%d", i)).PEM}}
 		req := request(t, admissionv1.Update, policy.KindValidating, auditedOwner, &obj, &prev)
-		req.DryRun = ptr.To(true)
+		req.DryRun = new(true)
 		resp := answer(t, h, req)
 		require.True(t, resp.Allowed)
 		prev = obj

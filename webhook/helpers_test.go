@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -155,27 +155,27 @@ func (o object) encode(tb testing.TB, kind policy.ConfigKind) []byte {
 	var v any
 	switch kind {
 	case policy.KindValidating:
-		c := admissionregistrationv1.ValidatingWebhookConfiguration{
+		c := admv1.ValidatingWebhookConfiguration{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind)},
 			ObjectMeta: meta,
 		}
 		for i, b := range o.Bundles {
-			c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			c.Webhooks = append(c.Webhooks, admv1.ValidatingWebhook{
 				Name:                    o.webhookName(i),
-				ClientConfig:            admissionregistrationv1.WebhookClientConfig{CABundle: b, Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc"}},
+				ClientConfig:            admv1.WebhookClientConfig{CABundle: b, Service: &admv1.ServiceReference{Namespace: "ns", Name: "svc"}},
 				AdmissionReviewVersions: []string{"v1"},
 			})
 		}
 		v = c
 	case policy.KindMutating:
-		c := admissionregistrationv1.MutatingWebhookConfiguration{
+		c := admv1.MutatingWebhookConfiguration{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind)},
 			ObjectMeta: meta,
 		}
 		for i, b := range o.Bundles {
-			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{
+			c.Webhooks = append(c.Webhooks, admv1.MutatingWebhook{
 				Name:                    o.webhookName(i),
-				ClientConfig:            admissionregistrationv1.WebhookClientConfig{CABundle: b, Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc"}},
+				ClientConfig:            admv1.WebhookClientConfig{CABundle: b, Service: &admv1.ServiceReference{Namespace: "ns", Name: "svc"}},
 				AdmissionReviewVersions: []string{"v1"},
 			})
 		}

@@ -71,15 +71,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buf.Reset()
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, MaxReviewBytes+1))
 	if err != nil {
-		h.writeError(w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("unable to read the request body: %w", err))
+		h.writeError(r.Context(), w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("unable to read the request body: %w", err))
 		return
 	}
 	if code, err := checkBodySize(n); err != nil {
-		h.writeError(w, apiVersion, "", code, err)
+		h.writeError(r.Context(), w, apiVersion, "", code, err)
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		h.writeError(w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct))
+		h.writeError(r.Context(), w, apiVersion, "", http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct))
 		return
 	}
 	v := h.review(r.Context(), buf.Bytes())
@@ -171,8 +171,8 @@ func (h *Handler) errored(ctx context.Context, uid types.UID, code int32, err er
 	return &admissionv1.AdmissionResponse{UID: uid, Result: &metav1.Status{Code: code, Message: err.Error()}}
 }
 
-func (h *Handler) writeError(w http.ResponseWriter, apiVersion string, uid types.UID, code int32, err error) {
-	h.write(w, apiVersion, h.errored(context.Background(), uid, code, err))
+func (h *Handler) writeError(ctx context.Context, w http.ResponseWriter, apiVersion string, uid types.UID, code int32, err error) {
+	h.write(w, apiVersion, h.errored(ctx, uid, code, err))
 }
 
 // reviewResponse is the AdmissionReview the guard answers with.

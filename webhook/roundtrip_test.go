@@ -85,7 +85,7 @@ func startTLSServer(t *testing.T, h *Handler) *tlsServer {
 	t.Cleanup(s.client.CloseIdleConnections)
 
 	require.Eventually(t, func() bool {
-		_, err := s.handshake(&tls.Config{})
+		_, err := s.handshake(t, &tls.Config{})
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond, "the webhook server serves TLS")
 	return s
@@ -104,23 +104,28 @@ func (s *tlsServer) writeKeyPair(t *testing.T, certPEM, keyPEM []byte) {
 
 // handshake makes a new TLS connection trusting the serving CA (cfg may
 // narrow versions) and returns its state.
-func (s *tlsServer) handshake(cfg *tls.Config) (tls.ConnectionState, error) {
+func (s *tlsServer) handshake(t *testing.T, cfg *tls.Config) (tls.ConnectionState, error) {
+	t.Helper()
 	cfg = cfg.Clone()
 	cfg.RootCAs = x509.NewCertPool()
 	cfg.RootCAs.AddCert(s.ca.Cert)
 	cfg.ServerName = "127.0.0.1"
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", s.addr, cfg)
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 2 * time.Second}, Config: cfg}
+	conn, err := d.DialContext(t.Context(), "tcp", s.addr)
 	if err != nil {
 		return tls.ConnectionState{}, err
 	}
 	defer conn.Close()
-	return conn.ConnectionState(), nil
+	return conn.(*tls.Conn).ConnectionState(), nil
 }
 
 // post sends body as an AdmissionReview and decodes the answer.
 func (s *tlsServer) post(t *testing.T, body []byte) *admissionv1.AdmissionReview {
 	t.Helper()
-	resp, err := s.client.Post("https://"+s.addr+Path, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://"+s.addr+Path, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -233,24 +238,24 @@ func Test_Handler_roundTripOverTLS(t *testing.T) {
 	assert.ElementsMatch(t, []string{"koordinator/not-owner/deny", "audited/not-owner/audit"}, rec.recorded())
 
 	t.Run("if a client offers at most TLS 1.1, the handshake is refused", func(t *testing.T) {
-		_, err := s.handshake(&tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
+		_, err := s.handshake(t, &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
 		require.Error(t, err)
 		assert.Equal(t, "remote error: tls: protocol version not supported", err.Error())
 	})
 
 	t.Run("if a client offers TLS 1.2, it is served over TLS 1.2 with h2 or http/1.1", func(t *testing.T) {
-		state, err := s.handshake(&tls.Config{MaxVersion: tls.VersionTLS12, NextProtos: []string{"h2"}})
+		state, err := s.handshake(t, &tls.Config{MaxVersion: tls.VersionTLS12, NextProtos: []string{"h2"}})
 		require.NoError(t, err)
 		assert.Equal(t, uint16(tls.VersionTLS12), state.Version)
 		assert.Equal(t, "h2", state.NegotiatedProtocol)
-		state, err = s.handshake(&tls.Config{NextProtos: []string{"http/1.1"}})
+		state, err = s.handshake(t, &tls.Config{NextProtos: []string{"http/1.1"}})
 		require.NoError(t, err)
 		assert.Equal(t, uint16(tls.VersionTLS13), state.Version)
 		assert.Equal(t, "http/1.1", state.NegotiatedProtocol)
 	})
 
 	t.Run("if tls.crt and tls.key are replaced, new handshakes present the new certificate without a restart", func(t *testing.T) {
-		state, err := s.handshake(&tls.Config{})
+		state, err := s.handshake(t, &tls.Config{})
 		require.NoError(t, err)
 		require.Equal(t, s.serial, state.PeerCertificates[0].SerialNumber, "the first certificate is served")
 
@@ -265,7 +270,7 @@ func Test_Handler_roundTripOverTLS(t *testing.T) {
 			require.True(t, got.Response.Allowed)
 			require.Equal(t, types.UID("uid-during-rotation"), got.Response.UID)
 
-			state, err := s.handshake(&tls.Config{})
+			state, err := s.handshake(t, &tls.Config{})
 			require.NoError(t, err)
 			if state.PeerCertificates[0].SerialNumber.Cmp(newSerial) == 0 {
 				break

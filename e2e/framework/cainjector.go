@@ -179,7 +179,7 @@ func (c *CAInjector) Start(t testing.TB) {
 		log := c.Log.String()[from:]
 		for _, ctrl := range []string{"validatingwebhookconfiguration", "mutatingwebhookconfiguration"} {
 			found := false
-			for _, l := range strings.Split(log, "\n") {
+			for l := range strings.SplitSeq(log, "\n") {
 				if strings.Contains(l, caInjectorReadyLine) && strings.Contains(l, `controller="`+ctrl+`"`) {
 					found = true
 					break

@@ -66,7 +66,8 @@ func WriteSecretDir(t testing.TB, dir string, data map[string][]byte) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("create secret dir: %v", err)
 	}
-	tsDir, err := os.MkdirTemp(dir, ".."+time.Now().UTC().Format("2006_01_02_15_04_05.")+"*")
+	tsDir, err := os.MkdirTemp(dir, //nolint:usetesting // inside dir, as the kubelet lays out a projected Secret
+		".."+time.Now().UTC().Format("2006_01_02_15_04_05.")+"*")
 	if err != nil {
 		t.Fatalf("create timestamped dir: %v", err)
 	}

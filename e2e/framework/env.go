@@ -113,7 +113,7 @@ type Env struct {
 
 // RepoRoot is the repository root, found from this file's location.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, _ := runtime.Caller(0) //nolint:dogsled // only the file is needed
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
@@ -430,8 +430,7 @@ func moduleDir(t testing.TB, module string) string {
 	cmd.Dir = RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			err = fmt.Errorf("%w: %s", err, ee.Stderr)
 		}
 		t.Fatalf("locate the %s module (go list -m): %v", module, err)
@@ -470,8 +469,7 @@ func CertManagerCRDPaths(t testing.TB) []string {
 	cmd.Dir = RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			err = fmt.Errorf("%w: %s", err, ee.Stderr)
 		}
 		t.Fatalf("locate the cert-manager module (go list -m): %v", err)
@@ -510,10 +508,12 @@ func DownloadModule(t testing.TB, mod string) string {
 	cmd := exec.Command("go", "mod", "download", "-json", mod)
 	cmd.Dir = t.TempDir()
 	out, err := cmd.Output()
-	var dl struct{ Dir, Error string }
+	var dl struct {
+		Dir   string `json:"Dir"`
+		Error string `json:"Error"`
+	}
 	if jerr := json.Unmarshal(out, &dl); err != nil || jerr != nil || dl.Error != "" {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			err = fmt.Errorf("%w: %s", err, ee.Stderr)
 		}
 		t.Fatalf("download %s (go mod download): %v %s", mod, err, dl.Error)
@@ -589,7 +589,7 @@ func (e *Env) AuditEvents(t testing.TB) []AuditEvent {
 		t.Fatalf("read the audit log: %v", err)
 	}
 	var out []AuditEvent
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}

@@ -51,12 +51,14 @@ func GuardBinary(t testing.TB) string {
 // Cleanup, and returns the binary's path. The real writers the suite runs
 // (cert-manager's cainjector, the cert-controller rotator) are built this
 // way, each in its own process, so that their process-wide state (feature
-// gates, loggers) stays theirs.
+// gates, loggers) stays theirs. It builds in pkg's own directory, so that
+// the module holding pkg (the root module for the guard, the e2e module for
+// the writers) resolves it.
 func BuildBinary(t testing.TB, pkg string) string {
 	t.Helper()
 	buildMu.Lock()
 	if buildDir == "" {
-		dir, err := os.MkdirTemp("", "webhook-guard-e2e-bin-")
+		dir, err := os.MkdirTemp("", "webhook-guard-e2e-bin-") //nolint:usetesting // shared by every test of the process; Cleanup removes it
 		if err != nil {
 			buildMu.Unlock()
 			t.Fatal(err)
@@ -72,8 +74,8 @@ func BuildBinary(t testing.TB, pkg string) string {
 	buildMu.Unlock()
 	b.once.Do(func() {
 		b.path = filepath.Join(dir, filepath.Base(pkg))
-		cmd := exec.Command("go", "build", "-o", b.path, pkg)
-		cmd.Dir = RepoRoot()
+		cmd := exec.Command("go", "build", "-o", b.path, ".")
+		cmd.Dir = filepath.Join(RepoRoot(), pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 		}

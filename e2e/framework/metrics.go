@@ -74,7 +74,7 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 			continue
 		}
 		s := Sample{Labels: map[string]string{}}
-		rest := line
+		var rest string
 		if i := strings.IndexAny(line, "{ "); i >= 0 && line[i] == '{' {
 			s.Name = line[:i]
 			rest = line[i+1:]

@@ -45,7 +45,7 @@ func webhookName(i int) string { return fmt.Sprintf("w%d.e2e.webhook-guard.io", 
 func entries(bundles [][]byte) (names []string, cc []admv1.WebhookClientConfig, rules []admv1.RuleWithOperations) {
 	for i, b := range bundles {
 		names = append(names, webhookName(i))
-		cc = append(cc, admv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:9/%d", i)), CABundle: b})
+		cc = append(cc, admv1.WebhookClientConfig{URL: new(fmt.Sprintf("https://127.0.0.1:9/%d", i)), CABundle: b})
 	}
 	rules = []admv1.RuleWithOperations{{
 		Operations: []admv1.OperationType{admv1.Create},

@@ -50,7 +50,7 @@ func (p *TCPProxy) Start() error {
 	var ln net.Listener
 	var err error
 	// The port of a stopped proxy may linger briefly; retry for a second.
-	for i := 0; i < 20; i++ {
+	for range 20 {
 		if ln, err = net.Listen("tcp", p.Addr); err == nil {
 			break
 		}

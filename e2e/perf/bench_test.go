@@ -29,7 +29,7 @@ var entryCounts = []int{5, 50}
 var (
 	fixturesOnce sync.Once
 	fixtures     map[int]*Fixture
-	fixturesErr  error
+	errFixtures  error
 )
 
 func fixtureFor(tb testing.TB, n int) *Fixture {
@@ -37,23 +37,23 @@ func fixtureFor(tb testing.TB, n int) *Fixture {
 	fixturesOnce.Do(func() {
 		oldCA, err := NewCA("koordinator-webhook-ca")
 		if err != nil {
-			fixturesErr = err
+			errFixtures = err
 			return
 		}
 		newCA, err := NewCA("koordinator-webhook-ca-2")
 		if err != nil {
-			fixturesErr = err
+			errFixtures = err
 			return
 		}
 		fixtures = map[int]*Fixture{}
 		for _, n := range entryCounts {
-			if fixtures[n], fixturesErr = NewFixture(oldCA, newCA, n); fixturesErr != nil {
+			if fixtures[n], errFixtures = NewFixture(oldCA, newCA, n); errFixtures != nil {
 				return
 			}
 		}
 	})
-	if fixturesErr != nil {
-		tb.Fatal(fixturesErr)
+	if errFixtures != nil {
+		tb.Fatal(errFixtures)
 	}
 	return fixtures[n]
 }

@@ -83,7 +83,7 @@ func serveFloor(certDir string) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		_ = srv.Close()
 	}()
-	fmt.Println(l.Addr().String())
+	fmt.Fprintln(os.Stdout, l.Addr().String())
 	if err := srv.ServeTLS(l, "", ""); err != http.ErrServerClosed {
 		return err
 	}

@@ -125,7 +125,7 @@ func TestLoad(t *testing.T) {
 	// LOADTEST_API_ONLY=1 skips the direct loads: only the UPDATEs through
 	// kube-apiserver.
 	if os.Getenv("LOADTEST_API_ONLY") != "" {
-		fmt.Println(apiServerLatency(t, env, f, floorURL))
+		fmt.Fprintln(os.Stdout, apiServerLatency(t, env, f, floorURL))
 		return
 	}
 	for _, s := range servers {
@@ -173,7 +173,7 @@ func TestLoad(t *testing.T) {
 	}
 	b.WriteString("\n")
 	b.WriteString(apiServerLatency(t, env, f, floorURL))
-	fmt.Println(b.String())
+	fmt.Fprintln(os.Stdout, b.String())
 }
 
 type loadRow struct {

@@ -31,7 +31,7 @@ func cpuProfile(t *testing.T, addr string, d time.Duration, path string) func() 
 	errc := make(chan error, 1)
 	go func() {
 		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
-		resp, err := http.Get(url) //nolint:noctx // bounded by the seconds parameter
+		resp, err := http.Get(url) // bounded by the seconds parameter
 		if err != nil {
 			errc <- err
 			return

@@ -19,12 +19,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,14 +53,14 @@ type cleanups struct{ fns []func() }
 
 func (c *cleanups) add(f func()) { c.fns = append(c.fns, f) }
 func (c *cleanups) run() {
-	for i := len(c.fns) - 1; i >= 0; i-- {
-		c.fns[i]()
+	for _, f := range slices.Backward(c.fns) {
+		f()
 	}
 }
 
-func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+func sayf(format string, args ...any) { fmt.Fprintf(os.Stdout, format+"\n", args...) }
 
-func step(n int, title string) { say("\n\033[1m== %d. %s\033[0m", n, title) }
+func step(n int, title string) { sayf("\n\033[1m== %d. %s\033[0m", n, title) }
 
 func run(ctx context.Context) error {
 	root, err := os.Getwd()
@@ -85,7 +86,7 @@ func run(ctx context.Context) error {
 	}
 	c.add(func() {
 		os.RemoveAll(work)
-		say("\ncleaned up: stopped the guard, kube-apiserver and etcd, removed %s", work)
+		sayf("\ncleaned up: stopped the guard, kube-apiserver and etcd, removed %s", work)
 	})
 
 	step(1, "The guard's serving certificate, as cert-manager would issue it")
@@ -101,9 +102,9 @@ func run(ctx context.Context) error {
 	if err := testpki.WriteSecretFiles(certDir, guardCA, leaf); err != nil {
 		return err
 	}
-	say("wrote %s/{tls.crt,tls.key,ca.crt}: the layout of a cert-manager Secret the chart mounts", certDir)
+	sayf("wrote %s/{tls.crt,tls.key,ca.crt}: the layout of a cert-manager Secret the chart mounts", certDir)
 
-	port, err := freePort()
+	port, err := freePort(ctx)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func run(ctx context.Context) error {
 	if err := os.WriteFile(cfgPath, []byte(guardConfig), 0o644); err != nil {
 		return err
 	}
-	say("owner mappings (%s):\n%s", cfgPath, indent(guardConfig))
+	sayf("owner mappings (%s):\n%s", cfgPath, indent(guardConfig))
 
 	step(2, "Render the static webhook: the only way kube-apiserver calls a guard for webhook configurations")
 	renderDir := filepath.Join(work, "admission")
@@ -121,14 +122,14 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("render: %w\n%s", err, out)
 	}
-	say("kube-apiserver --admission-control-config-file=%s/admission-configuration.yaml", renderDir)
-	say("static manifest %s/static/webhook-guard.static.k8s.io.yaml (CA elided):", renderDir)
+	sayf("kube-apiserver --admission-control-config-file=%s/admission-configuration.yaml", renderDir)
+	sayf("static manifest %s/static/webhook-guard.static.k8s.io.yaml (CA elided):", renderDir)
 	static, _ := os.ReadFile(filepath.Join(renderDir, "static", "webhook-guard.static.k8s.io.yaml"))
-	say("%s", indent(elideCA(string(static))))
+	sayf("%s", indent(elideCA(string(static))))
 
 	step(3, "Start etcd and kube-apiserver v1.37 (built from Go modules) with that admission configuration")
 	apiLog := &syncBuffer{}
-	reportCRDs, err := openReportsCRDs(root)
+	reportCRDs, err := openReportsCRDs(ctx, root)
 	if err != nil {
 		return err
 	}
@@ -142,14 +143,14 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("start kube-apiserver: %w\n--- kube-apiserver log ---\n%s", err, tail(apiLog.String(), 30))
 	}
 	c.add(func() { _ = env.Stop() })
-	say("kube-apiserver is up at %s (%.1fs)", admin.Host, time.Since(start).Seconds())
+	sayf("kube-apiserver is up at %s (%.1fs)", admin.Host, time.Since(start).Seconds())
 
 	adminClient := kubernetes.NewForConfigOrDie(admin)
-	owner, err := userClient(env, admin, "koordinator-system", "koord-manager")
+	owner, err := userClient(ctx, env, admin, "koordinator-system", "koord-manager")
 	if err != nil {
 		return err
 	}
-	intruder, err := userClient(env, admin, "kube-system", "legacy-cert-controller")
+	intruder, err := userClient(ctx, env, admin, "kube-system", "legacy-cert-controller")
 	if err != nil {
 		return err
 	}
@@ -159,10 +160,11 @@ func run(ctx context.Context) error {
 	}
 
 	step(4, "Start webhook-guard serve on 127.0.0.1 (what the static-shape DaemonSet runs on each control-plane node)")
-	metricsPort, _ := freePort()
-	healthPort, _ := freePort()
+	metricsPort, _ := freePort(ctx)
+	healthPort, _ := freePort(ctx)
 	guardLog := &syncBuffer{}
-	guard := exec.Command(guardBin, "serve", "--config", cfgPath, "--cert-dir", certDir,
+	guard := exec.Command(guardBin, "serve", //nolint:noctx // the cleanup stops it with SIGTERM, as the kubelet does
+		"--config", cfgPath, "--cert-dir", certDir,
 		"--bind-address", "127.0.0.1", "--port", fmt.Sprint(port), "--kubeconfig", guardKubeconfig,
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", healthPort),
 		"--records-flush-interval", "2s") // the default is 30s; the demo should not wait that long
@@ -174,7 +176,7 @@ func run(ctx context.Context) error {
 	if err := waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)); err != nil {
 		return fmt.Errorf("guard not ready: %w\n--- guard log ---\n%s", err, tail(guardLog.String(), 30))
 	}
-	say("ready: config and certificate loaded")
+	sayf("ready: config and certificate loaded")
 
 	step(5, "The owner's CA lives in a Secret; the owner creates its webhook configurations")
 	ownerCA, err := testpki.NewCA("koordinator-webhook-ca")
@@ -193,56 +195,56 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", name, err)
 		}
 	}
-	say("Secret koordinator-system/webhook-certs holds ca.crt; koord-manager created koord-validating-webhook-configuration\nand legacy-validating-webhook-configuration")
+	sayf("Secret koordinator-system/webhook-certs holds ca.crt; koord-manager created koord-validating-webhook-configuration\nand legacy-validating-webhook-configuration")
 
 	step(6, "The owner rotates its own CA into the caBundle: allowed")
 	if _, err := setCABundle(ctx, owner, "koord-validating-webhook-configuration", ownerCA.PEM); err != nil {
 		return fmt.Errorf("the owner's write was rejected: %w", err)
 	}
-	say("koord-manager (the declared writer) wrote the CA from its Secret: the API server accepted it")
+	sayf("koord-manager (the declared writer) wrote the CA from its Secret: the API server accepted it")
 
 	step(7, "Another controller writes its own CA (the 8-replica incident): denied")
 	_, err = setCABundle(ctx, intruder, "koord-validating-webhook-configuration", foreignCA.PEM)
 	if err == nil {
 		return errors.New("the intruder's write was accepted; the guard is not enforcing")
 	}
-	say("kube-apiserver answered the intruder with:\n%s", indent(wrap(err.Error(), 110)))
+	sayf("kube-apiserver answered the intruder with:\n%s", indent(wrap(err.Error(), 110)))
 	_, err = setCABundle(ctx, owner, "koord-validating-webhook-configuration", foreignCA.PEM)
 	if err == nil {
 		return errors.New("the owner's foreign CA was accepted")
 	}
-	say("and even the owner may not write a CA that is not in its Secret:\n%s", indent(wrap(err.Error(), 110)))
+	sayf("and even the owner may not write a CA that is not in its Secret:\n%s", indent(wrap(err.Error(), 110)))
 
 	step(8, "Audit mode: the legacy mapping only records what it would deny")
 	warnings, err := setCABundle(ctx, intruder, "legacy-validating-webhook-configuration", foreignCA.PEM)
 	if err != nil {
 		return fmt.Errorf("the audit-mode write was rejected: %w", err)
 	}
-	say("the write went through, and kubectl would print:")
+	sayf("the write went through, and kubectl would print:")
 	for _, w := range warnings {
-		say("  Warning: %s", w)
+		sayf("  Warning: %s", w)
 	}
 
 	step(9, "What audit mode recorded")
-	metrics, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	metrics, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(metrics, "\n") {
+	for line := range strings.SplitSeq(metrics, "\n") {
 		if strings.HasPrefix(line, "webhook_guard_decisions_total") || strings.HasPrefix(line, "webhook_guard_records_total") {
-			say("  %s", line)
+			sayf("  %s", line)
 		}
 	}
-	say("the guard's record lines (its log, kept by your log pipeline):")
+	sayf("the guard's record lines (its log, kept by your log pipeline):")
 	sc := bufio.NewScanner(strings.NewReader(guardLog.String()))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), `"decision recorded"`) {
-			say("  %s", truncate(sc.Text(), 300))
+			sayf("  %s", truncate(sc.Text(), 300))
 		}
 	}
 
-	say("the durable records: one OpenReports ClusterReport per configuration, flushed every 2s here;\n`webhook-guard review` reads them and says what to change (exit 1: something would be denied):")
+	sayf("the durable records: one OpenReports ClusterReport per configuration, flushed every 2s here;\n`webhook-guard review` reads them and says what to change (exit 1: something would be denied):")
 	time.Sleep(3 * time.Second)
 	adminKubeconfig := filepath.Join(work, "admin.kubeconfig")
 	if err := writeKubeconfig(admin, adminKubeconfig); err != nil {
@@ -254,7 +256,7 @@ func run(ctx context.Context) error {
 	if reviewErr != nil && !somethingDenied {
 		return fmt.Errorf("webhook-guard review: %w\n%s", reviewErr, reviewOut)
 	}
-	say("%s", indent(string(reviewOut)))
+	sayf("%s", indent(string(reviewOut)))
 
 	step(10, "Break-glass: a cluster administrator (system:masters) may always write, and is recorded")
 	adminWarnings := &warningRecorder{}
@@ -265,16 +267,16 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("break-glass write rejected: %w", err)
 	}
-	say("allowed, with:")
+	sayf("allowed, with:")
 	for _, w := range warnings {
-		say("  Warning: %s", w)
+		sayf("  Warning: %s", w)
 	}
-	say("break-glass writes go to a second static webhook entry with failurePolicy Ignore: recorded while the\nguard is up, never blocked while it is down, so an administrator is never locked out by a guard outage")
+	sayf("break-glass writes go to a second static webhook entry with failurePolicy Ignore: recorded while the\nguard is up, never blocked while it is down, so an administrator is never locked out by a guard outage")
 	if _, err := setCABundle(ctx, breakGlass, "koord-validating-webhook-configuration", ownerCA.PEM); err != nil {
 		return err
 	}
 
-	say("\n\033[1mDone.\033[0m Next: docs/install.md puts it on a cluster; `make test` runs every suite.")
+	sayf("\n\033[1mDone.\033[0m Next: docs/install.md puts it on a cluster; `make test` runs every suite.")
 	return ctx.Err()
 }
 
@@ -329,7 +331,7 @@ func (w *warningRecorder) take() []string {
 // userClient acts as system:serviceaccount:ns:name (client-certificate
 // authentication, as envtest provisions users) with rights to write webhook
 // configurations, so that only the guard stands in its way.
-func userClient(env *envtest.Environment, admin *rest.Config, ns, name string) (*user, error) {
+func userClient(ctx context.Context, env *envtest.Environment, admin *rest.Config, ns, name string) (*user, error) {
 	username := "system:serviceaccount:" + ns + ":" + name
 	au, err := env.AddUser(envtest.User{Name: username, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}, admin)
 	if err != nil {
@@ -340,7 +342,6 @@ func userClient(env *envtest.Environment, admin *rest.Config, ns, name string) (
 	cfg.WarningHandler = w
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	adminClient := kubernetes.NewForConfigOrDie(admin)
-	ctx := context.Background()
 	role := "demo-webhook-config-writer"
 	if _, err := adminClient.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err != nil {
 		_, err = adminClient.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
@@ -422,17 +423,17 @@ func setup(ctx context.Context, cs *kubernetes.Clientset, ca []byte) error {
 	return err
 }
 
-func vwc(name string, ca []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+func vwc(name string, ca []byte) *admv1.ValidatingWebhookConfiguration {
 	url := "https://koord-webhook.example.internal:9876/validate"
-	none := admissionregistrationv1.SideEffectClassNone
-	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+	none := admv1.SideEffectClassNone
+	return &admv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+		Webhooks: []admv1.ValidatingWebhook{{
 			Name: "vpod.koordinator.sh", AdmissionReviewVersions: []string{"v1"}, SideEffects: &none,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
+			ClientConfig: admv1.WebhookClientConfig{URL: &url, CABundle: ca},
 			// Matches nothing real, so the demo's own writes are never sent to it.
-			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{"demo.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}}}},
+			Rules: []admv1.RuleWithOperations{{Operations: []admv1.OperationType{admv1.Create},
+				Rule: admv1.Rule{APIGroups: []string{"demo.example.com"}, APIVersions: []string{"v1"}, Resources: []string{"nothing"}}}},
 		}},
 	}
 }
@@ -454,8 +455,8 @@ func setCABundle(ctx context.Context, u *user, name string, ca []byte) ([]string
 	return u.warnings.take(), err
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(ctx context.Context) (int, error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
@@ -466,7 +467,7 @@ func freePort() (int, error) {
 func waitReady(ctx context.Context, url string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := httpGet(url); err == nil {
+		if _, err := httpGet(ctx, url); err == nil {
 			return nil
 		}
 		select {
@@ -478,9 +479,13 @@ func waitReady(ctx context.Context, url string) error {
 	return fmt.Errorf("%s not ready after 30s", url)
 }
 
-func httpGet(url string) (string, error) {
+func httpGet(ctx context.Context, url string) (string, error) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
-	resp, err := client.Get(url)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -530,7 +535,7 @@ func truncate(s string, n int) string {
 
 func elideCA(s string) string {
 	var out []string
-	for _, l := range strings.Split(s, "\n") {
+	for l := range strings.SplitSeq(s, "\n") {
 		if i := strings.Index(l, "caBundle: "); i >= 0 {
 			l = l[:i] + "caBundle: <base64 of the guard's CA>"
 		}
@@ -542,7 +547,7 @@ func elideCA(s string) string {
 func wrap(s string, width int) string {
 	var b strings.Builder
 	line := 0
-	for _, w := range strings.Fields(s) {
+	for w := range strings.FieldsSeq(s) {
 		if line > 0 && line+1+len(w) > width {
 			b.WriteString("\n")
 			line = 0
@@ -558,8 +563,8 @@ func wrap(s string, width int) string {
 
 // openReportsCRDs are the ClusterReport/Report CRDs shipped in the
 // github.com/openreports/reports-api module the guard is built with.
-func openReportsCRDs(root string) ([]string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openreports/reports-api")
+func openReportsCRDs(ctx context.Context, root string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/openreports/reports-api")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {

@@ -37,5 +37,5 @@ func run(valuesPath, readmePath string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", readmePath, err)
 	}
-	return os.WriteFile(readmePath, out, 0o644) //nolint:gosec // a README in the repository
+	return os.WriteFile(readmePath, out, 0o644)
 }

@@ -108,6 +108,8 @@ func typeOf(v *yaml.Node) string {
 		return "list"
 	case yaml.MappingNode:
 		return "object"
+	case yaml.DocumentNode, yaml.ScalarNode, yaml.AliasNode:
+		// A scalar (or what stands for one) is typed by its tag, below.
 	}
 	switch v.Tag {
 	case "!!int":

@@ -35,11 +35,9 @@ func Test_Resolver_coalescesLiveReads(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]Result, storm)
 	for i := range storm {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i] = r.Resolve(t.Context(), req, true)
-		}()
+		})
 	}
 	time.Sleep(50 * time.Millisecond) // let the storm pile up behind the first read
 	close(g.gate)

@@ -464,15 +464,14 @@ func Test_Resolver_Resolve(t *testing.T) {
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := New(e.client, Options{})
-			got := comparable(r.Resolve(t.Context(), test.req, false))
+			got := comparableResult(r.Resolve(t.Context(), test.req, false))
 			assert.Equal(t, test.exp, got)
 			if test.expErr == "" {
 				require.NoError(t, got.Err)
 				return
 			}
 			require.EqualError(t, got.Err, test.expErr)
-			var se *SourceError
-			if errors.As(got.Err, &se) {
+			if se, ok := errors.AsType[*SourceError](got.Err); ok {
 				assert.Equal(t, test.expInvalidData, se.InvalidData)
 			}
 		})
@@ -486,7 +485,7 @@ func Test_Resolver_Resolve_forbidden(t *testing.T) {
 	e.reader.setErr(forbidden)
 	r := New(e.reader, Options{})
 
-	got := comparable(r.Resolve(t.Context(), e.request("secret", nil), false))
+	got := comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false))
 
 	assert.Equal(t, failed("Secret koordinator-system/webhook-certs (key ca.crt)", &SourceError{
 		Source:     "Secret koordinator-system/webhook-certs (key ca.crt)",
@@ -536,9 +535,9 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 
 	t.Run("if a second resolve is within the TTL, serve it from the cache without reading", func(t *testing.T) {
 		e, c, r := newResolver(t)
-		assert.Equal(t, fresh(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, fresh(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 		c.Add(29 * time.Second)
-		assert.Equal(t, cached(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, cached(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 		assert.Equal(t, 1, e.reader.count())
 	})
 
@@ -546,7 +545,7 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		e, _, r := newResolver(t)
 		other := &guardapi.Owner{Name: "other", CA: guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca.crt"}}}
 		r.Resolve(t.Context(), e.request("secret", nil), false)
-		assert.Equal(t, cached(e), comparable(r.Resolve(t.Context(), Request{Owner: other}, false)))
+		assert.Equal(t, cached(e), comparableResult(r.Resolve(t.Context(), Request{Owner: other}, false)))
 		assert.Equal(t, 1, e.reader.count())
 	})
 
@@ -554,13 +553,13 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		e, c, r := newResolver(t)
 		r.Resolve(t.Context(), e.request("secret", nil), false)
 		c.Add(time.Second)
-		assert.Equal(t, fresh(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), true)))
-		assert.Equal(t, fresh(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), true)))
+		assert.Equal(t, fresh(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), true)))
+		assert.Equal(t, fresh(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), true)))
 		assert.Equal(t, 3, e.reader.count())
 
 		// The live read at +1s restarted the TTL.
 		c.Add(29 * time.Second)
-		assert.Equal(t, cached(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, cached(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 		assert.Equal(t, 3, e.reader.count())
 	})
 
@@ -573,7 +572,7 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		require.NoError(t, e.client.Update(t.Context(), s))
 
 		c.Add(30 * time.Second)
-		assert.Equal(t, ok(src, caSet(src, e.ca, e.ca2)), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, ok(src, caSet(src, e.ca, e.ca2)), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 		assert.Equal(t, 2, e.reader.count())
 	})
 
@@ -583,26 +582,26 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		e.reader.setErr(errConnRefused)
 
 		c.Add(31 * time.Second)
-		assert.Equal(t, stale(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
-		assert.Equal(t, stale(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), true)), "a live read during the outage is stale too")
+		assert.Equal(t, stale(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, stale(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), true)), "a live read during the outage is stale too")
 		c.Add(5*time.Minute - 31*time.Second - time.Nanosecond)
-		assert.Equal(t, stale(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, stale(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 		assert.Equal(t, 4, e.reader.count(), "every stale answer tried a read first")
 
 		c.Add(time.Nanosecond)
-		got := comparable(r.Resolve(t.Context(), e.request("secret", nil), false))
+		got := comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false))
 		assert.Equal(t, failed(src, &SourceError{Source: src, Reason: errConnRefused.Error()}), got)
 		require.EqualError(t, got.Err, "cannot read the owner's CA from "+src+": "+errConnRefused.Error())
 
 		// When the API answers again, the source is read fresh.
 		e.reader.setErr(nil)
-		assert.Equal(t, fresh(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, fresh(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 	})
 
 	t.Run("if nothing was ever read and the API cannot be reached, fail at once", func(t *testing.T) {
 		e, _, r := newResolver(t)
 		e.reader.setErr(errConnRefused)
-		assert.Equal(t, failed(src, &SourceError{Source: src, Reason: errConnRefused.Error()}), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, failed(src, &SourceError{Source: src, Reason: errConnRefused.Error()}), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 	})
 
 	t.Run("if the source is deleted, the cache does not paper over the NotFound once the TTL has passed", func(t *testing.T) {
@@ -611,7 +610,7 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		require.NoError(t, e.client.Delete(t.Context(), secret("koordinator-system", "webhook-certs", nil)))
 
 		c.Add(31 * time.Second)
-		assert.Equal(t, failed(src, &SourceError{Source: src, Reason: "it does not exist", Definitive: true, NotFound: true}), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, failed(src, &SourceError{Source: src, Reason: "it does not exist", Definitive: true, NotFound: true}), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 	})
 
 	t.Run("if a live read finds the source deleted, drop the cached answer at once", func(t *testing.T) {
@@ -621,9 +620,9 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		notFound := failed(src, &SourceError{Source: src, Reason: "it does not exist", Definitive: true, NotFound: true})
 
 		c.Add(time.Second)
-		assert.Equal(t, notFound, comparable(r.Resolve(t.Context(), e.request("secret", nil), true)))
+		assert.Equal(t, notFound, comparableResult(r.Resolve(t.Context(), e.request("secret", nil), true)))
 		c.Add(time.Second)
-		assert.Equal(t, notFound, comparable(r.Resolve(t.Context(), e.request("secret", nil), false)), "within the TTL, but the source is known to be gone")
+		assert.Equal(t, notFound, comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)), "within the TTL, but the source is known to be gone")
 		assert.Equal(t, 3, e.reader.count())
 	})
 
@@ -645,9 +644,9 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		r.Resolve(t.Context(), e.request("certificate", nil), false)
 		r.Invalidate()
 		c.Add(time.Second)
-		assert.Equal(t, fresh(e), comparable(r.Resolve(t.Context(), e.request("secret", nil), false)))
+		assert.Equal(t, fresh(e), comparableResult(r.Resolve(t.Context(), e.request("secret", nil), false)))
 		assert.Equal(t, 4, e.reader.count(), "Secret, Certificate and its Secret, Secret again")
-		assert.Equal(t, "Certificate team-a/webhook", comparable(r.Resolve(t.Context(), e.request("certificate", nil), false)).Source)
+		assert.Equal(t, "Certificate team-a/webhook", comparableResult(r.Resolve(t.Context(), e.request("certificate", nil), false)).Source)
 		assert.Equal(t, 6, e.reader.count(), "the Certificate was dropped too")
 	})
 
@@ -657,7 +656,7 @@ func Test_Resolver_Resolve_cache(t *testing.T) {
 		for i := range 8 {
 			wg.Go(func() {
 				for j := range 20 {
-					got := comparable(r.Resolve(t.Context(), e.request("secret", nil), (i+j)%5 == 0))
+					got := comparableResult(r.Resolve(t.Context(), e.request("secret", nil), (i+j)%5 == 0))
 					assert.NoError(t, got.Err)
 					assert.Equal(t, 1, got.Set.Len())
 					if j%7 == 0 {
@@ -738,9 +737,9 @@ func Test_getError(t *testing.T) {
 	}
 }
 
-// comparable drops what the expected results do not spell out (the CA
+// comparableResult drops what the expected results do not spell out (the CA
 // set's expiry, covered by policy's tests), so whole results compare exactly.
-func comparable(r Result) Result {
+func comparableResult(r Result) Result {
 	if r.Set.Len() > 0 {
 		r.Set = cabundle.NewCASetFromFingerprints(r.Set.Source, r.Set.Fingerprints()...)
 	}

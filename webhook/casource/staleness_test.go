@@ -34,8 +34,8 @@ var (
 var errForbiddenSecret = apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "webhook-certs",
 	errors.New(`the guard's Role no longer grants list and watch on it`))
 
-// faultyWatchClient is a fake API whose list and watch calls for the names
-// in fail fail with that error, and whose watch streams the test can end,
+// faultyWatchClient is a fake API whose list and watch calls for a name in
+// its fail map fail with that name's error, and whose watch streams the test can end,
 // as kube-apiserver ends them.
 type faultyWatchClient struct {
 	client.WithWatch

@@ -319,7 +319,9 @@ func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, erro
 		w.lastUsed = time.Now()
 		return w, nil
 	}
-	parent := r.ctx
+	// The watch outlives the read that starts it: it runs under the reader's
+	// context, or under the read's without its cancellation.
+	parent := r.ctx //nolint:contextcheck // see above
 	if parent == nil {
 		parent = context.WithoutCancel(ctx)
 	}

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -147,7 +148,7 @@ owners:
 	t.Run("if more distinct CAs than allowed are written within the window, flapping is reported once, observed, with the field managers", func(t *testing.T) {
 		o, rec, h := setup()
 		prev := vwc("1", owner, "app-controller", at)
-		for i, b := range append(foreign, foreign...) {
+		for i, b := range slices.Concat(foreign, foreign) {
 			next := vwc(fmt.Sprint(i+2), b, fmt.Sprintf("replica-%d", i%len(foreign)), at)
 			h.OnUpdate(prev, next)
 			prev = next

@@ -22,7 +22,7 @@ import (
 // is a bound on a hang, not a speed target.
 func Test_Observer_stopsWithTheAPIServerUnreachable(t *testing.T) {
 	// A port nothing listens on: every request is refused at once.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())

@@ -24,6 +24,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/flapping"
+	"github.com/webhook-guard/webhook-guard/webhook/metrics"
 )
 
 // DefaultFlushInterval is how often aggregated records are written.
@@ -417,43 +418,9 @@ func regarding(rk reportKey) runtime.Object {
 	return obj
 }
 
-// Metrics count what the recorder writes, so the guard's own write load on
-// the API server is observable (it must never become a write amplifier).
-type Metrics struct {
-	// ReportWrites counts ClusterReport writes by result:
-	// created | updated | conflict | error.
-	ReportWrites *prometheus.CounterVec
-	// EventsEmitted counts aggregated Events by reason:
-	// WouldDeny | Denied | BreakGlass | UnmanagedWrite | CABundleFlapping.
-	EventsEmitted *prometheus.CounterVec
-	// DroppedResults counts results dropped to keep reports bounded.
-	DroppedResults prometheus.Counter
-	// AbandonedResults counts results whose report could not be written, by
-	// reason: invalid (refused as invalid, never retried) | attempts (failed
-	// maxWriteAttempts flushes).
-	AbandonedResults *prometheus.CounterVec
-}
+// Metrics count what the recorder writes; they are defined with every other
+// series the guard exports in webhook/metrics.
+type Metrics = metrics.Records
 
-// NewMetrics creates the collectors and registers them with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		ReportWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_report_writes_total",
-			Help: "ClusterReport writes (create or update) by result: created, updated, conflict, error.",
-		}, []string{"result"}),
-		EventsEmitted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_events_total",
-			Help: "Aggregated Kubernetes Events emitted on guarded configurations, by reason.",
-		}, []string{"reason"}),
-		DroppedResults: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "webhook_guard_report_results_dropped_total",
-			Help: "Report results dropped (oldest first) to keep each ClusterReport within its bound.",
-		}),
-		AbandonedResults: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_report_results_abandoned_total",
-			Help: "Report results given up on because their ClusterReport could not be written, by reason: invalid (refused as invalid), attempts (failed too many flushes).",
-		}, []string{"reason"}),
-	}
-	reg.MustRegister(m.ReportWrites, m.EventsEmitted, m.DroppedResults, m.AbandonedResults)
-	return m
-}
+// NewMetrics creates the recorder's collectors and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics { return metrics.NewRecords(reg) }

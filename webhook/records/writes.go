@@ -24,7 +24,7 @@ type recordedWrites struct {
 
 func parseRecordedWrites(s string) *recordedWrites {
 	r := &recordedWrites{byKey: map[string]string{}}
-	for _, f := range strings.Fields(s) {
+	for f := range strings.FieldsSeq(s) {
 		k, ref, _ := strings.Cut(f, "=")
 		if _, dup := r.byKey[k]; !dup {
 			r.order = append(r.order, k)

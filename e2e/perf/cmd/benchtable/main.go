@@ -127,9 +127,9 @@ func main() {
 	for _, r := range rows {
 		runs = max(runs, len(r.samples["ns/op"]))
 	}
-	fmt.Printf("Medians of %d rounds; a ratio is the median of the ratios within each round; spread is ±half the range of a row's ns/op over the rounds.\n\n", runs)
-	fmt.Println("| entries | path | µs/op | KB/op | allocs/op | × encoding/json floor | × fastest strict floor | spread |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(os.Stdout, "Medians of %d rounds; a ratio is the median of the ratios within each round; spread is ±half the range of a row's ns/op over the rounds.\n\n", runs)
+	fmt.Fprintln(os.Stdout, "| entries | path | µs/op | KB/op | allocs/op | × encoding/json floor | × fastest strict floor | spread |")
+	fmt.Fprintln(os.Stdout, "|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, n := range []int{5, 50} {
 		floor, ok := rows[fmt.Sprintf(paths[0].bench, n)]
 		if !ok {
@@ -137,7 +137,7 @@ func main() {
 		}
 		floorNs, _ := floor.median("ns/op")
 		if mbs, ok := floor.median("MB/s"); ok {
-			fmt.Printf("| %d | *review: %.1f KB of JSON* | | | | | | |\n", n, mbs*floorNs/1e3/1024)
+			fmt.Fprintf(os.Stdout, "| %d | *review: %.1f KB of JSON* | | | | | | |\n", n, mbs*floorNs/1e3/1024)
 		}
 		var fastest *row
 		fastestName := ""
@@ -160,7 +160,7 @@ func main() {
 			if strings.Contains(p.bench, fastestName) && fastestName != "" {
 				label += " ← fastest strict"
 			}
-			fmt.Printf("| %d | %s | %.1f | %.1f | %.0f | %.2f× | %.2f× | ±%.0f%% |\n",
+			fmt.Fprintf(os.Stdout, "| %d | %s | %.1f | %.1f | %.0f | %.2f× | %.2f× | ±%.0f%% |\n",
 				n, label, ns/1e3, bytes/1024, allocs, r.ratio(floor), r.ratio(fastest), r.spread()/2)
 		}
 	}
@@ -174,9 +174,9 @@ func main() {
 	if len(scale) == 0 {
 		return
 	}
-	fmt.Println()
-	fmt.Println("| scale | µs/op | KB/op | allocs/op | other | × 1 mapping | spread |")
-	fmt.Println("|---|---:|---:|---:|---|---:|---:|")
+	fmt.Fprintln(os.Stdout)
+	fmt.Fprintln(os.Stdout, "| scale | µs/op | KB/op | allocs/op | other | × 1 mapping | spread |")
+	fmt.Fprintln(os.Stdout, "|---|---:|---:|---:|---|---:|---:|")
 	base := map[string]*row{}
 	for _, r := range scale {
 		if rest, ok := strings.CutPrefix(r.name, "BenchmarkScale/mappings=1/"); ok {
@@ -201,7 +201,7 @@ func main() {
 		} else if strings.Contains(r.name, "decide-by-selector") && base["decide-by-name"] != nil {
 			ratio = fmt.Sprintf("%.2f×", r.ratio(base["decide-by-name"]))
 		}
-		fmt.Printf("| %s | %.1f | %.1f | %.0f | %s | %s | ±%.0f%% |\n",
+		fmt.Fprintf(os.Stdout, "| %s | %.1f | %.1f | %.0f | %s | %s | ±%.0f%% |\n",
 			strings.TrimPrefix(r.name, "BenchmarkScale/"), ns/1e3, bytes/1024, allocs, strings.Join(other, ", "), ratio, r.spread()/2)
 	}
 }
