@@ -74,7 +74,7 @@ type fixtures struct {
 var (
 	fixturesOnce sync.Once
 	fixturesVal  *fixtures
-	fixturesErr  error
+	errFixtures  error
 )
 
 func testFixtures(tb testing.TB) *fixtures {
@@ -85,19 +85,19 @@ func testFixtures(tb testing.TB) *fixtures {
 			dst *testCA
 			cn  string
 		}{{&f.Owner, "koord-ca"}, {&f.OwnerNew, "koord-ca-2"}, {&f.Foreign, "replica-3-ca"}, {&f.Inline, "inline-ca"}} {
-			if *c.dst, fixturesErr = generateCA(c.cn); fixturesErr != nil {
+			if *c.dst, errFixtures = generateCA(c.cn); errFixtures != nil {
 				return
 			}
 		}
 		now := time.Now()
-		if f.Expired, fixturesErr = generateCAValid("koord-ca-0", now.Add(-60*24*time.Hour), now.Add(-24*time.Hour)); fixturesErr != nil {
+		if f.Expired, errFixtures = generateCAValid("koord-ca-0", now.Add(-60*24*time.Hour), now.Add(-24*time.Hour)); errFixtures != nil {
 			return
 		}
 		// Any private key will do; the inline CA's is at hand.
 		f.KeyPEM = f.Inline.KeyPEM
 		fixturesVal = f
 	})
-	require.NoError(tb, fixturesErr)
+	require.NoError(tb, errFixtures)
 	return fixturesVal
 }
 

@@ -222,7 +222,7 @@ func staticDecisions(ev *auditv1.Event, base Decision) []Decision {
 			continue
 		}
 		// One finding per listed violation ("rule: field: detail | ...").
-		for _, v := range strings.Split(ev.Annotations[webhook+"/violations"], " | ") {
+		for v := range strings.SplitSeq(ev.Annotations[webhook+"/violations"], " | ") {
 			rule, _, ok := strings.Cut(v, ": ")
 			if !ok {
 				continue // "and N more"

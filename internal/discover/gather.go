@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -136,9 +137,7 @@ func listSources(ctx context.Context, c client.Reader, relevant map[string]bool,
 		for k, v := range cm.Data {
 			data[k] = []byte(v)
 		}
-		for k, v := range cm.BinaryData {
-			data[k] = v
-		}
+		maps.Copy(data, cm.BinaryData)
 		out = append(out, pemSources(SourceConfigMap, cm.Namespace, cm.Name, data, "")...)
 	}
 	return out, nil

@@ -83,7 +83,7 @@ func roundDays(d time.Duration) string {
 // serving certificate and checks it. One that cannot be reached (from
 // outside the cluster, say) is an info finding: its expiry is unknown.
 func dialServingCert(ctx context.Context, cc admv1.WebhookClientConfig, o Options, f findingFunc) []Finding {
-	addr, serverName := "", ""
+	var addr, serverName string
 	switch {
 	case cc.URL != nil:
 		u, err := url.Parse(*cc.URL)

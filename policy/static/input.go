@@ -3,7 +3,7 @@ package static
 import (
 	"net/url"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -24,7 +24,7 @@ type Input struct {
 	// FailurePolicy is the enforcing entry's: Fail rejects writes of webhook
 	// configurations while the guard is down, Ignore lets them pass
 	// unguarded.
-	FailurePolicy admissionregistrationv1.FailurePolicyType
+	FailurePolicy admv1.FailurePolicyType
 	// TimeoutSeconds is how long kube-apiserver waits for the guard.
 	TimeoutSeconds int32
 	// GuardServiceAccount ("namespace/name") adds the entry that sends
@@ -43,8 +43,8 @@ func (in Input) validate() field.ErrorList {
 	if _, err := cabundle.Parse(in.CABundle); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("CABundle"), field.OmitValueType{}, "the data "+err.Error()))
 	}
-	if in.FailurePolicy != admissionregistrationv1.Fail && in.FailurePolicy != admissionregistrationv1.Ignore {
-		errs = append(errs, field.NotSupported(field.NewPath("FailurePolicy"), in.FailurePolicy, []admissionregistrationv1.FailurePolicyType{admissionregistrationv1.Fail, admissionregistrationv1.Ignore}))
+	if in.FailurePolicy != admv1.Fail && in.FailurePolicy != admv1.Ignore {
+		errs = append(errs, field.NotSupported(field.NewPath("FailurePolicy"), in.FailurePolicy, []admv1.FailurePolicyType{admv1.Fail, admv1.Ignore}))
 	}
 	// kube-apiserver's bounds for a webhook's timeoutSeconds.
 	if in.TimeoutSeconds < 1 || in.TimeoutSeconds > 30 {

@@ -3,7 +3,7 @@ package static
 import (
 	"fmt"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -25,20 +25,20 @@ func Manifest(in Input) ([]byte, error) {
 // the enforcing entry, with break-glass subjects excluded and sent to a
 // fail-open entry of their own, and with Input.GuardServiceAccount the
 // entry guarding policy mode's generated objects.
-func ValidatingWebhookConfiguration(in Input) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+func ValidatingWebhookConfiguration(in Input) (*admv1.ValidatingWebhookConfiguration, error) {
 	if errs := in.validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("static webhook: %w", errs.ToAggregate())
 	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+	vwc := &admv1.ValidatingWebhookConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   ConfigName,
 			Labels: map[string]string{"app.kubernetes.io/name": "webhook-guard", "app.kubernetes.io/managed-by": "webhook-guard-render"},
 		},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{guardEntry(in)},
+		Webhooks: []admv1.ValidatingWebhook{guardEntry(in)},
 	}
 	if expr, ok := vap.SubjectsExpression(in.BreakGlass); ok {
-		vwc.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-break-glass", Expression: "!(" + expr + ")"}}
+		vwc.Webhooks[0].MatchConditions = []admv1.MatchCondition{{Name: "not-break-glass", Expression: "!(" + expr + ")"}}
 		vwc.Webhooks = append(vwc.Webhooks, breakGlassEntry(in, expr))
 	}
 	if in.GuardServiceAccount != "" {
@@ -51,16 +51,16 @@ func ValidatingWebhookConfiguration(in Input) (*admissionregistrationv1.Validati
 // the caller's failure policy. The other entries start from it, each from
 // its own copy, so that changing one entry of the result never changes
 // another through a shared pointer.
-func guardEntry(in Input) admissionregistrationv1.ValidatingWebhook {
+func guardEntry(in Input) admv1.ValidatingWebhook {
 	url := in.URL
 	fp := in.FailurePolicy
 	timeout := in.TimeoutSeconds
-	sideEffects := admissionregistrationv1.SideEffectClassNoneOnDryRun
-	matchPolicy := admissionregistrationv1.Equivalent
-	return admissionregistrationv1.ValidatingWebhook{
+	sideEffects := admv1.SideEffectClassNoneOnDryRun
+	matchPolicy := admv1.Equivalent
+	return admv1.ValidatingWebhook{
 		Name:                    WebhookName,
 		AdmissionReviewVersions: []string{"v1"},
-		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: in.CABundle},
+		ClientConfig:            admv1.WebhookClientConfig{URL: &url, CABundle: in.CABundle},
 		Rules:                   writesOf("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
 		FailurePolicy:           &fp,
 		MatchPolicy:             &matchPolicy,
@@ -73,12 +73,12 @@ func guardEntry(in Input) admissionregistrationv1.ValidatingWebhook {
 // that fails open: while the guard is up they are warned about and
 // recorded; while it is down they pass. That is how "always allowed, always
 // recorded" and "never locked out by a guard outage" both hold.
-func breakGlassEntry(in Input, breakGlass string) admissionregistrationv1.ValidatingWebhook {
+func breakGlassEntry(in Input, breakGlass string) admv1.ValidatingWebhook {
 	e := guardEntry(in)
 	e.Name = BreakGlassWebhookName
-	ignore := admissionregistrationv1.Ignore
+	ignore := admv1.Ignore
 	e.FailurePolicy = &ignore
-	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: breakGlass}}
+	e.MatchConditions = []admv1.MatchCondition{{Name: "break-glass", Expression: breakGlass}}
 	return e
 }
 
@@ -91,25 +91,25 @@ func breakGlassEntry(in Input, breakGlass string) admissionregistrationv1.Valida
 // app.kubernetes.io/managed-by=webhook-guard, and matchConditions skip the
 // guard's own writes and break-glass subjects, so kube-apiserver calls the
 // guard only for the writes it denies.
-func policyObjectsEntry(in Input) admissionregistrationv1.ValidatingWebhook {
+func policyObjectsEntry(in Input) admv1.ValidatingWebhook {
 	e := guardEntry(in)
 	e.Name = PolicyObjectsWebhookName
 	e.Rules = writesOf("validatingadmissionpolicies", "validatingadmissionpolicybindings")
 	e.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
-	e.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + vap.CELString(guardapi.ServiceAccountUsername(in.GuardServiceAccount))}}
+	e.MatchConditions = []admv1.MatchCondition{{Name: "not-the-guard", Expression: "request.userInfo.username != " + vap.CELString(guardapi.ServiceAccountUsername(in.GuardServiceAccount))}}
 	if expr, ok := vap.SubjectsExpression(in.BreakGlass); ok {
-		e.MatchConditions = append(e.MatchConditions, admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
+		e.MatchConditions = append(e.MatchConditions, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
 	}
 	return e
 }
 
 // writesOf is every write of the given cluster-scoped
 // admissionregistration.k8s.io/v1 resources.
-func writesOf(resources ...string) []admissionregistrationv1.RuleWithOperations {
-	scope := admissionregistrationv1.ClusterScope
-	return []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-		Rule: admissionregistrationv1.Rule{
+func writesOf(resources ...string) []admv1.RuleWithOperations {
+	scope := admv1.ClusterScope
+	return []admv1.RuleWithOperations{{
+		Operations: []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete},
+		Rule: admv1.Rule{
 			APIGroups:   []string{"admissionregistration.k8s.io"},
 			APIVersions: []string{"v1"},
 			Resources:   resources,

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -27,7 +27,7 @@ func validInput(t *testing.T) Input {
 	return Input{
 		URL:            "https://127.0.0.1:9443/validate",
 		CABundle:       newCAPEM(t),
-		FailurePolicy:  admissionregistrationv1.Fail,
+		FailurePolicy:  admv1.Fail,
 		TimeoutSeconds: 5,
 	}
 }
@@ -36,13 +36,13 @@ func validInput(t *testing.T) Input {
 // fields every entry shares are checked by Test_ValidatingWebhookConfiguration_sharedFields.
 type entry struct {
 	Name            string
-	FailurePolicy   admissionregistrationv1.FailurePolicyType
+	FailurePolicy   admv1.FailurePolicyType
 	Resources       []string
 	ObjectSelector  *metav1.LabelSelector
-	MatchConditions []admissionregistrationv1.MatchCondition
+	MatchConditions []admv1.MatchCondition
 }
 
-func entriesOf(vwc *admissionregistrationv1.ValidatingWebhookConfiguration) []entry {
+func entriesOf(vwc *admv1.ValidatingWebhookConfiguration) []entry {
 	out := make([]entry, 0, len(vwc.Webhooks))
 	for _, w := range vwc.Webhooks {
 		out = append(out, entry{
@@ -63,8 +63,8 @@ func Test_ValidatingWebhookConfiguration(t *testing.T) {
 	configurations := []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
 	policyObjects := []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}
 	generated := &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
-	notTheGuard := admissionregistrationv1.MatchCondition{Name: "not-the-guard", Expression: `request.userInfo.username != "system:serviceaccount:webhook-guard:webhook-guard"`}
-	notBreakGlass := admissionregistrationv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bgExpr + ")"}
+	notTheGuard := admv1.MatchCondition{Name: "not-the-guard", Expression: `request.userInfo.username != "system:serviceaccount:webhook-guard:webhook-guard"`}
+	notBreakGlass := admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bgExpr + ")"}
 
 	tests := map[string]struct {
 		change func(*Input)
@@ -72,32 +72,32 @@ func Test_ValidatingWebhookConfiguration(t *testing.T) {
 	}{
 		"if there are no break-glass subjects, generate the enforcing entry alone, without matchConditions": {
 			change: func(*Input) {},
-			exp:    []entry{{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations}},
+			exp:    []entry{{Name: WebhookName, FailurePolicy: admv1.Fail, Resources: configurations}},
 		},
 		"if the failure policy is Ignore, the enforcing entry fails open": {
-			change: func(in *Input) { in.FailurePolicy = admissionregistrationv1.Ignore },
-			exp:    []entry{{Name: WebhookName, FailurePolicy: admissionregistrationv1.Ignore, Resources: configurations}},
+			change: func(in *Input) { in.FailurePolicy = admv1.Ignore },
+			exp:    []entry{{Name: WebhookName, FailurePolicy: admv1.Ignore, Resources: configurations}},
 		},
 		"if there are break-glass subjects, exclude them from the enforcing entry and send them to a fail-open entry": {
 			change: func(in *Input) { in.BreakGlass = breakGlass },
 			exp: []entry{
-				{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{notBreakGlass}},
-				{Name: BreakGlassWebhookName, FailurePolicy: admissionregistrationv1.Ignore, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: bgExpr}}},
+				{Name: WebhookName, FailurePolicy: admv1.Fail, Resources: configurations, MatchConditions: []admv1.MatchCondition{notBreakGlass}},
+				{Name: BreakGlassWebhookName, FailurePolicy: admv1.Ignore, Resources: configurations, MatchConditions: []admv1.MatchCondition{{Name: "break-glass", Expression: bgExpr}}},
 			},
 		},
 		"if the guard's service account is given, send writes of the generated policies by anyone else and break-glass to the guard": {
 			change: func(in *Input) { in.BreakGlass, in.GuardServiceAccount = breakGlass, "webhook-guard/webhook-guard" },
 			exp: []entry{
-				{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{notBreakGlass}},
-				{Name: BreakGlassWebhookName, FailurePolicy: admissionregistrationv1.Ignore, Resources: configurations, MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "break-glass", Expression: bgExpr}}},
-				{Name: PolicyObjectsWebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: policyObjects, ObjectSelector: generated, MatchConditions: []admissionregistrationv1.MatchCondition{notTheGuard, notBreakGlass}},
+				{Name: WebhookName, FailurePolicy: admv1.Fail, Resources: configurations, MatchConditions: []admv1.MatchCondition{notBreakGlass}},
+				{Name: BreakGlassWebhookName, FailurePolicy: admv1.Ignore, Resources: configurations, MatchConditions: []admv1.MatchCondition{{Name: "break-glass", Expression: bgExpr}}},
+				{Name: PolicyObjectsWebhookName, FailurePolicy: admv1.Fail, Resources: policyObjects, ObjectSelector: generated, MatchConditions: []admv1.MatchCondition{notTheGuard, notBreakGlass}},
 			},
 		},
 		"if the guard's service account is given without break-glass subjects, skip only the guard's own writes of the generated policies": {
 			change: func(in *Input) { in.GuardServiceAccount = "webhook-guard/webhook-guard" },
 			exp: []entry{
-				{Name: WebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: configurations},
-				{Name: PolicyObjectsWebhookName, FailurePolicy: admissionregistrationv1.Fail, Resources: policyObjects, ObjectSelector: generated, MatchConditions: []admissionregistrationv1.MatchCondition{notTheGuard}},
+				{Name: WebhookName, FailurePolicy: admv1.Fail, Resources: configurations},
+				{Name: PolicyObjectsWebhookName, FailurePolicy: admv1.Fail, Resources: policyObjects, ObjectSelector: generated, MatchConditions: []admv1.MatchCondition{notTheGuard}},
 			},
 		},
 	}
@@ -125,22 +125,22 @@ func Test_ValidatingWebhookConfiguration_sharedFields(t *testing.T) {
 	require.Len(t, vwc.Webhooks, 3)
 	for _, w := range vwc.Webhooks {
 		assert.Equal(t, []string{"v1"}, w.AdmissionReviewVersions, w.Name)
-		assert.Equal(t, admissionregistrationv1.WebhookClientConfig{URL: &in.URL, CABundle: in.CABundle}, w.ClientConfig, w.Name)
-		assert.Equal(t, admissionregistrationv1.Equivalent, *w.MatchPolicy, w.Name)
+		assert.Equal(t, admv1.WebhookClientConfig{URL: &in.URL, CABundle: in.CABundle}, w.ClientConfig, w.Name)
+		assert.Equal(t, admv1.Equivalent, *w.MatchPolicy, w.Name)
 		// Dry runs are decided but not recorded: the guard's records are its
 		// only side effect.
-		assert.Equal(t, admissionregistrationv1.SideEffectClassNoneOnDryRun, *w.SideEffects, w.Name)
+		assert.Equal(t, admv1.SideEffectClassNoneOnDryRun, *w.SideEffects, w.Name)
 		assert.Equal(t, int32(5), *w.TimeoutSeconds, w.Name)
 		require.Len(t, w.Rules, 1, w.Name)
-		assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}, w.Rules[0].Operations, w.Name)
+		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete}, w.Rules[0].Operations, w.Name)
 		assert.Equal(t, []string{"admissionregistration.k8s.io"}, w.Rules[0].APIGroups, w.Name)
 		assert.Equal(t, []string{"v1"}, w.Rules[0].APIVersions, w.Name)
-		assert.Equal(t, admissionregistrationv1.ClusterScope, *w.Rules[0].Scope, w.Name)
+		assert.Equal(t, admv1.ClusterScope, *w.Rules[0].Scope, w.Name)
 	}
 
 	// The entries start from copies, not from one another.
-	*vwc.Webhooks[0].FailurePolicy = admissionregistrationv1.Ignore
-	assert.Equal(t, admissionregistrationv1.Fail, *vwc.Webhooks[2].FailurePolicy)
+	*vwc.Webhooks[0].FailurePolicy = admv1.Ignore
+	assert.Equal(t, admv1.Fail, *vwc.Webhooks[2].FailurePolicy)
 }
 
 func Test_ValidatingWebhookConfiguration_invalid(t *testing.T) {
@@ -206,7 +206,7 @@ func Test_Manifest(t *testing.T) {
 
 	data, err := Manifest(in)
 	require.NoError(t, err)
-	var got admissionregistrationv1.ValidatingWebhookConfiguration
+	var got admv1.ValidatingWebhookConfiguration
 	require.NoError(t, yaml.UnmarshalStrict(data, &got))
 	assert.Equal(t, exp, &got)
 	assert.NotContains(t, string(data), "creationTimestamp", "an empty creation time is not part of the file")

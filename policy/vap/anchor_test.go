@@ -2,6 +2,7 @@ package vap_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,9 +21,7 @@ func anchorRole(extra map[string]any) *unstructured.Unstructured {
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": "wg-policy-anchor", "labels": map[string]any{"helm.sh/chart": "webhook-guard-0.2.0"}},
 	}
-	for k, v := range extra {
-		o[k] = v
-	}
+	maps.Copy(o, extra)
 	return &unstructured.Unstructured{Object: o}
 }
 

@@ -85,7 +85,7 @@ func parityCases(t *testing.T) (map[string]parityCase, *testpki.CA) {
 	intruder := &user.DefaultInfo{Name: "system:serviceaccount:other:intruder"}
 	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}
 	inject := map[string]string{policy.AnnotationInjectCAFrom: "app-system/serving"}
-	cat := func(bs ...[]byte) []byte { return slices.Concat(bs...) }
+	cat := slices.Concat[[]byte]
 	upd := func(u user.Info, old, next []entry) parityCase {
 		return parityCase{op: policy.OperationUpdate, config: "app", user: u, old: old, next: next}
 	}

@@ -485,12 +485,12 @@ func SubjectsExpression(s guardapi.Subjects) (string, bool) {
 }
 
 func celList(ss []string) string {
-	b, _ := json.Marshal(ss)
+	b, _ := json.Marshal(ss) //nolint:errchkjson // a []string always encodes
 	return string(b)
 }
 
 // CELString is s as a CEL string literal (JSON escaping is valid CEL).
 func CELString(s string) string {
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(s) //nolint:errchkjson // a string always encodes
 	return string(b)
 }

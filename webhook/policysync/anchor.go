@@ -68,7 +68,7 @@ func errText(err error) string {
 // disappearance and keeps the pass from writing.
 func (s *Syncer) anchor(ctx context.Context) (*metav1.OwnerReference, error) {
 	if s.Anchor == "" {
-		return nil, nil
+		return nil, nil //nolint:nilnil // no anchor configured: the objects get no owner reference
 	}
 	var role rbacv1.ClusterRole
 	err := s.Reader.Get(ctx, types.NamespacedName{Name: s.Anchor}, &role)

@@ -109,7 +109,7 @@ func (s *Syncer) unwatched(ctx context.Context, kind string, desired client.Obje
 	err := s.Reader.Get(ctx, types.NamespacedName{Name: desired.GetName()}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return nil, nil //nolint:nilnil // no object of that name: the apply creates it
 	case err != nil:
 		return nil, fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
 	case obj.GetLabels()[vap.LabelManagedBy] != vap.ManagedBy:

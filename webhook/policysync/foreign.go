@@ -8,13 +8,12 @@ import (
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // specElement is the spec of a generated object in managed fields.
-var specElement = fieldpath.PathElement{FieldName: ptr.To("spec")}
+var specElement = fieldpath.PathElement{FieldName: new("spec")}
 
 // foreignSpecFields are the fields of live's spec that another field
 // manager set and the guard does not own, by manager. Server-side apply

@@ -36,8 +36,7 @@ func (r *refusal) Unwrap() error { return r.err }
 
 // refusedObject names the object of a refusal ("" for another error).
 func refusedObject(err error) string {
-	var r *refusal
-	if errors.As(err, &r) {
+	if r, ok := errors.AsType[*refusal](err); ok {
 		return r.object
 	}
 	return ""
@@ -49,12 +48,10 @@ func refusedObject(err error) string {
 // (timeouts, an unreachable or overloaded API server, a resourceVersion
 // conflict) is retried as it is at the next pass.
 func refused(err error) bool {
-	var foreign *foreignObjectError
-	if errors.As(err, &foreign) {
+	if _, ok := errors.AsType[*foreignObjectError](err); ok {
 		return true
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
+	if _, ok := errors.AsType[net.Error](err); ok {
 		return false
 	}
 	if apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
@@ -82,12 +79,10 @@ func refusalCA(err error) vap.CA {
 // the same object give the same reason, so the fail-closed policy holding
 // it is not rewritten.
 func refusalReason(err error) string {
-	var status *apierrors.StatusError
-	if errors.As(err, &status) {
+	if status, ok := errors.AsType[*apierrors.StatusError](err); ok {
 		return status.Error()
 	}
-	var foreign *foreignObjectError
-	if errors.As(err, &foreign) {
+	if foreign, ok := errors.AsType[*foreignObjectError](err); ok {
 		return foreign.Error()
 	}
 	return err.Error()

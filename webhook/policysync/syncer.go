@@ -118,7 +118,7 @@ func (s *Syncer) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 	s.init()
 	if err := s.Sync(ctx); err != nil {
 		if ctx.Err() != nil {
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, nil //nolint:nilerr // the manager is stopping: nothing to retry
 		}
 		s.Metrics.Syncs.WithLabelValues("error").Inc()
 		s.Log.Error(err, "policy mode: sync failed; retrying at the next change or interval")

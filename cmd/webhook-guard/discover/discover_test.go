@@ -48,7 +48,7 @@ func Test_Options_Run(t *testing.T) {
 		}}},
 		&admv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "by-url"}, Webhooks: []admv1.MutatingWebhook{{
 			Name: "w.url.io", SideEffects: ptr.To(admv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
-			ClientConfig: admv1.WebhookClientConfig{URL: ptr.To("https://10.0.0.1/m")},
+			ClientConfig: admv1.WebhookClientConfig{URL: new("https://10.0.0.1/m")},
 		}}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).Build()

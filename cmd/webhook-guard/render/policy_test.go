@@ -67,7 +67,7 @@ func Test_renderPolicy_decodes(t *testing.T) {
 	var secret struct {
 		StringData map[string]string `json:"stringData"`
 	}
-	for _, doc := range strings.Split(string(objects), "\n---\n") {
+	for doc := range strings.SplitSeq(string(objects), "\n---\n") {
 		if strings.Contains(doc, "name: webhook-certs") {
 			require.NoError(t, yaml.Unmarshal([]byte(doc+"\n"), &secret))
 		}

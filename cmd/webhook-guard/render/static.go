@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -153,7 +153,7 @@ func (o *StaticOptions) Validate() error {
 // interrupted.
 func (o *StaticOptions) Run(cmd *cobra.Command) error {
 	if !o.watch {
-		return o.renderOnce(cmd.OutOrStdout())
+		return o.renderOnce(cmd.Context(), cmd.OutOrStdout())
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -182,7 +182,7 @@ func (o *StaticOptions) kubeconfig() ([]byte, error) {
 }
 
 // render reads the inputs and generates both documents.
-func (o *StaticOptions) render() (manifest, admission []byte, err error) {
+func (o *StaticOptions) render(ctx context.Context) (manifest, admission []byte, err error) {
 	ca, err := os.ReadFile(o.caFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--ca-file: %w", err)
@@ -195,11 +195,11 @@ func (o *StaticOptions) render() (manifest, admission []byte, err error) {
 	in := static.Input{
 		URL:                 o.url,
 		CABundle:            ca,
-		FailurePolicy:       admissionregistrationv1.FailurePolicyType(o.failurePolicy),
+		FailurePolicy:       admv1.FailurePolicyType(o.failurePolicy),
 		TimeoutSeconds:      o.timeoutSeconds,
 		GuardServiceAccount: o.guardSA,
 	}
-	cfg, err := o.source.Load(context.Background(), nil)
+	cfg, err := o.source.Load(ctx, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -218,8 +218,8 @@ func (o *StaticOptions) render() (manifest, admission []byte, err error) {
 	return manifest, admission, err
 }
 
-func (o *StaticOptions) renderOnce(out io.Writer) error {
-	manifest, admission, err := o.render()
+func (o *StaticOptions) renderOnce(ctx context.Context, out io.Writer) error {
+	manifest, admission, err := o.render(ctx)
 	if err != nil {
 		return cmdutil.Invalid("%v", err)
 	}
@@ -264,7 +264,7 @@ func (o *StaticOptions) watchAndRender(ctx context.Context, log io.Writer) error
 	tick := time.NewTicker(o.watchInterval)
 	defer tick.Stop()
 	for {
-		manifest, admission, err := o.render()
+		manifest, admission, err := o.render(ctx)
 		switch {
 		case err != nil:
 			fmt.Fprintf(log, "render failed, keeping the previous files: %v\n", err)

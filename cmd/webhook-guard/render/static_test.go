@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
@@ -53,13 +53,13 @@ func Test_renderStaticManifest_outputDir(t *testing.T) {
 
 	data, err := os.ReadFile(filepath.Join(dir, "static", render.StaticConfigName+".yaml"))
 	require.NoError(t, err)
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	var vwc admv1.ValidatingWebhookConfiguration
 	require.NoError(t, yaml.UnmarshalStrict(data, &vwc))
 	assert.Equal(t, render.StaticConfigName, vwc.Name)
 	require.Len(t, vwc.Webhooks, 2)
-	assert.Equal(t, admissionregistrationv1.Fail, *vwc.Webhooks[0].FailurePolicy)
-	assert.Equal(t, admissionregistrationv1.Ignore, *vwc.Webhooks[1].FailurePolicy)
-	assert.Equal(t, admissionregistrationv1.SideEffectClassNoneOnDryRun, *vwc.Webhooks[0].SideEffects)
+	assert.Equal(t, admv1.Fail, *vwc.Webhooks[0].FailurePolicy)
+	assert.Equal(t, admv1.Ignore, *vwc.Webhooks[1].FailurePolicy)
+	assert.Equal(t, admv1.SideEffectClassNoneOnDryRun, *vwc.Webhooks[0].SideEffects)
 
 	admission, err := os.ReadFile(filepath.Join(dir, "admission-configuration.yaml"))
 	require.NoError(t, err)

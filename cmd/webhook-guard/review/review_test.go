@@ -31,7 +31,7 @@ func fakeReports(t *testing.T) client.Client {
 	scheme, err := webhook.NewScheme()
 	require.NoError(t, err)
 	b := fake.NewClientBuilder().WithScheme(scheme)
-	for _, doc := range strings.Split(string(data), "\n---\n") {
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
 		var rep reportsv1alpha1.ClusterReport
 		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &rep))
 		b = b.WithObjects(&rep)
@@ -69,8 +69,7 @@ func Test_review(t *testing.T) {
 			require.NoError(t, o.Validate())
 			err := o.Run(t.Context(), &out)
 			code := cmdutil.ExitAllowed
-			var ee *cmdutil.ExitError
-			if errors.As(err, &ee) {
+			if ee, ok := errors.AsType[*cmdutil.ExitError](err); ok {
 				code = ee.Code
 			} else {
 				require.NoError(t, err)
@@ -88,7 +87,7 @@ func Test_reviewTableWidth(t *testing.T) {
 	err := o.Run(t.Context(), &out)
 	var ee *cmdutil.ExitError
 	require.ErrorAs(t, err, &ee)
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
 		assert.LessOrEqual(t, len(line), 120, line)
 	}
 }

@@ -30,7 +30,7 @@ func newLogger(format, level string) (logr.Logger, error) {
 		if err != nil || n < 0 || n > 127 {
 			return logr.Logger{}, fmt.Errorf("--log-level must be info, debug or a number in 0..127, got %q", level)
 		}
-		opts.Level = zapcore.Level(-int8(n)) //nolint:gosec // bounded to 0..127 above
+		opts.Level = zapcore.Level(-int8(n))
 	}
 	return ctrlzap.New(ctrlzap.UseFlagOptions(&opts)), nil
 }

@@ -18,8 +18,8 @@ import (
 func Test_everyCASourceFieldIsAKind(t *testing.T) {
 	var fields []string
 	typ := reflect.TypeFor[CASource]()
-	for i := range typ.NumField() {
-		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+	for field := range typ.Fields() {
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
 		fields = append(fields, name)
 	}
 	var kinds []string

@@ -111,7 +111,7 @@ func (s *ConfigSource) Load(ctx context.Context, kube *KubeFlags) (*policy.Mappi
 	case s.fromCluster:
 		return s.loadFromCluster(ctx, kube)
 	}
-	return nil, nil
+	return nil, nil //nolint:nilnil // no source given: the commands that need one say so (LoadRequired)
 }
 
 func (s *ConfigSource) loadFromCluster(ctx context.Context, kube *KubeFlags) (*policy.Mappings, error) {

@@ -52,8 +52,7 @@ func Execute(cmd *cobra.Command, args []string, stderr io.Writer) int {
 	if err == nil {
 		return ExitAllowed
 	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*ExitError](err); ok {
 		if ee.Err != nil {
 			fmt.Fprintln(stderr, "error:", ee.Err)
 		}
