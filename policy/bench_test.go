@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
@@ -46,7 +47,7 @@ func BenchmarkParseBundle(b *testing.B) {
 	f := testFixtures(b)
 	for name, data := range map[string][]byte{
 		"certs=1": f.Owner.PEM,
-		"certs=2": bundle(f.Owner.PEM, f.OwnerNew.PEM),
+		"certs=2": slices.Concat(f.Owner.PEM, f.OwnerNew.PEM),
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,30 +45,30 @@ func Test_Decide_rotation(t *testing.T) {
 		expViolations []Violation
 	}{
 		"if a merging writer appends the new CA to the stored one (cainjector), allow": {
-			input: update(whA, f.Owner.PEM, whA, bundle(f.Owner.PEM, f.OwnerNew.PEM)),
+			input: update(whA, f.Owner.PEM, whA, slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)),
 		},
 		"if a replacing writer writes the new CA alone, allow": {
 			input: update(whA, f.Owner.PEM, whA, f.OwnerNew.PEM),
 		},
 		"if an expired certificate of the stored bundle is kept beside the new CA, allow: an expired CA grants no trust": {
-			input: update(whA, bundle(f.Expired.PEM, f.Owner.PEM), whA, bundle(f.Expired.PEM, f.Owner.PEM, f.OwnerNew.PEM)),
+			input: update(whA, slices.Concat(f.Expired.PEM, f.Owner.PEM), whA, slices.Concat(f.Expired.PEM, f.Owner.PEM, f.OwnerNew.PEM)),
 		},
 		"if the expired certificate is dropped as the new CA is added, allow": {
-			input: update(whA, bundle(f.Expired.PEM, f.Owner.PEM), whA, bundle(f.Owner.PEM, f.OwnerNew.PEM)),
+			input: update(whA, slices.Concat(f.Expired.PEM, f.Owner.PEM), whA, slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)),
 		},
 		"if the old certificates are put after the new CA, allow: order carries no trust": {
-			input: update(whA, f.Owner.PEM, whA, bundle(f.OwnerNew.PEM, f.Owner.PEM)),
+			input: update(whA, f.Owner.PEM, whA, slices.Concat(f.OwnerNew.PEM, f.Owner.PEM)),
 		},
 		"if a foreign certificate is added alongside the owner's new CA, deny naming only the foreign one": {
-			input:         update(whA, f.Owner.PEM, whA, bundle(f.Owner.PEM, f.OwnerNew.PEM, f.Foreign.PEM)),
+			input:         update(whA, f.Owner.PEM, whA, slices.Concat(f.Owner.PEM, f.OwnerNew.PEM, f.Foreign.PEM)),
 			expViolations: []Violation{foreignHere(0, whA, f.Foreign.Short())},
 		},
 		"if a certificate that had been dropped is added back, deny: it is no longer stored": {
-			input:         update(whA, f.Owner.PEM, whA, bundle(f.Expired.PEM, f.Owner.PEM, f.OwnerNew.PEM)),
+			input:         update(whA, f.Owner.PEM, whA, slices.Concat(f.Expired.PEM, f.Owner.PEM, f.OwnerNew.PEM)),
 			expViolations: []Violation{foreignHere(0, whA, f.Expired.Short())},
 		},
 		"if the bundle keeps only stored certificates and drops the current CA, deny: it must still trust the owner's current CA": {
-			input: update(whA, bundle(f.Owner.PEM, f.OwnerNew.PEM), whA, f.Owner.PEM),
+			input: update(whA, slices.Concat(f.Owner.PEM, f.OwnerNew.PEM), whA, f.Owner.PEM),
 			expViolations: []Violation{{
 				Rule: RuleCAMismatch, Field: "webhooks[0].clientConfig.caBundle", Webhook: whA,
 				Detail:   "the caBundle keeps only certificates of the stored caBundle and none of the owner's CA set from " + source,
@@ -77,7 +78,7 @@ func Test_Decide_rotation(t *testing.T) {
 			}},
 		},
 		"if a renamed entry keeps the old name's certificate, deny: a new name has nothing stored": {
-			input: update(whA, f.Owner.PEM, whB, bundle(f.Owner.PEM, f.OwnerNew.PEM)),
+			input: update(whA, f.Owner.PEM, whB, slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)),
 			expViolations: []Violation{
 				{Rule: RuleCAMismatch, Field: "webhooks", Webhook: whA, Detail: `the entry "a.koord.io", which carried a caBundle, was removed or renamed; that empties its caBundle`, Hint: "keep the entry (and its name) with the owner's CA; removing it is a break-glass change"},
 				foreignHere(0, whB, f.Owner.Short()),
@@ -87,14 +88,14 @@ func Test_Decide_rotation(t *testing.T) {
 			input: Input{
 				Operation: OperationUpdate, Name: "koord", User: koordSA, CA: rotated,
 				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
-				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: bundle(f.Owner.PEM, f.OwnerNew.PEM)}},
+				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)}},
 			},
 			expViolations: []Violation{foreignHere(1, whB, f.Owner.Short())},
 		},
 		"if a CREATE carries an old certificate beside the current CA, deny: nothing is stored yet": {
 			input: Input{
 				Operation: OperationCreate, Name: "koord", User: koordSA, CA: rotated,
-				Webhooks: []Webhook{{Name: whA, CABundle: bundle(f.Owner.PEM, f.OwnerNew.PEM)}},
+				Webhooks: []Webhook{{Name: whA, CABundle: slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)}},
 			},
 			expViolations: []Violation{foreignHere(0, whA, f.Owner.Short())},
 		},

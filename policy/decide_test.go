@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -39,7 +40,7 @@ owners:
   writers: {users: [legacy-operator]}
   ca:
     pem: |
-` + indent(string(f.Inline.PEM), 6) + `
+` + testpki.Indent(string(f.Inline.PEM), 6) + `
 - name: istio
   mode: enforce
   match: {validating: [istio], mutating: [istio]}
@@ -227,7 +228,7 @@ func Test_Decide(t *testing.T) {
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 		},
 		"if the owner rotates to a bundle of old and new CA and both are in the CA set, allow": {
-			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, f.OwnerNew.PEM), bundle(f.OwnerNew.PEM, f.Owner.PEM)}, rotatingCA),
+			input:      update("koord", koordSA, same, [2][]byte{slices.Concat(f.Owner.PEM, f.OwnerNew.PEM), slices.Concat(f.OwnerNew.PEM, f.Owner.PEM)}, rotatingCA),
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks[1].clientConfig.caBundle"},
 		},
@@ -278,7 +279,7 @@ func Test_Decide(t *testing.T) {
 			expRecord:     true,
 		},
 		"if a rotation bundle holds one CA of the set and one foreign, deny naming only the foreign one": {
-			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, f.Foreign.PEM), f.Owner.PEM}, koordCA),
+			input:      update("koord", koordSA, same, [2][]byte{slices.Concat(f.Owner.PEM, f.Foreign.PEM), f.Owner.PEM}, koordCA),
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caMismatch(0, whA, koordSource, []string{f.Owner.Short()}, []string{f.Foreign.Short()})},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
@@ -642,7 +643,7 @@ func Test_Decide(t *testing.T) {
 			expRecord:     true,
 		},
 		"if the owner writes its CA beside a headered foreign block, allow: kube-apiserver trusts only the owner's": {
-			input:      update("koord", koordSA, same, [2][]byte{bundle(f.Owner.PEM, testpki.WithPEMHeaders(f.Foreign.PEM)), f.Owner.PEM}, koordCA),
+			input:      update("koord", koordSA, same, [2][]byte{slices.Concat(f.Owner.PEM, testpki.WithPEMHeaders(f.Foreign.PEM)), f.Owner.PEM}, koordCA),
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
 		},

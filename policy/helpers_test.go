@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509/pkix"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,21 +98,6 @@ func testFixtures(tb testing.TB) *fixtures {
 	})
 	require.NoError(tb, errFixtures)
 	return fixturesVal
-}
-
-// bundle concatenates PEM bundles, as a rotation writes old+new.
-func bundle(parts ...[]byte) []byte {
-	var out []byte
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-// indent indents every line of s by n spaces, to embed PEM in YAML.
-func indent(s string, n int) string {
-	pad := strings.Repeat(" ", n)
-	return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
 }
 
 // mustLoad loads a configuration that the test expects to be valid.

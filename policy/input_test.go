@@ -2,6 +2,7 @@ package policy
 
 import (
 	"crypto/sha256"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,8 +43,8 @@ func Test_ChangedBundles(t *testing.T) {
 		"if UPDATE rotates one caBundle, return it with old and new at its new index": {
 			input: Input{Operation: OperationUpdate,
 				OldWebhooks: []Webhook{{Name: "a", CABundle: old}, {Name: "b", CABundle: old}},
-				Webhooks:    []Webhook{{Name: "a", CABundle: old}, {Name: "b", CABundle: bundle(old, next)}}},
-			exp: []BundleChange{{Index: 1, Webhook: "b", Old: old, New: bundle(old, next), Hash: sha256.Sum256(bundle(old, next))}},
+				Webhooks:    []Webhook{{Name: "a", CABundle: old}, {Name: "b", CABundle: slices.Concat(old, next)}}},
+			exp: []BundleChange{{Index: 1, Webhook: "b", Old: old, New: slices.Concat(old, next), Hash: sha256.Sum256(slices.Concat(old, next))}},
 		},
 		"if UPDATE empties a caBundle, return it as emptied": {
 			input: Input{Operation: OperationUpdate,

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
@@ -17,7 +18,7 @@ const header = "apiVersion: webhook-guard.io/v1alpha1\nkind: GuardConfig\n"
 // ownerDoc is a valid document with one mapping whose fields are given as
 // YAML lines under "- ", so each case changes only what it is about.
 func ownerDoc(ownerLines string) string {
-	return header + "owners:\n- " + indent(ownerLines, 2)[2:] + "\n"
+	return header + "owners:\n- " + testpki.Indent(ownerLines, 2)[2:] + "\n"
 }
 
 const (
@@ -84,7 +85,7 @@ owners:
   writers: {users: [legacy-operator]}
   ca:
     pem: |
-` + indent(string(f.Inline.PEM), 6) + "\n"
+` + testpki.Indent(string(f.Inline.PEM), 6) + "\n"
 
 	fullSpec := guardapi.GuardConfig{
 		TypeMeta:    metav1.TypeMeta{APIVersion: guardapi.APIVersion, Kind: guardapi.Kind},
@@ -430,7 +431,7 @@ owners:
 			expErr: `owners[0].ca.pem: Invalid value: "<pem>": is not PEM: no "-----BEGIN CERTIFICATE-----" block found`,
 		},
 		"if the inline pem holds a private key, reject it": {
-			input:  owner(validMatch, validWriters, "ca:\n  pem: |\n"+indent(string(f.KeyPEM), 4)),
+			input:  owner(validMatch, validWriters, "ca:\n  pem: |\n"+testpki.Indent(string(f.KeyPEM), 4)),
 			expErr: `owners[0].ca.pem: Invalid value: "<pem>": holds no certificate kube-apiserver can use (PEM block 0 is a "EC PRIVATE KEY", not a CERTIFICATE; kube-apiserver skips such blocks)`,
 		},
 		"if maxDistinctBundles is below 2, reject it: a rotation writes two bundles": {

@@ -1,11 +1,13 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
@@ -108,7 +110,7 @@ func Test_InlineCA(t *testing.T) {
   writers: {users: [legacy-operator]}
   ca:
     pem: |
-`+indent(string(bundle(f.Inline.PEM, f.OwnerNew.PEM)), 6)+`
+`+testpki.Indent(string(slices.Concat(f.Inline.PEM, f.OwnerNew.PEM)), 6)+`
 - name: koordinator
   match: {validating: [koord]}
   writers: {serviceAccounts: [koordinator-system/koord-manager]}
@@ -124,7 +126,7 @@ func Test_InlineCA(t *testing.T) {
 			name: "legacy", expOK: true,
 			// The set keeps the inline bytes too (policy mode copies them).
 			expSet: func() cabundle.CASet {
-				set, err := cabundle.NewCASet("inline pem of owners[legacy]", bundle(f.Inline.PEM, f.OwnerNew.PEM))
+				set, err := cabundle.NewCASet("inline pem of owners[legacy]", slices.Concat(f.Inline.PEM, f.OwnerNew.PEM))
 				require.NoError(t, err)
 				return set
 			}(),

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func Test_decodeInput(t *testing.T) {
 		Name:        "koord",
 		Labels:      map[string]string{"app": "koord-new"},
 		Annotations: map[string]string{"cert-manager.io/inject-ca-from": "intruder-system/mine"},
-		Bundles:     [][]byte{bundle(f.Owner.PEM, f.OwnerNew.PEM), f.OwnerNew.PEM},
+		Bundles:     [][]byte{slices.Concat(f.Owner.PEM, f.OwnerNew.PEM), f.OwnerNew.PEM},
 	}
 	// raw builds a request whose object is the given JSON.
 	raw := func(t *testing.T, op admissionv1.Operation, objJSON string) *admissionv1.AdmissionRequest {

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -59,7 +60,7 @@ func FuzzTypedReview(f *testing.F) {
 		return pem.EncodeToMemory(b)
 	}
 	// The bundles an entry may carry, chosen by two bits each.
-	bundles := [][]byte{nil, fx.Owner.PEM, fx.Foreign.PEM, headered(fx.Owner.PEM), []byte("not pem"), bundle(fx.Owner.PEM, fx.Foreign.PEM)}
+	bundles := [][]byte{nil, fx.Owner.PEM, fx.Foreign.PEM, headered(fx.Owner.PEM), []byte("not pem"), slices.Concat(fx.Owner.PEM, fx.Foreign.PEM)}
 	names := []string{"koord", "audited", "legacy", "team-a-hooks"}
 	users := []string{koordManager, auditedOwner, teamAOwner, intruder, "legacy-operator", "kubernetes-admin"}
 

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,7 @@ const (
 // caResult is a resolver answer holding the given CAs.
 func caResult(tb testing.TB, source string, cached bool, pems ...[]byte) casource.Result {
 	tb.Helper()
-	set, err := cabundle.NewCASet(source, bundle(pems...))
+	set, err := cabundle.NewCASet(source, slices.Concat(pems...))
 	require.NoError(tb, err)
 	return casource.Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Cached: cached, Source: source}
 }
@@ -127,7 +128,7 @@ func Test_Handler_Review(t *testing.T) {
 	koordRelabelled := object{Name: "koord", Labels: map[string]string{"app": "koord-2"}, Bundles: [][]byte{f.Owner.PEM}}
 	koordEmpty := object{Name: "koord", Bundles: [][]byte{nil}}
 	koordForeign := object{Name: "koord", Bundles: [][]byte{f.Foreign.PEM}}
-	koordRotating := object{Name: "koord", Bundles: [][]byte{bundle(f.Owner.PEM, f.OwnerNew.PEM)}}
+	koordRotating := object{Name: "koord", Bundles: [][]byte{slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)}}
 	audited := object{Name: "audited", Bundles: [][]byte{f.Owner.PEM}}
 	auditedRelabelled := object{Name: "audited", Labels: map[string]string{"x": "y"}, Bundles: [][]byte{f.Owner.PEM}}
 	auditedForeign := object{Name: "audited", Bundles: [][]byte{f.Foreign.PEM}}
@@ -474,9 +475,9 @@ func Test_Handler_Review_flapping(t *testing.T) {
 	// fifth is within the window of the report and is not reported again.
 	bundles := [][]byte{
 		f.Owner.PEM,
-		bundle(f.Owner.PEM, f.OwnerNew.PEM),
+		slices.Concat(f.Owner.PEM, f.OwnerNew.PEM),
 		f.OwnerNew.PEM,
-		bundle(f.OwnerNew.PEM, f.Owner.PEM),
+		slices.Concat(f.OwnerNew.PEM, f.Owner.PEM),
 		f.Foreign.PEM,
 	}
 	var warnings [][]string
@@ -508,7 +509,7 @@ func Test_Handler_Review_flapping(t *testing.T) {
 	// bundles now exceed maxDistinctBundles 2 and are reported, although the
 	// old detector reported this configuration less than a window ago.
 	store.Set(mustLoad(t, guardConfigDoc(f)+"flapping: {maxDistinctBundles: 2, window: 5m}\n"))
-	for _, b := range [][]byte{f.Owner.PEM, f.OwnerNew.PEM, bundle(f.Owner.PEM, f.OwnerNew.PEM)} {
+	for _, b := range [][]byte{f.Owner.PEM, f.OwnerNew.PEM, slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)} {
 		obj := object{Name: "audited", Bundles: [][]byte{b}}
 		resp := answer(t, h, request(t, admissionv1.Update, policy.KindValidating, auditedOwner, &obj, &prev))
 		require.True(t, resp.Allowed)
@@ -533,7 +534,7 @@ func shortSorted(cas ...*testCA) string {
 	for _, c := range cas {
 		pems = append(pems, c.PEM)
 	}
-	set, _ := cabundle.NewCASet("", bundle(pems...))
+	set, _ := cabundle.NewCASet("", slices.Concat(pems...))
 	return strings.Join(set.Short(), ",")
 }
 

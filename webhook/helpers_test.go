@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"strings"
 	"sync"
 	"testing"
 
@@ -75,15 +74,6 @@ func testFixtures(tb testing.TB) *fixtures {
 	return fixturesVal
 }
 
-// bundle concatenates PEM bundles, as a rotation writes old+new.
-func bundle(parts ...[]byte) []byte {
-	var out []byte
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
 // guardConfigDoc is the configuration the handler tests run against: an
 // enforced mapping (koordinator), an audited one (audited), break-glass for
 // system:masters, and an inline-pem mapping (legacy) whose CA is the owner CA.
@@ -113,12 +103,7 @@ owners:
   writers: {users: [legacy-operator]}
   ca:
     pem: |
-` + indent(string(f.Owner.PEM), 6) + "\n"
-}
-
-func indent(s string, n int) string {
-	pad := strings.Repeat(" ", n)
-	return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
+` + testpki.Indent(string(f.Owner.PEM), 6) + "\n"
 }
 
 func mustLoad(tb testing.TB, doc string) *policy.Mappings {

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 func Test_confirmedMismatches_keyedByOwnerCASet(t *testing.T) {
 	f := testFixtures(t)
 	set := func(pems ...[]byte) cabundle.CASet {
-		s, err := cabundle.NewCASet("Secret koordinator-system/webhook-certs (key ca.crt)", bundle(pems...))
+		s, err := cabundle.NewCASet("Secret koordinator-system/webhook-certs (key ca.crt)", slices.Concat(pems...))
 		require.NoError(t, err)
 		return s
 	}

@@ -6,19 +6,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
-
-func newCA(t *testing.T, cn string) *testpki.CA {
-	t.Helper()
-	ca, err := testpki.NewCA(cn)
-	require.NoError(t, err)
-	return ca
-}
 
 func short(ca *testpki.CA) string {
 	sum := sha256.Sum256(ca.Cert.Raw)
@@ -59,8 +51,8 @@ func lookalike(ca *testpki.CA) Source {
 }
 
 func Test_Propose(t *testing.T) {
-	koordCA := newCA(t, "koord-ca")
-	otherCA := newCA(t, "other-ca")
+	koordCA := testpki.MustCA(t, "koord-ca")
+	otherCA := testpki.MustCA(t, "other-ca")
 	koordSA := []string{"koordinator-system/koord-manager"}
 	koordEvidence := func(ref string) []string {
 		return []string{

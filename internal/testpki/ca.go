@@ -5,7 +5,7 @@
 //
 // It returns errors rather than taking a testing.TB so that commands (the
 // demo, gensamples) can use it too; each test package keeps the one-line
-// helper its tests already call, now a thin wrapper over this package.
+// helper its tests call, which only names the certificate.
 //
 // It is for tests and development tools only: none of its choices is meant
 // as a production default.

@@ -1,6 +1,9 @@
 package testpki
 
-import "encoding/pem"
+import (
+	"encoding/pem"
+	"strings"
+)
 
 // WithPEMHeaders re-encodes the first PEM block of pemData with a PEM
 // header, which kube-apiserver's AppendCertsFromPEM skips; nil when
@@ -12,4 +15,11 @@ func WithPEMHeaders(pemData []byte) []byte {
 	}
 	block.Headers = map[string]string{"Proc-Type": "4,ENCRYPTED"}
 	return pem.EncodeToMemory(block)
+}
+
+// Indent indents every line of s by n spaces, to embed a PEM bundle in a
+// YAML block scalar; a trailing newline is dropped.
+func Indent(s string, n int) string {
+	pad := strings.Repeat(" ", n)
+	return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
 }

@@ -14,19 +14,12 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
-func newCAPEM(t *testing.T) []byte {
-	t.Helper()
-	ca, err := testpki.NewCA("webhook-guard-ca")
-	require.NoError(t, err)
-	return ca.PEM
-}
-
 // validInput is an input every test starts from and changes one field of.
 func validInput(t *testing.T) Input {
 	t.Helper()
 	return Input{
 		URL:            "https://127.0.0.1:9443/validate",
-		CABundle:       newCAPEM(t),
+		CABundle:       testpki.MustCA(t, "webhook-guard-ca").PEM,
 		FailurePolicy:  admv1.Fail,
 		TimeoutSeconds: 5,
 	}

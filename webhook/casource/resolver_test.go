@@ -203,19 +203,8 @@ owners:
   writers: {users: [owner]}
   ca:
     pem: |
-      ` + string(indentPEM(inline.PEM)) + `
+` + testpki.Indent(string(inline.PEM), 6) + `
 `
-}
-
-func indentPEM(p []byte) []byte {
-	var out []byte
-	for i, b := range p {
-		out = append(out, b)
-		if b == '\n' && i < len(p)-1 {
-			out = append(out, []byte("      ")...)
-		}
-	}
-	return out
 }
 
 // env is a fake API with the objects every CA source shape reads.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/flapping"
@@ -29,10 +30,10 @@ func (discard) RecordFlapping(context.Context, string, flapping.Report) {}
 // one run: a foreign CA (recorded), the owner's CA (allowed), and a change
 // that leaves caBundle alone (the cheapest exit).
 func BenchmarkObservedChange(b *testing.B) {
-	owner := newCA(b, "owner-ca")
+	owner := testpki.MustCA(b, "owner-ca").PEM
 	foreign := make([][]byte, 8)
 	for i := range foreign {
-		foreign[i] = newCA(b, fmt.Sprintf("replica-%d-ca", i))
+		foreign[i] = testpki.MustCA(b, fmt.Sprintf("replica-%d-ca", i)).PEM
 	}
 	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
 kind: GuardConfig
@@ -43,7 +44,7 @@ owners:
   writers: {serviceAccounts: [app/controller]}
   ca:
     pem: |
-      ` + indent(owner) + "\n"))
+` + testpki.Indent(string(owner), 6) + "\n"))
 	require.NoError(b, err)
 	at := time.Now()
 	o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg, fps: cabundle.NewFingerprintCache(cabundle.DefaultFingerprintCacheSize)}, Recorder: discard{},

@@ -55,13 +55,6 @@ func (r *recorded) RecordFlapping(_ context.Context, _ string, fr flapping.Repor
 	r.flapping = append(r.flapping, fr)
 }
 
-func newCA(t testing.TB, cn string) []byte {
-	t.Helper()
-	ca, err := testpki.NewCA(cn)
-	require.NoError(t, err)
-	return ca.PEM
-}
-
 // vwc is a guarded configuration whose one entry "w.example.io" holds
 // bundle, its caBundle owned by manager.
 func vwc(rv string, bundle []byte, manager string, at time.Time) *admv1.ValidatingWebhookConfiguration {
@@ -81,10 +74,10 @@ func vwc(rv string, bundle []byte, manager string, at time.Time) *admv1.Validati
 }
 
 func Test_Observer(t *testing.T) {
-	owner := newCA(t, "owner-ca")
+	owner := testpki.MustCA(t, "owner-ca").PEM
 	foreign := make([][]byte, 4)
 	for i := range foreign {
-		foreign[i] = newCA(t, fmt.Sprintf("replica-%d-ca", i))
+		foreign[i] = testpki.MustCA(t, fmt.Sprintf("replica-%d-ca", i)).PEM
 	}
 	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
 kind: GuardConfig
@@ -96,7 +89,7 @@ owners:
   writers: {serviceAccounts: [app/controller]}
   ca:
     pem: |
-      ` + indent(owner) + "\n"))
+` + testpki.Indent(string(owner), 6) + "\n"))
 	require.NoError(t, err)
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 
@@ -183,7 +176,6 @@ func (d draining) OnAdd(obj any, initial bool) { d.h.OnAdd(obj, initial); d.drai
 func (d draining) OnUpdate(old, cur any)       { d.h.OnUpdate(old, cur); d.drain() }
 func (d draining) OnDelete(obj any)            { d.h.OnDelete(obj); d.drain() }
 
-// indent indents a PEM for a YAML block scalar six spaces deep.
 // auditConfig is the audit-mode mapping "app" of the validating
 // configurations names, written by app/controller, whose CA is ca inline.
 func auditConfig(t testing.TB, ca []byte, names ...string) *policy.Mappings {
@@ -197,13 +189,9 @@ owners:
   writers: {serviceAccounts: [app/controller]}
   ca:
     pem: |
-      ` + indent(ca) + "\n"))
+` + testpki.Indent(string(ca), 6) + "\n"))
 	require.NoError(t, err)
 	return cfg
-}
-
-func indent(pem []byte) string {
-	return strings.ReplaceAll(strings.TrimSpace(string(pem)), "\n", "\n      ")
 }
 
 type staticConfig struct{ cfg *policy.Mappings }

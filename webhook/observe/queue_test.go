@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -36,10 +37,10 @@ func (b blockingDecider) Decide(ctx context.Context, in *policy.Input) policy.De
 }
 
 func Test_Observer_queue(t *testing.T) {
-	owner := newCA(t, "owner-ca")
+	owner := testpki.MustCA(t, "owner-ca").PEM
 	foreign := make([][]byte, 4)
 	for i := range foreign {
-		foreign[i] = newCA(t, fmt.Sprintf("replica-%d-ca", i))
+		foreign[i] = testpki.MustCA(t, fmt.Sprintf("replica-%d-ca", i)).PEM
 	}
 	cfg := auditConfig(t, owner, "guarded", "other")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
@@ -140,8 +141,8 @@ func (f *fakeResolver) Resolve(_ context.Context, req casource.Request, live boo
 }
 
 func Test_CADecider(t *testing.T) {
-	owner := newCA(t, "owner-ca")
-	foreign := newCA(t, "foreign-ca")
+	owner := testpki.MustCA(t, "owner-ca").PEM
+	foreign := testpki.MustCA(t, "foreign-ca").PEM
 	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
 kind: GuardConfig
 defaultMode: audit
@@ -210,8 +211,8 @@ func (s *startingDecider) DecideObserved(ctx context.Context, in *policy.Input, 
 }
 
 func Test_Observer_waitsForASourceOffTheWorker(t *testing.T) {
-	owner := newCA(t, "owner-ca")
-	foreign := newCA(t, "foreign-ca")
+	owner := testpki.MustCA(t, "owner-ca").PEM
+	foreign := testpki.MustCA(t, "foreign-ca").PEM
 	cfg := auditConfig(t, owner, "guarded")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	annotated := func(rv, annotation string, bundle []byte) any {
@@ -265,8 +266,8 @@ func (g gatedResolver) Resolve(_ context.Context, req casource.Request, _ bool) 
 }
 
 func Test_CADecider_DecideObserved(t *testing.T) {
-	owner := newCA(t, "owner-ca")
-	foreign := newCA(t, "foreign-ca")
+	owner := testpki.MustCA(t, "owner-ca").PEM
+	foreign := testpki.MustCA(t, "foreign-ca").PEM
 	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
 kind: GuardConfig
 defaultMode: audit
@@ -323,15 +324,15 @@ func (r *rotatingDecider) Decide(_ context.Context, in *policy.Input) policy.Dec
 }
 
 func Test_Observer_mismatchGrace(t *testing.T) {
-	oldCA, newCA_ := newCA(t, "owner-ca-old"), newCA(t, "owner-ca-new")
-	before, after := auditConfig(t, oldCA, "guarded"), auditConfig(t, newCA_, "guarded")
+	oldCA, nextCA := testpki.MustCA(t, "owner-ca-old").PEM, testpki.MustCA(t, "owner-ca-new").PEM
+	before, after := auditConfig(t, oldCA, "guarded"), auditConfig(t, nextCA, "guarded")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	run := func(dec Decider) (*Observer, *recorded) {
 		rec := &recorded{}
 		o := &Observer{Config: staticConfig{before}, Decider: dec, Recorder: rec, MismatchGrace: time.Millisecond,
 			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
 		h := o.handler(t.Context())
-		h.OnUpdate(vwc("1", oldCA, "app-controller", at), vwc("2", newCA_, "app-controller", at))
+		h.OnUpdate(vwc("1", oldCA, "app-controller", at), vwc("2", nextCA, "app-controller", at))
 		o.processNext(t.Context())
 		assert.Empty(t, rec.decisions, "a ca-mismatch waits on the queue before it stands")
 		o.processNext(t.Context()) // returns once the grace has passed
@@ -350,7 +351,7 @@ func Test_Observer_mismatchGrace(t *testing.T) {
 }
 
 func Test_Observer_coalescedMergedRotation(t *testing.T) {
-	cas := [][]byte{newCA(t, "ca-0"), newCA(t, "ca-1"), newCA(t, "ca-2")}
+	cas := [][]byte{testpki.MustCA(t, "ca-0").PEM, testpki.MustCA(t, "ca-1").PEM, testpki.MustCA(t, "ca-2").PEM}
 	cfg := auditConfig(t, cas[2], "guarded")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	bundle := func(n int) []byte { return bytes.Join(cas[:n], nil) }
