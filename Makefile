@@ -113,10 +113,12 @@ lint-tools: ## Build golangci-lint and govulncheck into bin/ (once per machine).
 	hack/build-lint.sh
 
 .PHONY: test
-test: tools build image ## Run every suite: unit, check goldens, chart, e2e against a real kube-apiserver, the image tool's and the install recipes' (structural).
+test: tools build image ## Run every suite: unit, check goldens, chart, e2e against a real kube-apiserver, the image tool's, the install recipes' (structural) and render gitops's output decoded by the tools' types.
 	go test -race -count=1 -timeout 40m ./...
 	cd hack/image && go test -count=1 ./...
 	cd config/recipes/recipetest && go test -count=1 ./...
+	@# render gitops's goldens decoded with Argo CD's and Flux's API types (own module: Argo CD pins k8s.io).
+	cd policy/gitops/tooltypes && go test -count=1 ./...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane needed).
@@ -156,7 +158,7 @@ lint: lint-tools ## gofmt, go vet, golangci-lint (gosec included) and govulnchec
 	go vet ./...
 	$(BIN)/golangci-lint run --allow-parallel-runners ./...
 	@# The nested modules (not covered by ./... above) with the same config.
-	for m in e2e/perf hack/image config/recipes/recipetest; do (cd $$m && go vet ./... && $(BIN)/golangci-lint run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
+	for m in e2e/perf hack/image config/recipes/recipetest policy/gitops/tooltypes; do (cd $$m && go vet ./... && $(BIN)/golangci-lint run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
 	hack/vulncheck.sh
 
 .PHONY: vulncheck

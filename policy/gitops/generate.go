@@ -124,10 +124,28 @@ func splitPatch(s string) (namespace, name string, ok bool) {
 	return namespace, name, ok && namespace != "" && name != "" && !strings.Contains(name, "/")
 }
 
-// objectMeta is the metadata of a patch.
-type objectMeta struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
+// patchObject is a whole Application or Kustomization holding spec, as a
+// merge patch.
+type patchObject struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec any `json:"spec"`
+}
+
+// patchDocument is the patch of the object patch names ("namespace/name")
+// and its header: the kubectl command that applies it.
+func patchDocument(tool, apiVersion, kind, patch string, spec any) (any, string) {
+	ns, name, _ := splitPatch(patch)
+	obj := patchObject{APIVersion: apiVersion, Kind: kind, Spec: spec}
+	obj.Metadata.Name, obj.Metadata.Namespace = name, ns
+	resource := strings.ToLower(kind)
+	return obj, fmt.Sprintf("# %s: a merge patch of %s %s/%s:\n"+
+		"#   kubectl patch %s %s -n %s --type merge --patch-file FILE\n"+
+		"# A merge patch replaces the lists it sets: merge them with the %s's own first.\n", tool, kind, ns, name, resource, name, ns, kind)
 }
 
 func argoCDDocument(rules []ArgoCDIgnoreDifference, patch string) (any, string) {
@@ -142,16 +160,7 @@ func argoCDDocument(rules []ArgoCDIgnoreDifference, patch string) (any, string) 
 		return spec{IgnoreDifferences: rules}, "# Argo CD: paste under the Application's spec, and add " + ArgoCDSyncOption + "\n" +
 			"# to its spec.syncPolicy.syncOptions: without it a sync still writes Git's value.\n"
 	}
-	ns, name, _ := splitPatch(patch)
-	return struct {
-			APIVersion string     `json:"apiVersion"`
-			Kind       string     `json:"kind"`
-			Metadata   objectMeta `json:"metadata"`
-			Spec       spec       `json:"spec"`
-		}{argoCDAPIVersion, argoCDKind, objectMeta{name, ns}, spec{rules, &syncPolicy{[]string{ArgoCDSyncOption}}}},
-		fmt.Sprintf("# Argo CD: a merge patch of Application %s/%s:\n"+
-			"#   kubectl patch application %s -n %s --type merge --patch-file FILE\n"+
-			"# A merge patch replaces the lists it sets: merge them with the Application's own first.\n", ns, name, name, ns)
+	return patchDocument("Argo CD", argoCDAPIVersion, argoCDKind, patch, spec{rules, &syncPolicy{[]string{ArgoCDSyncOption}}})
 }
 
 func fluxDocument(rules []FluxIgnoreRule, patch string) (any, string) {
@@ -161,14 +170,5 @@ func fluxDocument(rules []FluxIgnoreRule, patch string) (any, string) {
 	if patch == "" {
 		return spec{Ignore: rules}, "# Flux: paste under the Kustomization's spec (kustomize-controller's ignore rules).\n"
 	}
-	ns, name, _ := splitPatch(patch)
-	return struct {
-			APIVersion string     `json:"apiVersion"`
-			Kind       string     `json:"kind"`
-			Metadata   objectMeta `json:"metadata"`
-			Spec       spec       `json:"spec"`
-		}{fluxAPIVersion, fluxKind, objectMeta{name, ns}, spec{rules}},
-		fmt.Sprintf("# Flux: a merge patch of Kustomization %s/%s:\n"+
-			"#   kubectl patch kustomization %s -n %s --type merge --patch-file FILE\n"+
-			"# A merge patch replaces the lists it sets: merge them with the Kustomization's own first.\n", ns, name, name, ns)
+	return patchDocument("Flux", fluxAPIVersion, fluxKind, patch, spec{rules})
 }
