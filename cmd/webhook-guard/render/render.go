@@ -10,6 +10,6 @@ func NewCommand() *cobra.Command {
 		Use:   "render",
 		Short: "Render the manifests that connect kube-apiserver to the guard",
 	}
-	cmd.AddCommand(NewStaticCommand(), NewAdmissionConfigCommand(), NewPolicyCommand())
+	cmd.AddCommand(NewStaticCommand(), NewAdmissionConfigCommand(), NewPolicyCommand(), NewGitOpsCommand())
 	return cmd
 }

@@ -1,0 +1,62 @@
+package gitops
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+)
+
+// DefaultWebhookEntries is how many webhook entries per configuration the
+// Flux rules cover unless told otherwise. Flux's paths are JSON Pointers,
+// which name one list index each; a pointer to an entry the object does not
+// have is ignored, so covering more entries than a configuration has costs
+// nothing.
+const DefaultWebhookEntries = 8
+
+// FluxIgnoreRule is one entry of a Flux Kustomization's spec.ignore, with
+// the fields of kustomize-controller's IgnoreRule.
+type FluxIgnoreRule struct {
+	Paths  []string     `json:"paths"`
+	Target FluxSelector `json:"target"`
+}
+
+// FluxSelector is the target of a FluxIgnoreRule, with the fields of
+// Flux's kustomize.Selector this generator sets. group, version, kind and
+// name are anchored regular expressions, so the names are quoted.
+type FluxSelector struct {
+	Group         string `json:"group"`
+	Version       string `json:"version"`
+	Kind          string `json:"kind"`
+	Name          string `json:"name,omitempty"`
+	LabelSelector string `json:"labelSelector,omitempty"`
+}
+
+// Flux is the ignore rules for owned, one per configuration or selector,
+// each covering the caBundle of the first entries webhook entries.
+func Flux(owned []Owned, entries int) []FluxIgnoreRule {
+	paths := fluxCABundlePaths(entries)
+	out := []FluxIgnoreRule{}
+	for _, o := range owned {
+		sel := FluxSelector{
+			Group:         regexp.QuoteMeta(Group),
+			Version:       Version,
+			Kind:          o.Kind,
+			LabelSelector: o.LabelSelector,
+		}
+		if o.Name != "" {
+			sel.Name = regexp.QuoteMeta(o.Name)
+		}
+		out = append(out, FluxIgnoreRule{Paths: slices.Clone(paths), Target: sel})
+	}
+	return out
+}
+
+// fluxCABundlePaths are the JSON Pointers of the caBundle of entries 0 to
+// n-1.
+func fluxCABundlePaths(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "/" + webhooksField + "/" + strconv.Itoa(i) + "/" + clientConfigField + "/" + caBundleField
+	}
+	return out
+}
