@@ -51,15 +51,8 @@ type AdmissionPolicyObjectInput struct {
 // can never lock the guard out of its own objects. It is always enforced:
 // there is no owner mapping, so no mode to audit in.
 func (c *Mappings) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) Decision {
-	d := Decision{
-		Operation: in.Operation,
-		Kind:      in.Kind,
-		Name:      in.Name,
-		Subject:   in.User.Username,
-		DryRun:    in.DryRun,
-		Mode:      guardapi.ModeEnforce,
-		Rule:      RuleAdmissionPolicyObject,
-	}
+	d := newDecision(in.Operation, in.Kind, in.Name, in.User, in.DryRun)
+	d.Mode, d.Rule = guardapi.ModeEnforce, RuleAdmissionPolicyObject
 	switch {
 	case !in.Generated:
 		d.Mode, d.Outcome, d.Rule = "", OutcomeAllow, RuleNone

@@ -24,14 +24,8 @@ func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
 	if in.Observed {
 		return c.decideObserved(m, in)
 	}
-	d := Decision{
-		Operation: in.Operation,
-		Kind:      in.Kind,
-		Name:      in.Name,
-		Subject:   in.User.Username,
-		DryRun:    in.DryRun,
-		Changes:   ChangedBundles(in),
-	}
+	d := newDecision(in.Operation, in.Kind, in.Name, in.User, in.DryRun)
+	d.Changes = ChangedBundles(in)
 	breakGlass := c.IsBreakGlass(in.User)
 
 	switch {

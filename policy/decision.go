@@ -118,6 +118,12 @@ type Decision struct {
 	Write string `json:"-"`
 }
 
+// newDecision starts the decision on a request with what identifies it, the
+// same for a webhook configuration and a generated policy object.
+func newDecision(op Operation, kind ConfigKind, name string, user User, dryRun bool) Decision {
+	return Decision{Operation: op, Kind: kind, Name: name, Subject: user.Username, DryRun: dryRun}
+}
+
 // Allowed reports whether the request goes through.
 func (d *Decision) Allowed() bool { return d.Outcome != OutcomeDeny }
 

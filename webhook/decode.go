@@ -170,21 +170,12 @@ func generatedByGuard(obj *webhookConfiguration) bool {
 }
 
 // input checks a webhook configuration request and builds the decision's
-// input.
+// input. The checks run in the order a reader of the error fixes them: the
+// envelope, the user, the objects the operation reads, then their metadata.
 func (r *reviewRequest) input() (*policy.Input, error) {
-	if r.UID == "" && r.Kind.Kind == "" && r.Operation == "" && r.UserInfo.Username == "" {
-		return nil, inputErrorf("the body holds no admission request: expected an admission.k8s.io/v1 AdmissionReview with a request")
-	}
-	if r.UID == "" {
-		return nil, inputErrorf("request.uid is missing")
-	}
-	if r.Kind.Group != guardedGroup || r.Kind.Version != guardedVersion {
-		return nil, inputErrorf("request.kind %s is not guarded: expected %s/%s %s or %s; check the rules of the webhook registration",
-			r.Kind.String(), guardedGroup, guardedVersion, policy.KindValidating, policy.KindMutating)
-	}
-	kind := policy.ConfigKind(r.Kind.Kind)
-	if kind != policy.KindValidating && kind != policy.KindMutating {
-		return nil, inputErrorf("request.kind %s is not guarded: expected %s or %s", r.Kind.Kind, policy.KindValidating, policy.KindMutating)
+	kind, err := r.guardedKind()
+	if err != nil {
+		return nil, err
 	}
 	in := &policy.Input{
 		Operation: policy.Operation(r.Operation),
@@ -196,9 +187,42 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 	if in.User.Username == "" {
 		return nil, inputErrorf("request.userInfo.username is missing")
 	}
-	var obj, old *webhookConfiguration
-	var err error
-	switch in.Operation {
+	obj, old, err := r.objects(kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := setMetadata(in, obj, old); err != nil {
+		return nil, err
+	}
+	in.Webhooks, in.OldWebhooks = webhooks(obj), webhooks(old)
+	in.Write = writeID(in.Operation, obj, old)
+	return in, nil
+}
+
+// guardedKind checks the request's envelope (there is a request, it has a
+// uid, and its kind is one the guard decides on) and returns that kind.
+func (r *reviewRequest) guardedKind() (policy.ConfigKind, error) {
+	if r.UID == "" && r.Kind.Kind == "" && r.Operation == "" && r.UserInfo.Username == "" {
+		return "", inputErrorf("the body holds no admission request: expected an admission.k8s.io/v1 AdmissionReview with a request")
+	}
+	if r.UID == "" {
+		return "", inputErrorf("request.uid is missing")
+	}
+	if r.Kind.Group != guardedGroup || r.Kind.Version != guardedVersion {
+		return "", inputErrorf("request.kind %s is not guarded: expected %s/%s %s or %s; check the rules of the webhook registration",
+			r.Kind.String(), guardedGroup, guardedVersion, policy.KindValidating, policy.KindMutating)
+	}
+	kind := policy.ConfigKind(r.Kind.Kind)
+	if kind != policy.KindValidating && kind != policy.KindMutating {
+		return "", inputErrorf("request.kind %s is not guarded: expected %s or %s", r.Kind.Kind, policy.KindValidating, policy.KindMutating)
+	}
+	return kind, nil
+}
+
+// objects returns the request's object and old object, each checked when
+// the operation reads it and nil when it does not.
+func (r *reviewRequest) objects(kind policy.ConfigKind) (obj, old *webhookConfiguration, err error) {
+	switch policy.Operation(r.Operation) {
 	case policy.OperationCreate:
 		obj, err = checkObject(fieldObject, r.Object, kind)
 	case policy.OperationUpdate:
@@ -208,11 +232,17 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 	case policy.OperationDelete:
 		old, err = checkObject(fieldOldObject, r.OldObject, kind)
 	default:
-		return nil, inputErrorf("request.operation %q is not guarded: expected CREATE, UPDATE or DELETE", r.Operation)
+		return nil, nil, inputErrorf("request.operation %q is not guarded: expected CREATE, UPDATE or DELETE", r.Operation)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return obj, old, nil
+}
+
+// setMetadata fills the input's name, labels and annotations from the
+// objects the operation reads (at least one of them is set).
+func setMetadata(in *policy.Input, obj, old *webhookConfiguration) error {
 	meta := obj
 	if meta == nil {
 		meta = old
@@ -221,7 +251,7 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 		in.Name = meta.Metadata.Name
 	}
 	if meta.Metadata.Name != "" && meta.Metadata.Name != in.Name {
-		return nil, inputErrorf("request.name %q does not match the object's metadata.name %q", in.Name, meta.Metadata.Name)
+		return inputErrorf("request.name %q does not match the object's metadata.name %q", in.Name, meta.Metadata.Name)
 	}
 	in.Labels, in.Annotations = meta.Metadata.Labels, meta.Metadata.Annotations
 	if old != nil && in.Operation == policy.OperationUpdate {
@@ -233,16 +263,21 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 		// Relabelling into a selector mapping is decided by that mapping too.
 		in.UpdatedLabels = meta.Metadata.Labels
 	}
-	in.Webhooks, in.OldWebhooks = webhooks(obj), webhooks(old)
-	switch in.Operation {
+	return nil
+}
+
+// writeID names the write the records count: the stored object's version
+// on an update, the new object on a create.
+func writeID(op policy.Operation, obj, old *webhookConfiguration) string {
+	switch op {
 	case policy.OperationCreate:
-		in.Write = policy.WriteID(obj.Metadata.UID, "")
+		return policy.WriteID(obj.Metadata.UID, "")
 	case policy.OperationUpdate:
-		in.Write = policy.WriteID(old.Metadata.UID, old.Metadata.ResourceVersion)
+		return policy.WriteID(old.Metadata.UID, old.Metadata.ResourceVersion)
 	case policy.OperationDelete:
 		// A deletion stores no caBundle: no write for the records to count.
 	}
-	return in, nil
+	return ""
 }
 
 // checkObject checks a decoded request.object or request.oldObject (the

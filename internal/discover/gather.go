@@ -224,28 +224,37 @@ func listWorkloads(ctx context.Context, c client.Reader, relevant map[string]boo
 
 // listConfigurations reads both kinds of webhook configuration.
 func listConfigurations(ctx context.Context, c client.Reader) ([]Configuration, error) {
-	var out []Configuration
 	var vs admv1.ValidatingWebhookConfigurationList
 	if err := c.List(ctx, &vs); err != nil {
 		return nil, fmt.Errorf("list validatingwebhookconfigurations: %w", err)
-	}
-	for _, v := range vs.Items {
-		cfg := Configuration{Kind: policy.KindValidating, Name: v.Name, Annotations: v.Annotations, CABundleManagers: CABundleManagers(v.ManagedFields)}
-		for _, w := range v.Webhooks {
-			cfg.Webhooks = append(cfg.Webhooks, webhookEvidence(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.Rules, len(w.MatchConditions)))
-		}
-		out = append(out, cfg)
 	}
 	var ms admv1.MutatingWebhookConfigurationList
 	if err := c.List(ctx, &ms); err != nil {
 		return nil, fmt.Errorf("list mutatingwebhookconfigurations: %w", err)
 	}
-	for _, m := range ms.Items {
-		cfg := Configuration{Kind: policy.KindMutating, Name: m.Name, Annotations: m.Annotations, CABundleManagers: CABundleManagers(m.ManagedFields)}
-		for _, w := range m.Webhooks {
-			cfg.Webhooks = append(cfg.Webhooks, webhookEvidence(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.Rules, len(w.MatchConditions)))
-		}
-		out = append(out, cfg)
+	var out []Configuration
+	for i := range vs.Items {
+		v := &vs.Items[i]
+		out = append(out, configuration(policy.KindValidating, &v.ObjectMeta, v.Webhooks, func(w *admv1.ValidatingWebhook) Webhook {
+			return webhookEvidence(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.Rules, len(w.MatchConditions))
+		}))
+	}
+	for i := range ms.Items {
+		m := &ms.Items[i]
+		out = append(out, configuration(policy.KindMutating, &m.ObjectMeta, m.Webhooks, func(w *admv1.MutatingWebhook) Webhook {
+			return webhookEvidence(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.Rules, len(w.MatchConditions))
+		}))
 	}
 	return out, nil
+}
+
+// configuration is one configuration of either kind: the two kinds' webhook
+// types differ only in fields discover does not read, so evidence reads one
+// webhook and the rest is shared.
+func configuration[W any](kind policy.ConfigKind, meta *metav1.ObjectMeta, webhooks []W, evidence func(*W) Webhook) Configuration {
+	cfg := Configuration{Kind: kind, Name: meta.Name, Annotations: meta.Annotations, CABundleManagers: CABundleManagers(meta.ManagedFields)}
+	for i := range webhooks {
+		cfg.Webhooks = append(cfg.Webhooks, evidence(&webhooks[i]))
+	}
+	return cfg
 }

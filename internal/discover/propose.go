@@ -213,6 +213,13 @@ func (inf *inference) findWorkloads(c Cluster) []Workload {
 		}
 		inf.evidence = append(inf.evidence, fmt.Sprintf("webhooks[%d] calls Service %s, which selects %s", i, ref, strings.Join(selected, ", ")))
 	}
+	inf.settleWriter(found)
+	return found
+}
+
+// settleWriter names the writer and the owner when the found workloads all
+// run as one service account, and says why not when they do not.
+func (inf *inference) settleWriter(found []Workload) {
 	sas := map[string]bool{}
 	for _, wl := range found {
 		sas[wl.Namespace+"/"+wl.ServiceAccount] = true
@@ -229,7 +236,6 @@ func (inf *inference) findWorkloads(c Cluster) []Workload {
 	case len(sas) > 1:
 		inf.reasons = append(inf.reasons, "the webhooks' Services select workloads running as different service accounts: "+strings.Join(sortedKeys(sas), ", "))
 	}
-	return found
 }
 
 // injectedCA settles the CA source from cainjector's annotations.

@@ -56,30 +56,37 @@ func scanMappings(ctx context.Context, c client.Client, cfg *policy.Mappings, o 
 }
 
 func listTargets(ctx context.Context, c client.Reader) ([]target, error) {
-	var out []target
 	var vs admv1.ValidatingWebhookConfigurationList
 	if err := c.List(ctx, &vs); err != nil {
 		return nil, err
-	}
-	for _, v := range vs.Items {
-		t := target{kind: policy.KindValidating, meta: v.ObjectMeta}
-		for _, w := range v.Webhooks {
-			t.webhooks = append(t.webhooks, targetWebhook{w.Name, w.ClientConfig})
-		}
-		out = append(out, t)
 	}
 	var ms admv1.MutatingWebhookConfigurationList
 	if err := c.List(ctx, &ms); err != nil {
 		return nil, err
 	}
+	var out []target
+	for _, v := range vs.Items {
+		out = append(out, targetOf(policy.KindValidating, v.ObjectMeta, v.Webhooks, func(w *admv1.ValidatingWebhook) targetWebhook {
+			return targetWebhook{w.Name, w.ClientConfig}
+		}))
+	}
 	for _, m := range ms.Items {
-		t := target{kind: policy.KindMutating, meta: m.ObjectMeta}
-		for _, w := range m.Webhooks {
-			t.webhooks = append(t.webhooks, targetWebhook{w.Name, w.ClientConfig})
-		}
-		out = append(out, t)
+		out = append(out, targetOf(policy.KindMutating, m.ObjectMeta, m.Webhooks, func(w *admv1.MutatingWebhook) targetWebhook {
+			return targetWebhook{w.Name, w.ClientConfig}
+		}))
 	}
 	return out, nil
+}
+
+// targetOf is one configuration of either kind: the two kinds' webhook
+// types differ only in fields scan does not read, so one reads a webhook
+// and the rest is shared.
+func targetOf[W any](kind policy.ConfigKind, meta metav1.ObjectMeta, webhooks []W, one func(*W) targetWebhook) target {
+	t := target{kind: kind, meta: meta}
+	for i := range webhooks {
+		t.webhooks = append(t.webhooks, one(&webhooks[i]))
+	}
+	return t
 }
 
 type scanner struct {

@@ -237,11 +237,18 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 		}
 		return r.resolveWatched(ctx, src, live)
 	}
+	return r.resolveCached(ctx, src, req.HeldOnly, live)
+}
+
+// resolveCached answers from the resolver's own cache, reading the source
+// when the cached answer is missing, older than the TTL, or live is set;
+// heldOnly answers from the cache alone.
+func (r *Resolver) resolveCached(ctx context.Context, src source, heldOnly, live bool) Result {
 	now := r.opts.Now()
 	r.mu.Lock()
 	entry, ok := r.cache[src.key]
 	r.mu.Unlock()
-	if req.HeldOnly {
+	if heldOnly {
 		if ok && now.Sub(entry.readAt) < r.opts.MaxStale {
 			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Source: src.key}
 		}
@@ -252,18 +259,7 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	}
 	set, err := r.coalescedRead(ctx, src, now)
 	if err != nil {
-		if ok && now.Sub(entry.readAt) < r.opts.MaxStale && !IsDefinitive(err) {
-			return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Stale: true, Source: src.key}
-		}
-		if ok && IsDefinitive(err) {
-			// The source answered that it is gone or unusable (typically on
-			// the live re-read before a denial): the cached answer must not
-			// keep serving for the rest of its TTL.
-			r.mu.Lock()
-			delete(r.cache, src.key)
-			r.mu.Unlock()
-		}
-		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: src.key}
+		return r.readFailed(src, entry, ok, now, err)
 	}
 	r.mu.Lock()
 	if len(r.cache) >= maxCachedSources {
@@ -272,6 +268,24 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 	r.cache[src.key] = cacheEntry{set: set, readAt: now}
 	r.mu.Unlock()
 	return Result{CAResult: policy.CAResult{Resolved: true, Set: set}, Source: src.key}
+}
+
+// readFailed answers a failed read: from the cached entry (if cached) while
+// it is within MaxStale and the failure may pass, else with the error,
+// dropping the entry when the failure is definitive.
+func (r *Resolver) readFailed(src source, entry cacheEntry, cached bool, now time.Time, err error) Result {
+	if cached && now.Sub(entry.readAt) < r.opts.MaxStale && !IsDefinitive(err) {
+		return Result{CAResult: policy.CAResult{Resolved: true, Set: entry.set}, Cached: true, Stale: true, Source: src.key}
+	}
+	if cached && IsDefinitive(err) {
+		// The source answered that it is gone or unusable (typically on
+		// the live re-read before a denial): the cached answer must not
+		// keep serving for the rest of its TTL.
+		r.mu.Lock()
+		delete(r.cache, src.key)
+		r.mu.Unlock()
+	}
+	return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: src.key}
 }
 
 // coalescedRead reads the source, sharing reads between concurrent

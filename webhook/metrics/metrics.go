@@ -51,47 +51,36 @@ type Webhook struct {
 // NewWebhook creates the handler's collectors and registers them with reg.
 func NewWebhook(reg prometheus.Registerer) *Webhook {
 	m := &Webhook{
-		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_decisions_total",
-			Help: "Admission decisions on webhook configurations, by owner mapping, primary rule and decision.",
-		}, []string{"mapping", "rule", "decision"}),
-		Records: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_records_total",
-			Help: "Decisions recorded (audit, deny, break-glass; never dry runs).",
-		}, []string{"mapping", "rule", "decision"}),
+		Decisions: counterVec("webhook_guard_decisions_total",
+			"Admission decisions on webhook configurations, by owner mapping, primary rule and decision.",
+			"mapping", "rule", "decision"),
+		Records: counterVec("webhook_guard_records_total",
+			"Decisions recorded (audit, deny, break-glass; never dry runs).",
+			"mapping", "rule", "decision"),
 		DecisionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "webhook_guard_decision_duration_seconds",
 			Help:    "Time to decide one request, CA resolution included.",
 			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
 		}, []string{"decision"}),
-		InvalidRequests: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "webhook_guard_invalid_requests_total",
-			Help: "AdmissionReviews rejected as malformed.",
-		}),
-		CASourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_ca_source_errors_total",
-			Help: "Failed reads of owners' CA sources.",
-		}, []string{"mapping", "source"}),
-		CALiveRereads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_ca_live_rereads_total",
-			Help: "Second looks at the owner's CA before a ca-mismatch denial, by outcome (confirmed, rotated, recent).",
-		}, []string{"outcome"}),
-		FlappingDetected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_flapping_detected_total",
-			Help: "Configurations reported as flapping: more distinct caBundle values written within the window than allowed.",
-		}, []string{"mapping", "kind", "name"}),
-		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_config_reloads_total",
-			Help: "Config file reloads by result (success, error).",
-		}, []string{"result"}),
-		ConfigLastReloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "webhook_guard_config_last_reload_successful",
-			Help: "1 when the last config reload succeeded, 0 when the last good config is still in force after a bad file.",
-		}),
-		OwnerCAExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "webhook_guard_owner_ca_expiry_timestamp_seconds",
-			Help: "Earliest expiry (Unix time) of the certificates in each mapping's CA.",
-		}, []string{"mapping"}),
+		InvalidRequests: counter("webhook_guard_invalid_requests_total",
+			"AdmissionReviews rejected as malformed."),
+		CASourceErrors: counterVec("webhook_guard_ca_source_errors_total",
+			"Failed reads of owners' CA sources.",
+			"mapping", "source"),
+		CALiveRereads: counterVec("webhook_guard_ca_live_rereads_total",
+			"Second looks at the owner's CA before a ca-mismatch denial, by outcome (confirmed, rotated, recent).",
+			"outcome"),
+		FlappingDetected: counterVec("webhook_guard_flapping_detected_total",
+			"Configurations reported as flapping: more distinct caBundle values written within the window than allowed.",
+			"mapping", "kind", "name"),
+		ConfigReloads: counterVec("webhook_guard_config_reloads_total",
+			"Config file reloads by result (success, error).",
+			"result"),
+		ConfigLastReloadSuccess: gauge("webhook_guard_config_last_reload_successful",
+			"1 when the last config reload succeeded, 0 when the last good config is still in force after a bad file."),
+		OwnerCAExpiry: gaugeVec("webhook_guard_owner_ca_expiry_timestamp_seconds",
+			"Earliest expiry (Unix time) of the certificates in each mapping's CA.",
+			"mapping"),
 	}
 	reg.MustRegister(m.Decisions, m.Records, m.DecisionDuration, m.InvalidRequests, m.CASourceErrors,
 		m.CALiveRereads, m.FlappingDetected, m.ConfigReloads, m.ConfigLastReloadSuccess, m.OwnerCAExpiry)
@@ -125,26 +114,19 @@ type Observer struct {
 // NewObserver creates the observer's collectors and registers them with reg.
 func NewObserver(reg prometheus.Registerer) *Observer {
 	m := &Observer{
-		Changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_observed_changes_total",
-			Help: "Changes of guarded webhook configurations' caBundles seen by the observer's watch, by owner mapping, primary rule and decision.",
-		}, []string{"mapping", "rule", "decision"}),
-		Flapping: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_observed_flapping_total",
-			Help: "Configurations the observer found flapping (too many distinct caBundles within the window), by owner mapping.",
-		}, []string{"mapping"}),
-		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_observer_events_total",
-			Help: "Watch events of webhook configurations the observer handled, by type (add, update, delete); the initial list is not counted.",
-		}, []string{"type"}),
-		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "webhook_guard_observer_queue_depth",
-			Help: "Webhook configurations waiting for the observer's decision (one entry per configuration, latest state wins).",
-		}),
-		Decided: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "webhook_guard_observer_decided_total",
-			Help: "Changed webhook configurations the observer took off its queue and decided, latest state against the last decided.",
-		}),
+		Changes: counterVec("webhook_guard_observed_changes_total",
+			"Changes of guarded webhook configurations' caBundles seen by the observer's watch, by owner mapping, primary rule and decision.",
+			"mapping", "rule", "decision"),
+		Flapping: counterVec("webhook_guard_observed_flapping_total",
+			"Configurations the observer found flapping (too many distinct caBundles within the window), by owner mapping.",
+			"mapping"),
+		Events: counterVec("webhook_guard_observer_events_total",
+			"Watch events of webhook configurations the observer handled, by type (add, update, delete); the initial list is not counted.",
+			"type"),
+		QueueDepth: gauge("webhook_guard_observer_queue_depth",
+			"Webhook configurations waiting for the observer's decision (one entry per configuration, latest state wins)."),
+		Decided: counter("webhook_guard_observer_decided_total",
+			"Changed webhook configurations the observer took off its queue and decided, latest state against the last decided."),
 	}
 	reg.MustRegister(m.Changes, m.Flapping, m.Events, m.QueueDepth, m.Decided)
 	return m
@@ -170,22 +152,17 @@ type Records struct {
 // NewRecords creates the recorder's collectors and registers them with reg.
 func NewRecords(reg prometheus.Registerer) *Records {
 	m := &Records{
-		ReportWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_report_writes_total",
-			Help: "ClusterReport writes (create or update) by result: created, updated, conflict, error.",
-		}, []string{"result"}),
-		EventsEmitted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_events_total",
-			Help: "Aggregated Kubernetes Events emitted on guarded configurations, by reason.",
-		}, []string{"reason"}),
-		DroppedResults: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "webhook_guard_report_results_dropped_total",
-			Help: "Report results dropped (oldest first) to keep each ClusterReport within its bound.",
-		}),
-		AbandonedResults: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_report_results_abandoned_total",
-			Help: "Report results given up on because their ClusterReport could not be written, by reason: invalid (refused as invalid), attempts (failed too many flushes).",
-		}, []string{"reason"}),
+		ReportWrites: counterVec("webhook_guard_report_writes_total",
+			"ClusterReport writes (create or update) by result: created, updated, conflict, error.",
+			"result"),
+		EventsEmitted: counterVec("webhook_guard_events_total",
+			"Aggregated Kubernetes Events emitted on guarded configurations, by reason.",
+			"reason"),
+		DroppedResults: counter("webhook_guard_report_results_dropped_total",
+			"Report results dropped (oldest first) to keep each ClusterReport within its bound."),
+		AbandonedResults: counterVec("webhook_guard_report_results_abandoned_total",
+			"Report results given up on because their ClusterReport could not be written, by reason: invalid (refused as invalid), attempts (failed too many flushes).",
+			"reason"),
 	}
 	reg.MustRegister(m.ReportWrites, m.EventsEmitted, m.DroppedResults, m.AbandonedResults)
 	return m
@@ -235,30 +212,24 @@ type PolicySync struct {
 // writes" is visible on every replica, leaders and followers alike.
 func NewPolicySync(reg prometheus.Registerer) *PolicySync {
 	m := &PolicySync{
-		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_policy_writes_total",
-			Help: "Writes of policy mode's generated objects (ValidatingAdmissionPolicies and their bindings), by kind and verb.",
-		}, []string{"kind", "verb"}),
-		Syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_policy_syncs_total",
-			Help: "Policy mode sync passes by result (success, error); only the leader syncs.",
-		}, []string{"result"}),
-		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_policy_write_refusals_total",
-			Help: "Writes of a mapping's generated objects that kube-apiserver refused (invalid, too large, forbidden, a name taken by a foreign object), by mapping.",
-		}, []string{"mapping"}),
-		Refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "webhook_guard_policy_mapping_refused",
-			Help: "1 for each mapping whose generated objects kube-apiserver refused at the leader's last pass: its caBundle changes fail closed (ca-unavailable).",
-		}, []string{"mapping"}),
-		AnchorPresent: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "webhook_guard_policy_anchor_present",
-			Help: "1 while the anchor ClusterRole that owns the generated objects exists, 0 when it is missing or being deleted (the generated objects are garbage collected). Set by the leader only.",
-		}, []string{"anchor"}),
-		Conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "webhook_guard_policy_apply_conflicts_total",
-			Help: "Server-side apply conflicts of the guard's writes of its generated objects (another field manager changed a field the guard owns; the guard then applied with force), by mapping, kind and name.",
-		}, []string{"mapping", "kind", "name"}),
+		Writes: counterVec("webhook_guard_policy_writes_total",
+			"Writes of policy mode's generated objects (ValidatingAdmissionPolicies and their bindings), by kind and verb.",
+			"kind", "verb"),
+		Syncs: counterVec("webhook_guard_policy_syncs_total",
+			"Policy mode sync passes by result (success, error); only the leader syncs.",
+			"result"),
+		Refusals: counterVec("webhook_guard_policy_write_refusals_total",
+			"Writes of a mapping's generated objects that kube-apiserver refused (invalid, too large, forbidden, a name taken by a foreign object), by mapping.",
+			"mapping"),
+		Refused: gaugeVec("webhook_guard_policy_mapping_refused",
+			"1 for each mapping whose generated objects kube-apiserver refused at the leader's last pass: its caBundle changes fail closed (ca-unavailable).",
+			"mapping"),
+		AnchorPresent: gaugeVec("webhook_guard_policy_anchor_present",
+			"1 while the anchor ClusterRole that owns the generated objects exists, 0 when it is missing or being deleted (the generated objects are garbage collected). Set by the leader only.",
+			"anchor"),
+		Conflicts: counterVec("webhook_guard_policy_apply_conflicts_total",
+			"Server-side apply conflicts of the guard's writes of its generated objects (another field manager changed a field the guard owns; the guard then applied with force), by mapping, kind and name.",
+			"mapping", "kind", "name"),
 	}
 	reg.MustRegister(m.Writes, m.Syncs, m.Refusals, m.Refused, m.AnchorPresent, m.Conflicts)
 	for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
@@ -269,4 +240,23 @@ func NewPolicySync(reg prometheus.Registerer) *PolicySync {
 	m.Syncs.WithLabelValues("success")
 	m.Syncs.WithLabelValues("error")
 	return m
+}
+
+// counterVec, gaugeVec, counter and gauge build a collector from its name,
+// help and labels: every series here takes nothing else (only the
+// histogram sets buckets).
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }

@@ -273,21 +273,8 @@ func (o *Observer) processNext(ctx context.Context) bool {
 	}
 	defer o.queue.Done(k)
 	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
-	o.mu.Lock()
-	w, queued := o.latest[k]
-	delete(o.latest, k)
+	w, queued, prev, seen := o.take(k)
 	cur := w.cur
-	prev, seen := o.decided[k]
-	switch {
-	case !queued:
-	case cur == nil:
-		delete(o.decided, k)
-		delete(o.retries, k)
-		delete(o.confirming, k)
-	default:
-		o.decided[k] = *cur
-	}
-	o.mu.Unlock()
 	switch {
 	case !queued:
 		return true
@@ -297,36 +284,9 @@ func (o *Observer) processNext(ctx context.Context) bool {
 	case seen && prev.meta.ResourceVersion == cur.meta.ResourceVersion:
 		return true
 	}
-	var old *object
-	switch {
-	case w.old != nil && w.old.meta.UID == cur.meta.UID:
-		old = w.old // the state this write replaced
-	case seen && prev.meta.UID == cur.meta.UID:
-		old = &prev
-	case seen:
-		// Deleted and created again since the last decision: the successor
-		// starts clean.
-		o.flapDetector().Forget(k.kind, k.name)
-	}
+	old := o.baseline(k, w, prev, seen)
 	if wait := o.changed(ctx, k, old, cur); wait > 0 {
-		// Waiting for a CA source read in the background, or for a rotation
-		// to reach the CA watch: put the change back, judged later against
-		// the same old state (unless a newer state arrived meanwhile, which
-		// is judged instead).
-		o.mu.Lock()
-		if seen {
-			o.decided[k] = prev
-		} else {
-			delete(o.decided, k)
-		}
-		if _, newer := o.latest[k]; !newer {
-			o.latest[k] = w
-		}
-		if !o.confirming[k] {
-			o.retries[k]++
-		}
-		o.mu.Unlock()
-		o.queue.AddAfter(k, wait)
+		o.putBack(k, w, prev, seen, wait)
 		return true
 	}
 	o.mu.Lock()
@@ -337,6 +297,65 @@ func (o *Observer) processNext(ctx context.Context) bool {
 	return true
 }
 
+// take removes k's latest write from the queue's state and, under the same
+// lock, moves k's decided state on to it (or forgets k once it is deleted),
+// returning the state decided before (prev, if seen).
+func (o *Observer) take(k configKey) (w write, queued bool, prev object, seen bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, queued = o.latest[k]
+	delete(o.latest, k)
+	prev, seen = o.decided[k]
+	switch {
+	case !queued:
+	case w.cur == nil:
+		delete(o.decided, k)
+		delete(o.retries, k)
+		delete(o.confirming, k)
+	default:
+		o.decided[k] = *w.cur
+	}
+	return w, queued, prev, seen
+}
+
+// baseline picks the state w's change is judged against: the state the
+// write replaced, else the last decided one of the same object; nil for a
+// configuration deleted and created again, whose flapping history it drops.
+func (o *Observer) baseline(k configKey, w write, prev object, seen bool) *object {
+	switch {
+	case w.old != nil && w.old.meta.UID == w.cur.meta.UID:
+		return w.old // the state this write replaced
+	case seen && prev.meta.UID == w.cur.meta.UID:
+		return &prev
+	case seen:
+		// Deleted and created again since the last decision: the successor
+		// starts clean.
+		o.flapDetector().Forget(k.kind, k.name)
+	}
+	return nil
+}
+
+// putBack requeues k after wait. Waiting for a CA source read in the
+// background, or for a rotation to reach the CA watch, the change is judged
+// later against the same old state (unless a newer state arrived meanwhile,
+// which is judged instead).
+func (o *Observer) putBack(k configKey, w write, prev object, seen bool, wait time.Duration) {
+	o.mu.Lock()
+	if seen {
+		o.decided[k] = prev
+	} else {
+		delete(o.decided, k)
+	}
+	if _, newer := o.latest[k]; !newer {
+		o.latest[k] = w
+	}
+	if !o.confirming[k] {
+		o.retries[k]++
+	}
+	o.mu.Unlock()
+	o.queue.AddAfter(k, wait)
+}
+
 // changed judges one observed change (old is nil for a creation) and
 // records what it broke. Changes that write no caBundle, and
 // configurations no single mapping owns, cost a comparison and a match.
@@ -344,20 +363,7 @@ func (o *Observer) processNext(ctx context.Context) bool {
 // recorded nothing: for a CA source the decider started reading, or, once,
 // for a ca-mismatch to stand (MismatchGrace); 0 once decided.
 func (o *Observer) changed(ctx context.Context, k configKey, old, cur *object) time.Duration {
-	op := policy.OperationUpdate
-	if old == nil {
-		op = policy.OperationCreate
-	}
-	in := &policy.Input{
-		Operation: op, Kind: cur.kind, Name: cur.meta.Name, Labels: cur.meta.Labels, Annotations: cur.meta.Annotations,
-		Webhooks: cur.webhooks, Observed: true,
-	}
-	if old != nil {
-		in.OldWebhooks = old.webhooks
-		in.Write = policy.WriteID(string(cur.meta.UID), old.meta.ResourceVersion)
-	} else {
-		in.Write = policy.WriteID(string(cur.meta.UID), "")
-	}
+	in := observedInput(old, cur)
 	changes := policy.ChangedBundles(in)
 	if len(changes) == 0 {
 		return 0
@@ -372,18 +378,9 @@ func (o *Observer) changed(ctx context.Context, k configKey, old, cur *object) t
 	managers := caBundleManagers(cur.meta, names)
 	in.User.Username = policy.ObservedSubject(managers)
 
-	var d policy.Decision
-	if starter, ok := o.Decider.(SourceStarter); ok {
-		// Only an annotation the object carried before this change may make
-		// the guard start reading a source; a writer changing both at once
-		// is decided on what is held.
-		mayStart := old != nil && sameInjectAnnotations(old, cur) && o.retryCount(k) < maxRetries
-		var decided bool
-		if d, decided = starter.DecideObserved(ctx, in, mayStart); !decided {
-			return retryAfter
-		}
-	} else {
-		d = o.Decider.Decide(ctx, in)
+	d, decided := o.decide(ctx, k, in, old, cur)
+	if !decided {
+		return retryAfter
 	}
 	if grace := o.mismatchGrace(); grace > 0 && slices.ContainsFunc(d.Violations, func(v policy.Violation) bool {
 		return v.Rule == policy.RuleCAMismatch
@@ -391,19 +388,59 @@ func (o *Observer) changed(ctx context.Context, k configKey, old, cur *object) t
 		return grace
 	}
 	d.FieldManagers, d.Write = managers, in.Write
+	o.record(ctx, &d)
+	return 0
+}
+
+// observedInput builds the decision's input for an observed change: a
+// creation when old is nil, else an update of old.
+func observedInput(old, cur *object) *policy.Input {
+	op := policy.OperationUpdate
+	if old == nil {
+		op = policy.OperationCreate
+	}
+	in := &policy.Input{
+		Operation: op, Kind: cur.kind, Name: cur.meta.Name, Labels: cur.meta.Labels, Annotations: cur.meta.Annotations,
+		Webhooks: cur.webhooks, Observed: true,
+	}
+	if old != nil {
+		in.OldWebhooks = old.webhooks
+		in.Write = policy.WriteID(string(cur.meta.UID), old.meta.ResourceVersion)
+	} else {
+		in.Write = policy.WriteID(string(cur.meta.UID), "")
+	}
+	return in
+}
+
+// decide asks the decider about in; false when it started reading a CA
+// source and the change must wait for it.
+func (o *Observer) decide(ctx context.Context, k configKey, in *policy.Input, old, cur *object) (policy.Decision, bool) {
+	starter, ok := o.Decider.(SourceStarter)
+	if !ok {
+		return o.Decider.Decide(ctx, in), true
+	}
+	// Only an annotation the object carried before this change may make
+	// the guard start reading a source; a writer changing both at once
+	// is decided on what is held.
+	mayStart := old != nil && sameInjectAnnotations(old, cur) && o.retryCount(k) < maxRetries
+	return starter.DecideObserved(ctx, in, mayStart)
+}
+
+// record counts a decided change, records it when it says so, and feeds
+// the owning mapping's flapping detector.
+func (o *Observer) record(ctx context.Context, d *policy.Decision) {
 	o.Metrics.Changes.WithLabelValues(d.Mapping, string(d.Rule), string(d.Outcome)).Inc()
 	if d.Record {
-		o.Recorder.RecordDecision(ctx, &d)
+		o.Recorder.RecordDecision(ctx, d)
 	}
 	if d.Mapping == "" {
-		return 0
+		return
 	}
-	if report, flapping := o.flapDetector().Observe(&d, o.now()); flapping {
+	if report, flapping := o.flapDetector().Observe(d, o.now()); flapping {
 		report.Observed = true
 		o.Metrics.Flapping.WithLabelValues(d.Mapping).Inc()
 		o.Recorder.RecordFlapping(ctx, d.Mapping, report)
 	}
-	return 0
 }
 
 func (o *Observer) mismatchGrace() time.Duration {

@@ -16,14 +16,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -335,172 +333,6 @@ func flappingDelta(mapping string, r flapping.Report, now time.Time) *delta {
 	}
 }
 
-// Merge adds this replica's deltas to a stored report (or a new one) and
-// keeps it within maxResults, dropping the results seen longest ago. A
-// configuration's report is owned by it (the garbage collector deletes it
-// with the configuration); a report of absent configurations has no scope
-// and no owner. It is pure so that the merge is unit tested without an API
-// server.
-func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxResults int) (dropped int) {
-	rep.Source = Source
-	if rep.Labels == nil {
-		rep.Labels = map[string]string{}
-	}
-	rep.Labels[LabelManagedBy] = Source
-	if t.UID != "" {
-		rep.Scope = Scope(t.Kind, t.Name, t.UID)
-		rep.Labels[LabelKind] = strings.ToLower(strings.TrimSuffix(string(t.Kind), "WebhookConfiguration"))
-		// Replaced, not added to: a configuration deleted and created again
-		// has a new uid, and the old one would let the collector delete the
-		// report of the new configuration.
-		rep.OwnerReferences = []metav1.OwnerReference{{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(t.Kind), Name: t.Name, UID: t.UID}}
-	}
-	rep.Configuration = &reportsv1alpha1.ReportConfiguration{Limits: reportsv1alpha1.Limits{MaxResults: maxResults}}
-
-	index := map[resultKey]int{}
-	for i := range rep.Results {
-		index[keyOf(&rep.Results[i])] = i
-	}
-	recorded := parseRecordedWrites(rep.Annotations[AnnotationRecordedWrites])
-	// A write both admission and the observer recorded counts where
-	// admission put it: its record names the user, the observer's only the
-	// field manager.
-	deltas = slices.Clone(deltas)
-	slices.SortStableFunc(deltas, func(a, b *delta) int {
-		return strings.Compare(a.key.Origin, b.key.Origin)
-	})
-	var takeBack []string
-	for _, d := range deltas {
-		var back []string
-		if d, back = recorded.admit(d, ResultID(t.Kind, t.Name, d.key)); d == nil {
-			continue // every write it counts is counted already
-		}
-		takeBack = append(takeBack, back...)
-		k := d.key
-		if t.UID == "" {
-			k.Config = string(t.Kind) + "/" + t.Name
-		}
-		i, ok := index[k]
-		if !ok {
-			rep.Results = append(rep.Results, reportsv1alpha1.ReportResult{Source: Source, Policy: k.Policy, Rule: k.Rule, Properties: map[string]string{}})
-			i = len(rep.Results) - 1
-			index[k] = i
-		}
-		apply(&rep.Results[i], d, k, t)
-	}
-
-	rep.Results = takeBackObserved(rep.Results, takeBack)
-	if len(recorded.order) > 0 {
-		if rep.Annotations == nil {
-			rep.Annotations = map[string]string{}
-		}
-		rep.Annotations[AnnotationRecordedWrites] = recorded.String()
-	}
-	if over := len(rep.Results) - maxResults; over > 0 && maxResults > 0 {
-		sort.SliceStable(rep.Results, func(i, j int) bool {
-			return rep.Results[i].Properties[PropLastSeen] < rep.Results[j].Properties[PropLastSeen]
-		})
-		rep.Results = rep.Results[over:]
-		dropped = over
-		if rep.Annotations == nil {
-			rep.Annotations = map[string]string{}
-		}
-		prev, _ := strconv.Atoi(rep.Annotations[AnnotationDroppedResults])
-		rep.Annotations[AnnotationDroppedResults] = strconv.Itoa(prev + over)
-	}
-	sort.SliceStable(rep.Results, func(i, j int) bool { return lessKey(keyOf(&rep.Results[i]), keyOf(&rep.Results[j])) })
-	rep.Summary = reportsv1alpha1.ReportSummary{}
-	for _, r := range rep.Results {
-		switch r.Result {
-		case "pass":
-			rep.Summary.Pass++
-		case "fail":
-			rep.Summary.Fail++
-		case "warn":
-			rep.Summary.Warn++
-		case "error":
-			rep.Summary.Error++
-		default:
-			rep.Summary.Skip++
-		}
-	}
-	return dropped
-}
-
-// takeBackObserved decrements, once per reference, the observed result
-// whose ResultID starts with it (a write the observer counted before
-// admission's record of it arrived), and drops a result left at zero.
-func takeBackObserved(results []reportsv1alpha1.ReportResult, refs []string) []reportsv1alpha1.ReportResult {
-	if len(refs) == 0 {
-		return results
-	}
-	for _, ref := range refs {
-		for i := range results {
-			p := results[i].Properties
-			if p[PropOrigin] != OriginObserved || !strings.HasPrefix(p[PropResultID], ref) {
-				continue
-			}
-			n, _ := strconv.ParseInt(p[PropCount], 10, 64)
-			p[PropCount] = strconv.FormatInt(n-1, 10)
-			break
-		}
-	}
-	return slices.DeleteFunc(results, func(r reportsv1alpha1.ReportResult) bool {
-		return r.Properties[PropOrigin] == OriginObserved && r.Properties[PropCount] == "0"
-	})
-}
-
-func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {
-	p := r.Properties
-	p[PropResultID] = ResultID(t.Kind, t.Name, d.key)
-	setOrDelete(p, PropConfiguration, k.Config)
-	p[PropMapping] = k.Policy
-	p[PropDecision] = k.Decision
-	setOrDelete(p, PropSubject, k.Subject)
-	setOrDelete(p, PropWebhook, k.Webhook)
-	setOrDelete(p, PropFound, k.Found)
-	setOrDelete(p, PropOrigin, k.Origin)
-
-	prev, _ := strconv.ParseInt(p[PropCount], 10, 64)
-	p[PropCount] = strconv.FormatInt(prev+d.count, 10)
-	first, last := d.first.UTC(), d.last.UTC()
-	if t, err := time.Parse(time.RFC3339, p[PropFirstSeen]); err == nil && t.Before(first) {
-		first = t
-	}
-	newer := true
-	if t, err := time.Parse(time.RFC3339, p[PropLastSeen]); err == nil && t.After(last) {
-		last, newer = t, false
-	}
-	p[PropFirstSeen] = first.Format(time.RFC3339)
-	p[PropLastSeen] = last.Format(time.RFC3339)
-	if newer || r.Description == "" {
-		setOrDelete(p, PropMode, d.mode)
-		setOrDelete(p, PropField, d.field)
-		setOrDelete(p, PropExpected, d.expected)
-		setOrDelete(p, PropHint, d.hint)
-		setOrDelete(p, PropWindow, d.window)
-		setOrDelete(p, PropFieldManagers, d.managers)
-		r.Description = d.message
-	}
-	if len(d.writers) > 0 {
-		var stored []string
-		if s := p[PropWriters]; s != "" {
-			stored = strings.Split(s, ",")
-		}
-		p[PropWriters] = strings.Join(union(stored, d.writers), ",")
-	}
-	if d.distinct > 0 {
-		prevDistinct, _ := strconv.Atoi(p[PropDistinctBundles])
-		p[PropDistinctBundles] = strconv.Itoa(max(prevDistinct, d.distinct))
-	}
-	r.Result = resultOf(k)
-	r.Scored = scoredOf(r.Result)
-	r.Category = categoryOf(k.Rule)
-	r.Severity = severityOf(k.Decision)
-	r.Timestamp = metav1.Timestamp{Seconds: last.Unix()}
-	r.Subjects = []corev1.ObjectReference{*Scope(t.Kind, t.Name, t.UID)}
-}
-
 func lessKey(a, b resultKey) bool {
 	return slices.Compare([]string{a.Policy, a.Rule, a.Subject, a.Webhook, a.Decision, a.Found, a.Config, a.Origin},
 		[]string{b.Policy, b.Rule, b.Subject, b.Webhook, b.Decision, b.Found, b.Config, b.Origin}) < 0
@@ -514,14 +346,6 @@ func fieldManagers(ms []policy.FieldManager) string {
 		out[i] = m.String()
 	}
 	return strings.Join(out, ", ")
-}
-
-func setOrDelete(m map[string]string, k, v string) {
-	if v == "" {
-		delete(m, k)
-		return
-	}
-	m[k] = v
 }
 
 // maxWriters bounds the writers listed on a flapping result.

@@ -11,7 +11,6 @@ import (
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/internal/offline"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
-	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
 // Options are check's flags.
@@ -89,13 +88,9 @@ func (o *Options) Run(cmd *cobra.Command, out io.Writer) error {
 	if err != nil {
 		return cmdutil.Invalid("review %s: %v", o.ReviewPath, err)
 	}
-	scheme, err := webhook.NewScheme()
+	objects, err := cmdutil.LoadObjects(o.ObjectsPath)
 	if err != nil {
 		return err
-	}
-	objects, err := offline.LoadObjects(scheme, o.ObjectsPath)
-	if err != nil {
-		return cmdutil.Invalid("%v", err)
 	}
 	if sa := o.GuardServiceAccount; sa != "" && o.admissionPolicyWriter == "" {
 		return cmdutil.Invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)

@@ -60,13 +60,7 @@ Exit codes: 0 a proposal was printed (undecided configurations included),
 2 invalid flags or the cluster could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd.OutOrStdout())
+			return cmdutil.RunSteps(cmd, o)
 		},
 	}
 	o.Kube.AddFlags(cmd.Flags())

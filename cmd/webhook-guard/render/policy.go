@@ -10,9 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/offline"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
-	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 )
@@ -70,13 +68,9 @@ func (o *PolicyOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := webhook.NewScheme()
+	objects, err := cmdutil.LoadObjects(o.ObjectsPath)
 	if err != nil {
 		return err
-	}
-	objects, err := offline.LoadObjects(scheme, o.ObjectsPath)
-	if err != nil {
-		return cmdutil.Invalid("%v", err)
 	}
 	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects)
 	if !o.CAParams {

@@ -135,6 +135,12 @@ func (o *StaticOptions) Validate() error {
 			return fmt.Errorf("--guard-service-account must be \"namespace/name\", got %q", sa)
 		}
 	}
+	return o.validatePaths()
+}
+
+// validatePaths checks the paths kube-apiserver reads: they must be
+// absolute, since it resolves them from its own working directory.
+func (o *StaticOptions) validatePaths() error {
 	if o.staticManifestsDir != "" && !filepath.IsAbs(o.staticManifestsDir) {
 		return fmt.Errorf("--static-manifests-dir must be absolute (kube-apiserver requires it), got %q", o.staticManifestsDir)
 	}

@@ -69,13 +69,7 @@ the reports could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Now, o.Stdin = time.Now(), cmd.InOrStdin()
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd.OutOrStdout())
+			return cmdutil.RunSteps(cmd, o)
 		},
 	}
 	o.Kube.AddFlags(cmd.Flags())
