@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhook-guard/webhook-guard/webhook"
+	"github.com/webhook-guard/webhook-guard/webhook/metrics"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
@@ -68,6 +69,7 @@ func registeredLabels(t *testing.T) map[string][]string {
 	reg := &collectors{}
 	webhook.NewMetrics(reg)
 	records.NewMetrics(reg)
+	metrics.NewObserver(reg)
 	descs := make(chan *prometheus.Desc)
 	go func() {
 		for _, c := range reg.all {

@@ -26,6 +26,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 const (
@@ -358,6 +359,7 @@ func TestObserverStaticShapeSeesBreakGlass(t *testing.T) {
 	framework.Eventually(t, 10*time.Second, "the observer records the change", func() bool {
 		return g.Metric(t, "webhook_guard_observed_changes_total", map[string]string{"mapping": enforcedMapping, "rule": "ca-mismatch", "decision": "deny"}) == 1
 	})
+	assertWebhookHealth(t, g, enforcedName, enforcedMapping, foreign)
 	kubeconfig := f.env.Kubeconfig(t, envtest.User{Name: "e2e-reviewer", Groups: []string{"system:masters"}})
 	var res reviewResult
 	framework.Eventually(t, 15*time.Second, "review shows the observed change beside admission's break-glass record", func() bool {
@@ -370,4 +372,53 @@ func TestObserverStaticShapeSeesBreakGlass(t *testing.T) {
 		})
 		return observed && decided
 	})
+}
+
+// assertWebhookHealth: the guard's health series describe every entry of
+// the validating configuration name, owned by mapping, with ca's
+// fingerprint and expiry (the bundle holds ca alone).
+func assertWebhookHealth(t *testing.T, g *framework.Guard, name, mapping string, ca *framework.CA) {
+	t.Helper()
+	fps, err := cabundle.Parse(ca.PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kind": string(policy.KindValidating), "configuration": name, "mapping": mapping, "ca_fingerprint": fps[0].Short()}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		m := g.Metrics(t)
+		if describes(m, name, want, float64(ca.Cert.NotAfter.Unix())) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the health series do not describe %s with %v and expiry %s:\n%s%s", name, want, ca.Cert.NotAfter,
+				m.Series("webhook_guard_webhook_info"), m.Series("webhook_guard_webhook_cabundle_expiry_timestamp_seconds"))
+		}
+	}
+}
+
+// describes: m has an info series with the labels want and an expiry
+// series of value expiry for each entry of configuration name, and no
+// other.
+func describes(m framework.Metrics, name string, want map[string]string, expiry float64) bool {
+	info, expiries := 0, 0
+	for _, s := range m {
+		if s.Labels["configuration"] != name {
+			continue
+		}
+		switch s.Name {
+		case "webhook_guard_webhook_info":
+			for k, v := range want {
+				if s.Labels[k] != v {
+					return false
+				}
+			}
+			info++
+		case "webhook_guard_webhook_cabundle_expiry_timestamp_seconds":
+			if s.Value != expiry {
+				return false
+			}
+			expiries++
+		}
+	}
+	return info > 0 && info == expiries
 }

@@ -10,7 +10,12 @@
 // dashboards and docs/observability.md use them.
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Webhook are the admission handler's collectors.
 type Webhook struct {
@@ -109,6 +114,9 @@ type Observer struct {
 	// Decided counts configurations taken off the queue and decided (a
 	// burst of writes to one configuration is decided once or twice).
 	Decided prometheus.Counter
+	// Health describes every webhook entry of every configuration the
+	// observer's watch holds (see WebhookHealth).
+	Health *WebhookHealth
 }
 
 // NewObserver creates the observer's collectors and registers them with reg.
@@ -128,8 +136,106 @@ func NewObserver(reg prometheus.Registerer) *Observer {
 		Decided: counter("webhook_guard_observer_decided_total",
 			"Changed webhook configurations the observer took off its queue and decided, latest state against the last decided."),
 	}
-	reg.MustRegister(m.Changes, m.Flapping, m.Events, m.QueueDepth, m.Decided)
+	m.Health = NewWebhookHealth()
+	reg.MustRegister(m.Changes, m.Flapping, m.Events, m.QueueDepth, m.Decided, m.Health)
 	return m
+}
+
+// WebhookEntry is one webhook entry of a Validating- or
+// MutatingWebhookConfiguration, as the health series describe it.
+type WebhookEntry struct {
+	// Kind is ValidatingWebhookConfiguration or MutatingWebhookConfiguration.
+	Kind string
+	// Configuration is the configuration's name.
+	Configuration string
+	// Webhook is the entry's name: kube-apiserver's
+	// apiserver_admission_webhook_* series call it name.
+	Webhook string
+	// FailurePolicy is Fail or Ignore.
+	FailurePolicy string
+	// TimeoutSeconds is the entry's timeout, in whole seconds (1 to 30).
+	TimeoutSeconds string
+	// Mapping is the owner mapping's name; "" when unmanaged, the names
+	// joined with "," when several mappings claim the configuration.
+	Mapping string
+	// CAFingerprint names the caBundle's certificates by short fingerprint
+	// (see WebhookHealth); "" for an empty bundle, "invalid" for one with no
+	// certificate kube-apiserver can use.
+	CAFingerprint string
+	// CAExpiry is the earliest NotAfter of the bundle's certificates; zero
+	// when it has none.
+	CAExpiry time.Time
+}
+
+// WebhookHealth is a collector computed at each scrape from the
+// observer's watch, so a configuration or entry that is gone has no series
+// and a reload of the mappings relabels at once. It exports nothing while
+// no source is set: on followers, and before the leader's watch is
+// started.
+//
+// Series: one info series and at most one expiry series per webhook entry
+// of the cluster. Every label value comes from a bounded set: names of
+// existing objects and mappings, two failure policies, 30 timeouts, and a
+// fingerprint label of at most three short fingerprints (see
+// CAFingerprint).
+type WebhookHealth struct {
+	// Info is 1 for each webhook entry.
+	//   kind: ValidatingWebhookConfiguration | MutatingWebhookConfiguration
+	//   configuration, webhook: the configuration's and the entry's name
+	//   failure_policy: Fail | Ignore
+	//   timeout_seconds: 1..30
+	//   mapping: the owner mapping, "" when unmanaged
+	//   ca_fingerprint: see WebhookEntry.CAFingerprint
+	Info *prometheus.Desc
+	// CABundleExpiry is the earliest NotAfter (Unix seconds) of the entry's
+	// caBundle certificates; no series for a bundle without one.
+	CABundleExpiry *prometheus.Desc
+
+	mu     sync.Mutex
+	source func() []WebhookEntry
+}
+
+// NewWebhookHealth creates the collector with no source.
+func NewWebhookHealth() *WebhookHealth {
+	return &WebhookHealth{
+		Info: prometheus.NewDesc("webhook_guard_webhook_info",
+			"1 for every webhook entry of every Validating- and MutatingWebhookConfiguration, with its failure policy, timeout, owner mapping and caBundle fingerprints; exported by the leader only.",
+			[]string{"kind", "configuration", "webhook", "failure_policy", "timeout_seconds", "mapping", "ca_fingerprint"}, nil),
+		CABundleExpiry: prometheus.NewDesc("webhook_guard_webhook_cabundle_expiry_timestamp_seconds",
+			"Earliest expiry (Unix time) of the certificates in each webhook entry's caBundle; no series for a bundle without a usable certificate. Exported by the leader only.",
+			[]string{"kind", "configuration", "webhook"}, nil),
+	}
+}
+
+// SetSource sets what Collect describes; nil exports nothing.
+func (h *WebhookHealth) SetSource(source func() []WebhookEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.source = source
+}
+
+// Describe implements prometheus.Collector.
+func (h *WebhookHealth) Describe(ch chan<- *prometheus.Desc) {
+	ch <- h.Info
+	ch <- h.CABundleExpiry
+}
+
+// Collect implements prometheus.Collector.
+func (h *WebhookHealth) Collect(ch chan<- prometheus.Metric) {
+	h.mu.Lock()
+	source := h.source
+	h.mu.Unlock()
+	if source == nil {
+		return
+	}
+	for _, e := range source() {
+		ch <- prometheus.MustNewConstMetric(h.Info, prometheus.GaugeValue, 1,
+			e.Kind, e.Configuration, e.Webhook, e.FailurePolicy, e.TimeoutSeconds, e.Mapping, e.CAFingerprint)
+		if !e.CAExpiry.IsZero() {
+			ch <- prometheus.MustNewConstMetric(h.CABundleExpiry, prometheus.GaugeValue, float64(e.CAExpiry.Unix()),
+				e.Kind, e.Configuration, e.Webhook)
+		}
+	}
 }
 
 // Records count what the recorder writes, so the guard's own write load on

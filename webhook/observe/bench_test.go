@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/stretchr/testify/require"
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -35,17 +34,7 @@ func BenchmarkObservedChange(b *testing.B) {
 	for i := range foreign {
 		foreign[i] = testpki.MustCA(b, fmt.Sprintf("replica-%d-ca", i)).PEM
 	}
-	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-defaultMode: audit
-owners:
-- name: app
-  match: {validating: [guarded]}
-  writers: {serviceAccounts: [app/controller]}
-  ca:
-    pem: |
-` + testpki.Indent(string(owner), 6) + "\n"))
-	require.NoError(b, err)
+	cfg := appConfig(b, owner, "defaultMode: audit\n")
 	at := time.Now()
 	o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg, fps: cabundle.NewFingerprintCache(cabundle.DefaultFingerprintCacheSize)}, Recorder: discard{},
 		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), MismatchGrace: -1}

@@ -14,7 +14,12 @@
 // The observer runs on the leader only, so each change is recorded once
 // however many replicas run. A watch costs nothing while nothing changes:
 // no polling, no writes, and work proportional to the changes. The informer
-// keeps only what the decision reads (names, labels, annotations, caBundles,
-// the managedFields entries that own a caBundle); the objects at startup are
-// the baseline, not changes.
+// keeps only what the decision and the health series read (names, labels,
+// annotations, caBundles, failure policies, timeouts, the managedFields
+// entries that own a caBundle); the objects at startup are the baseline,
+// not changes.
+//
+// The leader also exports, computed from the watch at each scrape, one
+// series per webhook entry of every configuration, guarded or not: its
+// failure policy, timeout, owner mapping and caBundle expiry (health.go).
 package observe

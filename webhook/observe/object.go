@@ -49,23 +49,28 @@ func objectOf(obj any) (object, bool) {
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // trim is the informer's transform: it keeps only what the decision reads,
-// so the cache holds names, labels, annotations, caBundles and the
-// managedFields entries that own a caBundle, not whole configurations
-// (rules, selectors, service references, other managers).
+// and the health series read, so the cache holds names, labels,
+// annotations, caBundles, failure policies, timeouts and the managedFields
+// entries that own a caBundle, not whole configurations (rules, selectors,
+// service references, other managers).
 func trim(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *admv1.ValidatingWebhookConfiguration:
 		out := &admv1.ValidatingWebhookConfiguration{ObjectMeta: trimMeta(&o.ObjectMeta)}
 		out.Webhooks = make([]admv1.ValidatingWebhook, len(o.Webhooks))
 		for i := range o.Webhooks {
-			out.Webhooks[i] = admv1.ValidatingWebhook{Name: o.Webhooks[i].Name, ClientConfig: admv1.WebhookClientConfig{CABundle: o.Webhooks[i].ClientConfig.CABundle}}
+			w := &o.Webhooks[i]
+			out.Webhooks[i] = admv1.ValidatingWebhook{Name: w.Name, ClientConfig: admv1.WebhookClientConfig{CABundle: w.ClientConfig.CABundle},
+				FailurePolicy: w.FailurePolicy, TimeoutSeconds: w.TimeoutSeconds}
 		}
 		return out, nil
 	case *admv1.MutatingWebhookConfiguration:
 		out := &admv1.MutatingWebhookConfiguration{ObjectMeta: trimMeta(&o.ObjectMeta)}
 		out.Webhooks = make([]admv1.MutatingWebhook, len(o.Webhooks))
 		for i := range o.Webhooks {
-			out.Webhooks[i] = admv1.MutatingWebhook{Name: o.Webhooks[i].Name, ClientConfig: admv1.WebhookClientConfig{CABundle: o.Webhooks[i].ClientConfig.CABundle}}
+			w := &o.Webhooks[i]
+			out.Webhooks[i] = admv1.MutatingWebhook{Name: w.Name, ClientConfig: admv1.WebhookClientConfig{CABundle: w.ClientConfig.CABundle},
+				FailurePolicy: w.FailurePolicy, TimeoutSeconds: w.TimeoutSeconds}
 		}
 		return out, nil
 	}

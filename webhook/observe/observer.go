@@ -146,6 +146,7 @@ func (o *Observer) Start(ctx context.Context) error {
 			return errors.New("the observer's watch of " + typ.String() + " did not sync")
 		}
 	}
+	defer o.exportHealth(infs)()
 	worker := make(chan struct{})
 	go func() {
 		defer close(worker)

@@ -79,18 +79,7 @@ func Test_Observer(t *testing.T) {
 	for i := range foreign {
 		foreign[i] = testpki.MustCA(t, fmt.Sprintf("replica-%d-ca", i)).PEM
 	}
-	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-defaultMode: audit
-flapping: {maxDistinctBundles: 3, window: 10m}
-owners:
-- name: app
-  match: {validating: [guarded]}
-  writers: {serviceAccounts: [app/controller]}
-  ca:
-    pem: |
-` + testpki.Indent(string(owner), 6) + "\n"))
-	require.NoError(t, err)
+	cfg := appConfig(t, owner, "defaultMode: audit\nflapping: {maxDistinctBundles: 3, window: 10m}\n")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 
 	// setup builds an observer and its watch handler.
@@ -202,11 +191,14 @@ func Test_trim(t *testing.T) {
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	in := vwc("7", []byte("bundle"), "replica-0", at)
 	in.Webhooks[0].Rules = []admv1.RuleWithOperations{{Operations: []admv1.OperationType{admv1.Create}}}
+	fail, timeout := admv1.Fail, int32(5)
+	in.Webhooks[0].FailurePolicy, in.Webhooks[0].TimeoutSeconds = &fail, &timeout
 	out, err := trim(in)
 	require.NoError(t, err)
 	assert.Equal(t, &admv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "guarded", ResourceVersion: "7", Annotations: map[string]string{"team": "a"},
 			ManagedFields: []metav1.ManagedFieldsEntry{in.ManagedFields[1]}},
-		Webhooks: []admv1.ValidatingWebhook{{Name: "w.example.io", ClientConfig: admv1.WebhookClientConfig{CABundle: []byte("bundle")}}},
-	}, out, "the cache keeps only what the decision reads")
+		Webhooks: []admv1.ValidatingWebhook{{Name: "w.example.io", ClientConfig: admv1.WebhookClientConfig{CABundle: []byte("bundle")},
+			FailurePolicy: &fail, TimeoutSeconds: &timeout}},
+	}, out, "the cache keeps only what the decision and the health series read")
 }
