@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ import (
 type caHistory struct {
 	mu    sync.Mutex
 	order []string
+	// seen is when the poll first saw each CA of order.
+	seen []time.Time
 }
 
 func recordCAHistory(t *testing.T, env *framework.Env, r *framework.Rotator) *caHistory {
@@ -43,6 +47,7 @@ func (h *caHistory) add(fp string) {
 	defer h.mu.Unlock()
 	if len(h.order) == 0 || h.order[len(h.order)-1] != fp {
 		h.order = append(h.order, fp)
+		h.seen = append(h.seen, time.Now())
 	}
 }
 
@@ -95,5 +100,114 @@ func Test_staleWrites(t *testing.T) {
 	}, h)
 	if len(stale) != 1 || len(other) != 3 {
 		t.Fatalf("stale %d, other %d; want 1 and 3", len(stale), len(other))
+	}
+}
+
+// String lists the CAs with when the poll first saw each.
+func (h *caHistory) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	parts := make([]string, len(h.order))
+	for i, fp := range h.order {
+		parts[i] = fp + "@" + h.seen[i].Format("15:04:05.000")
+	}
+	return strings.Join(parts, " ")
+}
+
+// pollSlack is how late the 10 ms poll may see a CA the Secret already
+// held (the poll's period and its GET).
+const pollSlack = 250 * time.Millisecond
+
+// replacedBy says whether the Secret held a CA newer than fp by at.
+func (h *caHistory) replacedBy(fp string, at time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := slices.Index(h.order, fp)
+	return i >= 0 && i+1 < len(h.order) && !h.seen[i+1].After(at.Add(pollSlack))
+}
+
+// sentCAs are the short fingerprints of every caBundle certificate a
+// webhook configuration write sent (its request object, from the audit
+// log); nil when the request was not recorded or holds none.
+func sentCAs(w framework.AuditedWrite) []string {
+	var obj struct {
+		Webhooks []struct {
+			ClientConfig struct {
+				CABundle []byte `json:"caBundle"`
+			} `json:"clientConfig"`
+		} `json:"webhooks"`
+	}
+	if len(w.Request) == 0 || json.Unmarshal(w.Request, &obj) != nil {
+		return nil
+	}
+	var out []string
+	for _, wh := range obj.Webhooks {
+		fps, err := cabundle.Parse(wh.ClientConfig.CABundle)
+		if err != nil {
+			continue
+		}
+		for _, fp := range fps {
+			out = append(out, fp.Short())
+		}
+	}
+	return out
+}
+
+// staleRequests splits denied writes as staleWrites does, from the CAs
+// each write sent rather than from the denial's message: a policy-shape
+// denial cannot name the CA it found (CEL cannot parse PEM). A write is
+// stale when every CA it sent had been replaced in the Secret when
+// kube-apiserver received it.
+func staleRequests(denied []framework.AuditedWrite, h *caHistory) (stale, other []framework.AuditedWrite) {
+	for _, w := range denied {
+		cas := sentCAs(w)
+		ok := len(cas) > 0
+		for _, fp := range cas {
+			ok = ok && h.replacedBy(fp, w.Received)
+		}
+		if ok {
+			stale = append(stale, w)
+		} else {
+			other = append(other, w)
+		}
+	}
+	return stale, other
+}
+
+// Test_staleRequests: a denied write passes as stale only when every CA it
+// sent had been replaced in the Secret by the time it was received.
+func Test_staleRequests(t *testing.T) {
+	a, b := framework.NewCA(t, "a"), framework.NewCA(t, "b")
+	short := func(pem []byte) string {
+		fps, err := cabundle.Parse(pem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fps[0].Short()
+	}
+	t0 := time.Now()
+	h := &caHistory{order: []string{short(a.PEM), short(b.PEM)}, seen: []time.Time{t0, t0.Add(time.Second)}}
+	write := func(at time.Time, pems ...[]byte) framework.AuditedWrite {
+		var obj struct {
+			Webhooks []map[string]map[string][]byte `json:"webhooks"`
+		}
+		for _, p := range pems {
+			obj.Webhooks = append(obj.Webhooks, map[string]map[string][]byte{"clientConfig": {"caBundle": p}})
+		}
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return framework.AuditedWrite{Code: 403, Received: at, Request: raw}
+	}
+	stale, other := staleRequests([]framework.AuditedWrite{
+		write(t0.Add(2*time.Second), a.PEM, a.PEM), // a after b replaced it: stale
+		write(t0.Add(100*time.Millisecond), a.PEM), // a while it was current
+		write(t0.Add(2*time.Second), b.PEM),        // the current CA
+		write(t0.Add(2*time.Second), a.PEM, b.PEM), // one entry current
+		{Code: 403}, // nothing recorded
+	}, h)
+	if len(stale) != 1 || len(other) != 4 {
+		t.Fatalf("stale %d, other %d; want 1 and 4", len(stale), len(other))
 	}
 }

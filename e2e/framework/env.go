@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +68,10 @@ type Options struct {
 	// webhook configurations) that Env.AuditEvents reads, to see the
 	// guard's auditAnnotations where cluster operators see them.
 	AuditLog bool
+	// AuditRequestsOf are users whose webhook configuration writes the
+	// audit log records with their request object (Request level), for a
+	// test that must know what a denied write carried. Needs AuditLog.
+	AuditRequestsOf []string
 	// NoStaticManifest starts kube-apiserver without the AdmissionConfiguration
 	// and static webhook (policy mode: what a managed cluster offers).
 	NoStaticManifest bool
@@ -210,7 +215,7 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	if opts.AuditLog {
 		policyPath := filepath.Join(e.Dir, "audit-policy.yaml")
-		if err := os.WriteFile(policyPath, []byte(auditPolicy), 0o600); err != nil {
+		if err := os.WriteFile(policyPath, []byte(auditPolicyFor(opts.AuditRequestsOf)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		e.auditLogPath = filepath.Join(e.Dir, "audit.log")
@@ -521,8 +526,26 @@ func DownloadModule(t testing.TB, mod string) string {
 	return dl.Dir
 }
 
-// auditPolicy records webhook configuration writes at Metadata level (which
-// carries admission webhooks' auditAnnotations) and nothing else.
+// auditPolicyFor records webhook configuration writes at Metadata level
+// (which carries admission webhooks' auditAnnotations), those of users at
+// Request level (with the object they sent), and nothing else.
+func auditPolicyFor(users []string) string {
+	if len(users) == 0 {
+		return auditPolicy
+	}
+	quoted := make([]string, len(users))
+	for i, u := range users {
+		quoted[i] = strconv.Quote(u)
+	}
+	return strings.Replace(auditPolicy, "rules:\n", `rules:
+- level: Request
+  users: [`+strings.Join(quoted, ", ")+`]
+  resources:
+  - group: admissionregistration.k8s.io
+    resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
+`, 1)
+}
+
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -552,6 +575,8 @@ type AuditEvent struct {
 	} `json:"responseStatus"`
 	RequestReceivedTimestamp metav1.MicroTime  `json:"requestReceivedTimestamp"`
 	Annotations              map[string]string `json:"annotations"`
+	// RequestObject is the object the request sent (Options.AuditRequestsOf).
+	RequestObject json.RawMessage `json:"requestObject"`
 }
 
 // IsCompletedWrite reports whether the event is the answer to a create,

@@ -526,6 +526,8 @@ type AuditedWrite struct {
 	Message                         string
 	Received                        time.Time
 	Annotations                     map[string]string
+	// Request is the object the write sent (Options.AuditRequestsOf).
+	Request json.RawMessage
 }
 
 // AuditedWrites are the create, update and patch requests of webhook
@@ -542,7 +544,7 @@ func (e *Env) AuditedWrites(t testing.TB, user string) []AuditedWrite {
 		out = append(out, AuditedWrite{
 			Verb: ev.Verb, Resource: ev.ObjectRef.Resource, Name: ev.ObjectRef.Name, UserAgent: ev.UserAgent,
 			Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message,
-			Received: ev.RequestReceivedTimestamp.Time, Annotations: ev.Annotations,
+			Received: ev.RequestReceivedTimestamp.Time, Annotations: ev.Annotations, Request: ev.RequestObject,
 		})
 	}
 	return out
