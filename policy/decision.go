@@ -2,9 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -32,6 +34,10 @@ const (
 	RuleUnmanaged Rule = "unmanaged"
 	// RuleBreakGlass: a break-glass subject wrote a guarded configuration.
 	RuleBreakGlass Rule = "break-glass"
+	// RuleWriteBudget: a writer changed a caBundle beyond the mapping's
+	// writeBudget; decided by the static shape's handler (it is state across
+	// requests), never by Decide.
+	RuleWriteBudget Rule = "write-budget"
 )
 
 // Outcome is what happens to the request; values are metric label values.
@@ -116,6 +122,9 @@ type Decision struct {
 	FieldManagers []FieldManager `json:"fieldManagers,omitempty"`
 	// Write is Input.Write: what the records de-duplicate on.
 	Write string `json:"-"`
+	// RetryAfterSeconds is when a write refused for its write budget may
+	// be retried.
+	RetryAfterSeconds int32 `json:"retryAfterSeconds,omitempty"`
 }
 
 // newDecision starts the decision on a request with what identifies it, the
@@ -127,12 +136,31 @@ func newDecision(op Operation, kind ConfigKind, name string, user User, dryRun b
 // Allowed reports whether the request goes through.
 func (d *Decision) Allowed() bool { return d.Outcome != OutcomeDeny }
 
-// Code is the HTTP status code of the admission response.
+// Code is the HTTP status code of the admission response: 429 for a write
+// over its budget (the client may retry), 403 for any other denial.
 func (d *Decision) Code() int32 {
-	if d.Allowed() {
+	switch {
+	case d.Allowed():
 		return http.StatusOK
+	case d.Rule == RuleWriteBudget:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusForbidden
+}
+
+// ExceedWriteBudget turns a decision that allowed a writer's caBundle
+// change into a refusal for its write budget: denied in enforce mode,
+// would-deny (allowed, warned, recorded) in audit mode.
+func (d *Decision) ExceedWriteBudget(perMinute int32, retryAfter time.Duration) {
+	d.RetryAfterSeconds = int32(max(1, math.Ceil(retryAfter.Seconds())))
+	d.Violations = append(d.Violations, Violation{
+		Rule:  RuleWriteBudget,
+		Field: "webhooks[].clientConfig.caBundle",
+		Detail: fmt.Sprintf("more than %d caBundle-changing writes to this configuration within a minute (owners[%s].writeBudget.perMinute)",
+			perMinute, d.Mapping),
+		Hint: fmt.Sprintf("retry after %ds; if the owner's controller writes caBundle in a loop, fix the loop", d.RetryAfterSeconds),
+	})
+	d.finish(d.Mode, false)
 }
 
 // Message is the full, actionable explanation returned with a denial.

@@ -73,6 +73,12 @@ var ruleTable = []RuleInfo{
 		Suggest:     suggestUnmanaged,
 	},
 	{
+		Rule:     RuleWriteBudget,
+		Summary:  "a writer changed a caBundle more often than the mapping's write budget allows",
+		Category: "Write budget",
+		Suggest:  suggestWriteBudget,
+	},
+	{
 		Rule:     RuleBreakGlass,
 		Summary:  "a break-glass subject wrote a guarded configuration",
 		Category: "Break-glass",

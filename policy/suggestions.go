@@ -77,6 +77,10 @@ func suggestUnmanaged(f FindingFacts) string {
 	return fmt.Sprintf("no mapping covers %s: add it to the match of the mapping of the controller that owns it", f.Configuration)
 }
 
+func suggestWriteBudget(f FindingFacts) string {
+	return fmt.Sprintf("%s changed the caBundle of %s beyond owners[%s].writeBudget: find why the owner's controller rewrites it in a loop; raise the budget only if the rate is legitimate", f.Subject, f.Configuration, f.Mapping)
+}
+
 func suggestBreakGlass(f FindingFacts) string {
 	return fmt.Sprintf("break-glass write by %s: confirm it was intended; break-glass is always allowed", f.Subject)
 }

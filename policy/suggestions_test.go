@@ -62,6 +62,11 @@ func Test_RuleInfo_Suggest(t *testing.T) {
 			facts: FindingFacts{Mapping: "(unmanaged)", Subject: "bob", Configuration: vwc},
 			exp:   "no mapping covers " + vwc + ": add it to the match of the mapping of the controller that owns it",
 		},
+		"if a writer went over its write budget, point at the loop": {
+			rule:  RuleWriteBudget,
+			facts: FindingFacts{Mapping: "app", Subject: "system:serviceaccount:app:controller", Configuration: vwc},
+			exp:   "system:serviceaccount:app:controller changed the caBundle of " + vwc + " beyond owners[app].writeBudget: find why the owner's controller rewrites it in a loop; raise the budget only if the rate is legitimate",
+		},
 		"if break-glass wrote, ask to confirm it was intended": {
 			rule:  RuleBreakGlass,
 			facts: FindingFacts{Mapping: "app", Subject: "admin", Configuration: vwc},

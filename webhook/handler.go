@@ -15,6 +15,7 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/flapping"
+	"github.com/webhook-guard/webhook-guard/policy/writebudget"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
@@ -66,6 +67,8 @@ type Handler struct {
 
 	flap flapping.Current
 
+	budgets *writebudget.Limiter
+
 	mismatches confirmedMismatches
 }
 
@@ -92,7 +95,7 @@ func NewHandler(o HandlerOptions) (*Handler, error) {
 	if o.Log.GetSink() == nil {
 		o.Log = logf.Log.WithName("admission")
 	}
-	return &Handler{handlerOptions: o}, nil
+	return &Handler{handlerOptions: o, budgets: writebudget.NewLimiter()}, nil
 }
 
 // decideAndRespond decides a decoded input, observes the decision and
@@ -101,6 +104,7 @@ func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) (polic
 	start := time.Now()
 	d := h.Decide(ctx, in)
 	d.Write = in.Write
+	h.applyWriteBudget(ctx, &d)
 	h.Metrics.DecisionDuration.WithLabelValues(string(d.Outcome)).Observe(time.Since(start).Seconds())
 	h.observe(ctx, &d)
 	return d, Response(&d)
@@ -230,6 +234,13 @@ func Response(d *policy.Decision) admissionv1.AdmissionResponse {
 		r.Result.Status = metav1.StatusFailure
 		r.Result.Reason = metav1.StatusReasonForbidden
 		r.Result.Message = d.Message()
+	}
+	if !d.Allowed() && d.RetryAfterSeconds > 0 {
+		// kube-apiserver passes the status through (code included) and
+		// turns details.retryAfterSeconds into the Retry-After header,
+		// which client-go waits for before it retries.
+		r.Result.Reason = metav1.StatusReasonTooManyRequests
+		r.Result.Details = &metav1.StatusDetails{Name: d.Name, Kind: string(d.Kind), RetryAfterSeconds: d.RetryAfterSeconds}
 	}
 	return r
 }

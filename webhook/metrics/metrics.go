@@ -44,6 +44,10 @@ type Webhook struct {
 	CALiveRereads *prometheus.CounterVec
 	// FlappingDetected counts flapping reports by mapping, kind and name.
 	FlappingDetected *prometheus.CounterVec
+	// WriteBudgetExceeded counts caBundle-changing writes beyond a
+	// mapping's writeBudget, by mapping and mode: enforce (refused with a
+	// 429) | audit (allowed, recorded as would-deny).
+	WriteBudgetExceeded *prometheus.CounterVec
 	// ConfigReloads counts config file reloads by result: success | error.
 	ConfigReloads *prometheus.CounterVec
 	// ConfigLastReloadSuccess is 1 when the last reload attempt succeeded.
@@ -78,6 +82,9 @@ func NewWebhook(reg prometheus.Registerer) *Webhook {
 		FlappingDetected: counterVec("webhook_guard_flapping_detected_total",
 			"Configurations reported as flapping: more distinct caBundle values written within the window than allowed.",
 			"mapping", "kind", "name"),
+		WriteBudgetExceeded: counterVec("webhook_guard_write_budget_exceeded_total",
+			"caBundle-changing writes beyond a mapping's writeBudget, by mapping and mode (enforce: refused with a 429; audit: recorded).",
+			"mapping", "mode"),
 		ConfigReloads: counterVec("webhook_guard_config_reloads_total",
 			"Config file reloads by result (success, error).",
 			"result"),
@@ -88,7 +95,7 @@ func NewWebhook(reg prometheus.Registerer) *Webhook {
 			"mapping"),
 	}
 	reg.MustRegister(m.Decisions, m.Records, m.DecisionDuration, m.InvalidRequests, m.CASourceErrors,
-		m.CALiveRereads, m.FlappingDetected, m.ConfigReloads, m.ConfigLastReloadSuccess, m.OwnerCAExpiry)
+		m.CALiveRereads, m.FlappingDetected, m.WriteBudgetExceeded, m.ConfigReloads, m.ConfigLastReloadSuccess, m.OwnerCAExpiry)
 	m.ConfigLastReloadSuccess.Set(1)
 	return m
 }

@@ -75,6 +75,7 @@ func Test_everySeries(t *testing.T) {
 		"webhook_guard_ca_source_errors_total":                    {"mapping", "source"},
 		"webhook_guard_ca_live_rereads_total":                     {"outcome"},
 		"webhook_guard_flapping_detected_total":                   {"mapping", "kind", "name"},
+		"webhook_guard_write_budget_exceeded_total":               {"mapping", "mode"},
 		"webhook_guard_config_reloads_total":                      {"result"},
 		"webhook_guard_config_last_reload_successful":             nil,
 		"webhook_guard_owner_ca_expiry_timestamp_seconds":         {"mapping"},

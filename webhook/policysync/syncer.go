@@ -87,6 +87,9 @@ type Syncer struct {
 	// write of it: an apply that answers with it changed nothing (a pass
 	// that compared against a watch not yet showing that write).
 	written map[string]string
+	// budgetWarned are the mappings whose writeBudget was logged as not
+	// applied.
+	budgetWarned map[string]bool
 }
 
 func (s *Syncer) init() {
@@ -94,6 +97,7 @@ func (s *Syncer) init() {
 		s.trigger = make(chan struct{}, 1)
 		s.reported = map[string]string{}
 		s.written = map[string]string{}
+		s.budgetWarned = map[string]bool{}
 		if s.Interval <= 0 {
 			s.Interval = DefaultInterval
 		}
@@ -133,6 +137,7 @@ func (s *Syncer) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 func (s *Syncer) Sync(ctx context.Context) error {
 	s.init()
 	cfg := s.Config()
+	s.warnWriteBudgets(cfg)
 	anchor, err := s.anchor(ctx)
 	if err != nil {
 		return err

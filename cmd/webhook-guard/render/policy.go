@@ -80,6 +80,9 @@ func (o *PolicyOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 		if ca := res.CAs[owner.Name]; ca.Err != "" {
 			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its policy holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)
 		}
+		if owner.WriteBudget != nil {
+			fmt.Fprintf(errOut, "warning: owners[%s].writeBudget is not applied by the generated policies (their CEL keeps no state across requests); run the static shape to limit caBundle writes\n", owner.Name)
+		}
 	}
 	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs})
 	if err != nil {

@@ -114,3 +114,26 @@ func Test_renderPolicy_removedFlags(t *testing.T) {
 		assert.Empty(t, stdout.String())
 	}
 }
+
+// Test_renderPolicy_writeBudget: a writeBudget, which the generated
+// policies cannot apply, is warned about and the policies are rendered as
+// without it.
+func Test_renderPolicy_writeBudget(t *testing.T) {
+	raw, err := os.ReadFile(samples + "guard-koordinator.yaml")
+	require.NoError(t, err)
+	budgeted := filepath.Join(t.TempDir(), "guard.yaml")
+	require.NoError(t, os.WriteFile(budgeted, append(raw, []byte("    writeBudget: {perMinute: 30}\n")...), 0o600))
+
+	render := func(config string) (string, string) {
+		var stdout, stderr bytes.Buffer
+		code := app.Main([]string{"render", "policy", "--config", config, "--objects", samples + "objects.yaml"}, &stdout, &stderr)
+		require.Equal(t, 0, code, stderr.String())
+		// The first line names the file rendered from.
+		_, body, _ := strings.Cut(stdout.String(), "\n")
+		return body, stderr.String()
+	}
+	plain, _ := render(samples + "guard-koordinator.yaml")
+	out, warning := render(budgeted)
+	assert.Equal(t, "warning: owners[koordinator].writeBudget is not applied by the generated policies (their CEL keeps no state across requests); run the static shape to limit caBundle writes\n", warning)
+	assert.Equal(t, plain, out)
+}

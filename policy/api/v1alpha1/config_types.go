@@ -106,6 +106,20 @@ type Owner struct {
 	Writers Subjects `json:"writers,omitempty"`
 	// CA is where the owner's CA comes from; exactly one source.
 	CA CASource `json:"ca"`
+	// WriteBudget caps the caBundle-changing writes the writers may make to
+	// each configuration of the mapping, against an owner's own hot loop
+	// (which passes every ownership rule). Unset: no limit. Applied by the
+	// static shape only: the policy shape's CEL keeps no state across
+	// requests.
+	WriteBudget *WriteBudget `json:"writeBudget,omitempty"`
+}
+
+// WriteBudget is a sliding window of one minute per webhook configuration.
+type WriteBudget struct {
+	// PerMinute is how many caBundle-changing writes to one configuration
+	// are allowed within any minute; the excess is refused with a 429 in
+	// enforce mode, recorded in audit mode. Break-glass is never limited.
+	PerMinute int32 `json:"perMinute"`
 }
 
 // Match selects webhook configurations by name or by label.

@@ -115,6 +115,7 @@ func validateOwner(p *field.Path, o *Owner) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("writers"), "at least one service account, user or group; hint: the owner's controller usually runs as a service account \"namespace/name\""))
 	}
 	errs = append(errs, validateCASource(p.Child("ca"), &o.CA)...)
+	errs = append(errs, validateWriteBudget(p.Child("writeBudget"), o.WriteBudget)...)
 	return errs
 }
 
