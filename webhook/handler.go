@@ -102,9 +102,9 @@ func NewHandler(o HandlerOptions) (*Handler, error) {
 // builds the response.
 func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) (policy.Decision, admissionv1.AdmissionResponse) {
 	start := time.Now()
-	d := h.Decide(ctx, in)
+	d, owner := h.decide(ctx, in)
 	d.Write = in.Write
-	h.applyWriteBudget(ctx, &d)
+	h.applyWriteBudget(ctx, &d, owner)
 	h.Metrics.DecisionDuration.WithLabelValues(string(d.Outcome)).Observe(time.Since(start).Seconds())
 	h.observe(ctx, &d)
 	return d, Response(&d)
@@ -116,11 +116,26 @@ func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) (polic
 // CA source has caught up (casource: a live read, or a short wait for the
 // watch), so a CA rotation racing the cache is never denied.
 func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision {
+	d, _ := h.decide(ctx, in)
+	return d
+}
+
+// decide is Decide that also returns the owning mapping it matched (nil
+// for none), from the same configuration: what else the handler applies
+// to the write (its write budget) must come from the mapping that decided
+// it, not from a configuration reloaded since.
+func (h *Handler) decide(ctx context.Context, in *policy.Input) (policy.Decision, *guardapi.Owner) {
 	if in.Fingerprints == nil {
 		in.Fingerprints = h.Fingerprints
 	}
 	cfg := h.Config.Current()
 	m := cfg.MatchInput(in)
+	return h.decideMatched(ctx, cfg, m, in), m.Owner
+}
+
+// decideMatched decides in against its match m, resolving the owner's CA
+// first when the decision needs it.
+func (h *Handler) decideMatched(ctx context.Context, cfg *policy.Mappings, m policy.MatchResult, in *policy.Input) policy.Decision {
 	if !cfg.NeedsOwnerCA(m, in) {
 		return cfg.DecideMatched(m, in)
 	}

@@ -14,14 +14,11 @@ import (
 // decision allowed is counted: break-glass is never limited, a denial
 // writes nothing, a dry run persists nothing, and a write that leaves
 // every caBundle alone is not what a storm is made of.
-func (h *Handler) applyWriteBudget(ctx context.Context, d *policy.Decision) {
-	if d.Outcome != policy.OutcomeAllow || d.Mapping == "" || d.DryRun || len(d.Changes) == 0 {
+func (h *Handler) applyWriteBudget(ctx context.Context, d *policy.Decision, owner *guardapi.Owner) {
+	if owner == nil || owner.WriteBudget == nil || d.Outcome != policy.OutcomeAllow || d.DryRun || len(d.Changes) == 0 {
 		return
 	}
-	budget := h.writeBudget(d.Mapping)
-	if budget == nil {
-		return
-	}
+	budget := owner.WriteBudget
 	key := writebudget.Key{Mapping: d.Mapping, Kind: string(d.Kind), Name: d.Name}
 	ok, retryAfter := h.budgets.Take(key, int(budget.PerMinute), h.now())
 	if ok {
@@ -30,15 +27,4 @@ func (h *Handler) applyWriteBudget(ctx context.Context, d *policy.Decision) {
 	d.ExceedWriteBudget(budget.PerMinute, retryAfter)
 	h.Metrics.WriteBudgetExceeded.WithLabelValues(d.Mapping, string(d.Mode)).Inc()
 	requestLog(ctx).V(1).Info("write budget exceeded", "mapping", d.Mapping, "perMinute", budget.PerMinute, "retryAfterSeconds", d.RetryAfterSeconds)
-}
-
-// writeBudget is the budget of the named mapping in force; nil for none.
-func (h *Handler) writeBudget(mapping string) *guardapi.WriteBudget {
-	owners := h.Config.Current().Spec.Owners
-	for i := range owners {
-		if owners[i].Name == mapping {
-			return owners[i].WriteBudget
-		}
-	}
-	return nil
 }
