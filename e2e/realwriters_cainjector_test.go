@@ -44,11 +44,15 @@ const (
 
 // injectedTargets are the configurations cainjector injects into: a
 // Validating one with two webhooks[] entries and a Mutating one with one.
-var injectedTargets = []struct {
+var injectedTargets = []injectedTarget{{framework.Validating, injectedVWC, 2}, {framework.Mutating, injectedMWC, 1}}
+
+// injectedTarget is one object cainjector injects into, with its number of
+// caBundles.
+type injectedTarget struct {
 	kind    framework.Kind
 	name    string
 	entries int
-}{{framework.Validating, injectedVWC, 2}, {framework.Mutating, injectedMWC, 1}}
+}
 
 // injectedConfig is guardConfig plus the mapping that owns both targets,
 // with the CA the configurations' own cert-manager annotation names and
@@ -72,6 +76,8 @@ type injectorRun struct {
 	cert     *framework.IssuedCertificate
 	injector *framework.CAInjector
 	merging  bool
+	// targets are the objects injected into (default injectedTargets).
+	targets []injectedTarget
 	// stored is the model: the CAs every entry's caBundle should hold, in
 	// order (all entries are written alike).
 	stored []*framework.CA
@@ -84,6 +90,9 @@ type injectorRunOptions struct {
 	opts       framework.Options
 	fromSecret bool // inject-ca-from-secret instead of inject-ca-from
 	mergingOff bool // --feature-gates=CAInjectorMerging=false
+	// targets replace injectedTargets; objects of the trust kinds (CRD,
+	// APIService) start cainjector's controllers for them too.
+	targets []injectedTarget
 	// beforeInjector runs after the configurations exist and before
 	// cainjector starts (the policy shape waits for its policies there).
 	beforeInjector func(t *testing.T, r *injectorRun)
@@ -98,7 +107,10 @@ func startInjectorRun(t *testing.T, o injectorRunOptions) *injectorRun {
 	o.opts.CertManagerCRDs = true
 	o.opts.AuditLog = true
 	f := newFixture(t, o.opts)
-	r := &injectorRun{f: f, merging: !o.mergingOff}
+	r := &injectorRun{f: f, merging: !o.mergingOff, targets: injectedTargets}
+	if o.targets != nil {
+		r.targets = o.targets
+	}
 	r.cert = framework.CreateCertificate(t, f.env, framework.CertificateOptions{
 		Namespace: appNamespace, Name: injectedCert, AllowDirectInjection: o.fromSecret,
 	})
@@ -106,7 +118,7 @@ func startInjectorRun(t *testing.T, o injectorRunOptions) *injectorRun {
 	if o.fromSecret {
 		ann = map[string]string{"cert-manager.io/inject-ca-from-secret": r.cert.InjectCAFromSecret()}
 	}
-	for _, tg := range injectedTargets {
+	for _, tg := range r.targets {
 		f.admin.MustCreate(t, framework.Spec{Kind: tg.kind, Name: tg.name, Annotations: ann, Bundles: make([][]byte, tg.entries)})
 	}
 	if o.beforeInjector != nil {
@@ -115,7 +127,7 @@ func startInjectorRun(t *testing.T, o injectorRunOptions) *injectorRun {
 	// Built before the clock starts (once per test process).
 	framework.BuildBinary(t, "./e2e/writers/cainjector")
 	start := time.Now()
-	copts := framework.CAInjectorOptions{}
+	copts := framework.CAInjectorOptions{TrustObjects: o.targets != nil}
 	if o.mergingOff {
 		copts.FeatureGates = "CAInjectorMerging=false"
 	}
@@ -158,7 +170,7 @@ func (r *injectorRun) allCAs() []*framework.CA {
 // stateOf describes every stored entry by the CAs it holds.
 func (r *injectorRun) stateOf(t testing.TB) string {
 	var b strings.Builder
-	for _, tg := range injectedTargets {
+	for _, tg := range r.targets {
 		wc := r.f.admin.MustGet(t, tg.kind, tg.name)
 		for i, bundle := range wc.Bundles {
 			fmt.Fprintf(&b, "\n  %s %s webhooks[%d]: %s", tg.kind, tg.name, i, framework.DescribeBundle(bundle, r.allCAs()...))
@@ -170,7 +182,7 @@ func (r *injectorRun) stateOf(t testing.TB) string {
 // converged reports whether every entry of every target holds want.
 func (r *injectorRun) converged(t testing.TB) bool {
 	want := r.want()
-	for _, tg := range injectedTargets {
+	for _, tg := range r.targets {
 		wc, err := r.f.admin.Get(t.Context(), tg.kind, tg.name)
 		if err != nil {
 			t.Fatalf("get %s %s: %v", tg.kind, tg.name, err)

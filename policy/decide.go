@@ -59,6 +59,14 @@ func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
 	d.Mapping, d.Mode = m.Owner.Name, m.Mode
 	co := &c.owners[m.index]
 	if !breakGlass && !co.writers.matches(in.User) {
+		if in.Kind.OwnsTrustOnly() && !ChangesTrust(in, d.Changes) {
+			// The object's installer writing what is not the mapping's
+			// (a CRD's schema): only the entry rules apply, so that it
+			// cannot add an entry trusting the system roots either.
+			d.Violations = append(d.Violations, checkUnfilled(co, in)...)
+			d.finish(d.Mode, false)
+			return d
+		}
 		// Who the subject is decides it: the owner's CA is neither read nor
 		// shown for a subject that may not write, whatever its request
 		// names, so a request can make the guard read nothing on its behalf.
@@ -73,6 +81,7 @@ func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
 			// administrator creating a configuration ahead of its
 			// controller); a writer may not, unless a fill is coming.
 			d.Violations = append(d.Violations, checkUnfilled(co, in)...)
+			d.Violations = append(d.Violations, checkInsecure(in)...)
 		}
 	}
 	// Break-glass subjects are always allowed, writers or not (the static

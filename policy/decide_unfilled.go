@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"fmt"
-
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -68,7 +66,7 @@ func checkUnfilled(co *compiledOwner, in *Input) []Violation {
 	for _, i := range unfilled {
 		out = append(out, Violation{
 			Rule:    RuleCAMismatch,
-			Field:   fmt.Sprintf("webhooks[%d].clientConfig.caBundle", i),
+			Field:   entryField(in.Kind, i),
 			Webhook: in.Webhooks[i].Name,
 			Detail:  "the new entry has no caBundle; kube-apiserver would trust its system roots for it, so any host with a publicly trusted certificate could serve it",
 			Summary: "the new entry has no caBundle; kube-apiserver would trust its system roots",

@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"crypto/sha256"
-	"fmt"
 
 	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
@@ -17,10 +16,16 @@ const (
 	OperationDelete Operation = "DELETE"
 )
 
-// Webhook is the part of one webhooks[] entry the decision needs.
+// Webhook is the part of one trusted entry the decision needs: a
+// webhooks[] entry of a webhook configuration, or the one entry of a
+// CustomResourceDefinition's conversion webhook (EntryConversion) or of an
+// APIService (EntryService).
 type Webhook struct {
 	Name     string
 	CABundle []byte
+	// InsecureSkipTLSVerify is an APIService's: kube-apiserver then trusts
+	// any serving certificate.
+	InsecureSkipTLSVerify bool
 }
 
 // Input is everything a decision depends on. The caller decodes it from the
@@ -89,6 +94,8 @@ type BundleChange struct {
 	// Removed is true when the request dropped (or renamed) an entry that
 	// carried a caBundle: for kube-apiserver that CA is gone, as if emptied.
 	Removed bool
+	// kind is the object's, for the field paths.
+	kind ConfigKind
 	// Hash is the SHA-256 of the new raw caBundle bytes, for flapping detection.
 	Hash [sha256.Size]byte
 }
@@ -97,9 +104,9 @@ type BundleChange struct {
 // it was removed from.
 func (b BundleChange) Field() string {
 	if b.Removed {
-		return "webhooks"
+		return entriesField(b.kind)
 	}
-	return fmt.Sprintf("webhooks[%d].clientConfig.caBundle", b.Index)
+	return entryField(b.kind, b.Index)
 }
 
 // Emptied reports a non-empty caBundle made empty, or removed with its entry.
@@ -123,11 +130,11 @@ func ChangedBundles(in *Input) []BundleChange {
 		if !changed {
 			continue
 		}
-		changes = append(changes, BundleChange{Index: i, Webhook: w.Name, Old: old, New: w.CABundle, Hash: in.Fingerprints.Sum(w.CABundle)})
+		changes = append(changes, BundleChange{Index: i, Webhook: w.Name, Old: old, New: w.CABundle, Hash: in.Fingerprints.Sum(w.CABundle), kind: in.Kind})
 	}
 	for j, w := range in.OldWebhooks {
 		if len(w.CABundle) > 0 && !p.isKept(j) {
-			changes = append(changes, BundleChange{Index: j, Webhook: w.Name, Old: w.CABundle, Removed: true, Hash: in.Fingerprints.Sum(nil)})
+			changes = append(changes, BundleChange{Index: j, Webhook: w.Name, Old: w.CABundle, Removed: true, Hash: in.Fingerprints.Sum(nil), kind: in.Kind})
 		}
 	}
 	return changes
@@ -194,11 +201,18 @@ func (p pairing) change(i int) (old []byte, changed bool) {
 
 // stored reports whether in.Webhooks[i] has an entry of the same name in
 // the object before the request.
-func (p pairing) stored(i int) bool {
+func (p pairing) stored(i int) bool { return p.oldIndex(i) >= 0 }
+
+// oldIndex is the index of in.Webhooks[i]'s entry in the object before the
+// request; -1 when it has none.
+func (p pairing) oldIndex(i int) int {
 	if p.old != nil {
-		return p.old[i] >= 0
+		return p.old[i]
 	}
-	return i < len(p.in.OldWebhooks)
+	if i < len(p.in.OldWebhooks) {
+		return i
+	}
+	return -1
 }
 
 // kept reports whether old entry j is still in the new object.

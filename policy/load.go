@@ -54,7 +54,7 @@ func Load(data []byte) (*Mappings, error) {
 func compile(spec guardapi.GuardConfig) *Mappings {
 	c := &Mappings{
 		Spec:       spec,
-		byName:     map[ConfigKind]map[string]int{KindValidating: {}, KindMutating: {}},
+		byName:     map[ConfigKind]map[string]int{},
 		breakGlass: compileSubjects(spec.BreakGlass),
 	}
 	c.owners = make([]compiledOwner, len(spec.Owners))
@@ -69,11 +69,14 @@ func compile(spec guardapi.GuardConfig) *Mappings {
 			set, _ := cabundle.NewCASet("inline pem of owners["+o.Name+"]", []byte(o.CA.PEM)) // validated
 			co.inlineCA = &set
 		}
-		for _, n := range o.Match.Validating {
-			c.byName[KindValidating][n] = i
-		}
-		for _, n := range o.Match.Mutating {
-			c.byName[KindMutating][n] = i
+		for _, named := range o.Match.Named() {
+			kind := ConfigKind(named.Kind)
+			if c.byName[kind] == nil {
+				c.byName[kind] = map[string]int{}
+			}
+			for _, n := range named.Names {
+				c.byName[kind][n] = i
+			}
 		}
 		c.owners[i] = co
 	}

@@ -308,7 +308,7 @@ owners:
 		},
 		"if a mapping matches nothing, require a match": {
 			input:  owner("match: {}", validWriters, validCA),
-			expErr: `owners[0].match: Required value: at least one of validating, mutating or labelSelector`,
+			expErr: `owners[0].match: Required value: at least one of validating, mutating, customResourceDefinitions, apiServices or labelSelector`,
 		},
 		"if a label selector is empty, reject it: it would match every configuration": {
 			input:  owner("match: {labelSelector: {}}", validWriters, validCA),

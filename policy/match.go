@@ -10,17 +10,33 @@ import (
 	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
-// ConfigKind is the kind of webhook configuration a request is about.
+// ConfigKind is the kind of object a request is about: one of the four
+// kinds whose caBundles kube-apiserver trusts, or an object the policy
+// shape generates.
 type ConfigKind string
 
 const (
-	KindValidating ConfigKind = "ValidatingWebhookConfiguration"
-	KindMutating   ConfigKind = "MutatingWebhookConfiguration"
+	KindValidating ConfigKind = guardapi.KindValidatingWebhookConfiguration
+	KindMutating   ConfigKind = guardapi.KindMutatingWebhookConfiguration
+	// KindCRD and KindAPIService carry one caBundle each: a CRD's
+	// conversion webhook's, an APIService's. A mapping owns that trust,
+	// not the whole object (OwnsTrustOnly).
+	KindCRD        ConfigKind = guardapi.KindCustomResourceDefinition
+	KindAPIService ConfigKind = guardapi.KindAPIService
 )
 
-// ShortName abbreviates the kind in report names and tables: vwc and mwc
-// as kubectl's short names do, vap and vapb for policy mode's generated
-// objects (which kubectl does not abbreviate).
+// OwnsTrustOnly reports whether a mapping owns only the caBundle of an
+// object of this kind, not the object: a CustomResourceDefinition's schema
+// and an APIService's group priority are their installer's (Helm, OLM,
+// Argo CD), who is not the controller that injects the CA. A write by a
+// subject that is not a writer is then the mapping's to decide only when
+// it changes the trust (a caBundle, insecureSkipTLSVerify).
+func (k ConfigKind) OwnsTrustOnly() bool { return k == KindCRD || k == KindAPIService }
+
+// ShortName abbreviates the kind in report names and tables: vwc, mwc and
+// crd as kubectl's short names do, apiservice as kubectl names the
+// resource, vap and vapb for policy mode's generated objects (which
+// kubectl does not abbreviate).
 func (k ConfigKind) ShortName() string {
 	switch k {
 	case KindValidating:
@@ -31,6 +47,10 @@ func (k ConfigKind) ShortName() string {
 		return "vap"
 	case KindAdmissionPolicyBinding:
 		return "vapb"
+	case KindCRD:
+		return "crd"
+	case KindAPIService:
+		return "apiservice"
 	}
 	return strings.ToLower(string(k))
 }
@@ -69,7 +89,11 @@ func (c *Mappings) Match(kind ConfigKind, name string, labelSets ...map[string]s
 		matched = i
 	}
 	var conflicting []int
-	for _, i := range c.selectors {
+	selectors := c.selectors
+	if kind.OwnsTrustOnly() {
+		selectors = nil // label selectors select webhook configurations only
+	}
+	for _, i := range selectors {
 		if i == matched || !c.owners[i].selectsAny(labelSets) {
 			continue
 		}

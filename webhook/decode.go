@@ -15,11 +15,11 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
-// admissionregistration.k8s.io/v1 is the only version the guard is
-// registered for; anything else is a misconfiguration, not something to allow.
-// Besides the two webhook configuration kinds, the handler decides
-// ValidatingAdmissionPolicies and bindings (policy mode's generated objects);
-// every other kind is rejected with a 400.
+// admissionregistration.k8s.io/v1 is the group and version of the webhook
+// configurations and of policy mode's generated objects (ValidatingAdmission
+// Policies and bindings); trustkinds.go lists the other kinds the handler
+// decides. Every other kind or version is a misconfiguration, rejected with a
+// 400, not something to allow.
 const guardedGroup, guardedVersion = "admissionregistration.k8s.io", "v1"
 
 // webhookConfiguration holds only what the decision reads from a
@@ -43,6 +43,9 @@ type webhookConfiguration struct {
 			CABundle caBundle `json:"caBundle"`
 		} `json:"clientConfig"`
 	} `json:"webhooks"`
+	// Spec is read for the kinds with one caBundle each (trustkinds.go):
+	// a CustomResourceDefinition's conversion webhook, an APIService.
+	Spec trustSpec `json:"spec"`
 }
 
 // InputError is a request the guard cannot decide because it is malformed.
@@ -194,7 +197,7 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 	if err := setMetadata(in, obj, old); err != nil {
 		return nil, err
 	}
-	in.Webhooks, in.OldWebhooks = webhooks(obj), webhooks(old)
+	in.Webhooks, in.OldWebhooks = webhooks(kind, obj), webhooks(kind, old)
 	in.Write = writeID(in.Operation, obj, old)
 	return in, nil
 }
@@ -208,13 +211,9 @@ func (r *reviewRequest) guardedKind() (policy.ConfigKind, error) {
 	if r.UID == "" {
 		return "", inputErrorf("request.uid is missing")
 	}
-	if r.Kind.Group != guardedGroup || r.Kind.Version != guardedVersion {
-		return "", inputErrorf("request.kind %s is not guarded: expected %s/%s %s or %s; check the rules of the webhook registration",
-			r.Kind.String(), guardedGroup, guardedVersion, policy.KindValidating, policy.KindMutating)
-	}
 	kind := policy.ConfigKind(r.Kind.Kind)
-	if kind != policy.KindValidating && kind != policy.KindMutating {
-		return "", inputErrorf("request.kind %s is not guarded: expected %s or %s", r.Kind.Kind, policy.KindValidating, policy.KindMutating)
+	if gv, ok := guardedKinds[kind]; !ok || r.Kind.Group != gv.Group || r.Kind.Version != gv.Version {
+		return "", inputErrorf("request.kind %s is not guarded: expected %s; check the rules of the webhook registration", r.Kind.String(), guardedKindList)
 	}
 	return kind, nil
 }
@@ -289,15 +288,21 @@ func checkObject(field string, obj *webhookConfiguration, kind policy.ConfigKind
 	if obj.Kind != "" && obj.Kind != string(kind) {
 		return nil, inputErrorf("%s is a %s, but request.kind says %s", field, obj.Kind, kind)
 	}
-	if obj.APIVersion != "" && obj.APIVersion != guardedGroup+"/"+guardedVersion {
-		return nil, inputErrorf("%s has apiVersion %s, expected %s/%s", field, obj.APIVersion, guardedGroup, guardedVersion)
+	if gv := guardedKinds[kind]; obj.APIVersion != "" && obj.APIVersion != gv.String() {
+		return nil, inputErrorf("%s has apiVersion %s, expected %s", field, obj.APIVersion, gv)
 	}
 	return obj, nil
 }
 
-func webhooks(obj *webhookConfiguration) []policy.Webhook {
+// webhooks are the entries of the object whose caBundles kube-apiserver
+// trusts: a webhook configuration's webhooks[], the one entry of a CRD's
+// conversion webhook or an APIService (trustkinds.go).
+func webhooks(kind policy.ConfigKind, obj *webhookConfiguration) []policy.Webhook {
 	if obj == nil {
 		return nil
+	}
+	if kind.OwnsTrustOnly() {
+		return obj.Spec.entries(kind)
 	}
 	out := make([]policy.Webhook, len(obj.Webhooks))
 	for i, w := range obj.Webhooks {

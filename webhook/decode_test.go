@@ -94,7 +94,7 @@ func Test_decodeInput(t *testing.T) {
 				req.Kind = metav1.GroupVersionKind{Group: "", Version: "v1", Kind: "Pod"}
 				return req
 			},
-			expErr: "request.kind /v1, Kind=Pod is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration or MutatingWebhookConfiguration; check the rules of the webhook registration",
+			expErr: "request.kind /v1, Kind=Pod is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, apiextensions.k8s.io/v1 CustomResourceDefinition, apiregistration.k8s.io/v1 APIService; check the rules of the webhook registration",
 		},
 		"if request.kind is an older version of a guarded kind, return an input error": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
@@ -102,7 +102,7 @@ func Test_decodeInput(t *testing.T) {
 				req.Kind.Version = "v1beta1"
 				return req
 			},
-			expErr: "request.kind admissionregistration.k8s.io/v1beta1, Kind=ValidatingWebhookConfiguration is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration or MutatingWebhookConfiguration; check the rules of the webhook registration",
+			expErr: "request.kind admissionregistration.k8s.io/v1beta1, Kind=ValidatingWebhookConfiguration is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, apiextensions.k8s.io/v1 CustomResourceDefinition, apiregistration.k8s.io/v1 APIService; check the rules of the webhook registration",
 		},
 		"if request.kind is another kind of the guarded group, return an input error": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
@@ -110,7 +110,7 @@ func Test_decodeInput(t *testing.T) {
 				req.Kind.Kind = "ValidatingAdmissionPolicy"
 				return req
 			},
-			expErr: "request.kind ValidatingAdmissionPolicy is not guarded: expected ValidatingWebhookConfiguration or MutatingWebhookConfiguration",
+			expErr: "request.kind admissionregistration.k8s.io/v1, Kind=ValidatingAdmissionPolicy is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, apiextensions.k8s.io/v1 CustomResourceDefinition, apiregistration.k8s.io/v1 APIService; check the rules of the webhook registration",
 		},
 		"if request.kind differs only in case, return an input error": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {
@@ -118,7 +118,7 @@ func Test_decodeInput(t *testing.T) {
 				req.Kind.Kind = "validatingwebhookconfiguration"
 				return req
 			},
-			expErr: "request.kind validatingwebhookconfiguration is not guarded: expected ValidatingWebhookConfiguration or MutatingWebhookConfiguration",
+			expErr: "request.kind admissionregistration.k8s.io/v1, Kind=validatingwebhookconfiguration is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, apiextensions.k8s.io/v1 CustomResourceDefinition, apiregistration.k8s.io/v1 APIService; check the rules of the webhook registration",
 		},
 		"if request.userInfo.username is missing, return an input error": {
 			req: func(t *testing.T) *admissionv1.AdmissionRequest {

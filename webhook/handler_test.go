@@ -388,7 +388,7 @@ func Test_Handler_Review(t *testing.T) {
 				return req
 			},
 			resolver:   &fakeResolver{},
-			expResp:    admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Code: 400, Message: "request.kind /v1, Kind=Secret is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration or MutatingWebhookConfiguration; check the rules of the webhook registration"}},
+			expResp:    admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Code: 400, Message: "request.kind /v1, Kind=Secret is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, apiextensions.k8s.io/v1 CustomResourceDefinition, apiregistration.k8s.io/v1 APIService; check the rules of the webhook registration"}},
 			expInvalid: 1,
 		},
 	}

@@ -88,5 +88,5 @@ func Test_Handler_Review_otherAdmissionKindsRejected(t *testing.T) {
 		UserInfo:  authenticationv1.UserInfo{Username: "intruder"},
 	})
 	assert.Equal(t, admissionv1.AdmissionResponse{Result: &metav1.Status{Code: 400,
-		Message: "request.kind MutatingAdmissionPolicy is not guarded: expected ValidatingWebhookConfiguration or MutatingWebhookConfiguration"}}, resp)
+		Message: "request.kind admissionregistration.k8s.io/v1, Kind=MutatingAdmissionPolicy is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, apiextensions.k8s.io/v1 CustomResourceDefinition, apiregistration.k8s.io/v1 APIService; check the rules of the webhook registration"}}, resp)
 }

@@ -67,6 +67,9 @@ type CAInjectorOptions struct {
 	// Verbosity is klog's -v (default 2, cert-manager's info level, at
 	// which cainjector logs each "Updated object").
 	Verbosity int
+	// TrustObjects also runs the APIService and CustomResourceDefinition
+	// controllers (--trust-objects).
+	TrustObjects bool
 }
 
 // CAInjector is cert-manager's real cainjector (e2e/writers/cainjector,
@@ -80,7 +83,9 @@ type CAInjector struct {
 	// test fails. It spans restarts.
 	Log *Buffer
 
-	proc process
+	// controllers are the controllers Start waits for.
+	controllers []string
+	proc        process
 }
 
 // StartCAInjector provisions cainjector's identity with the chart's RBAC,
@@ -122,6 +127,11 @@ func StartCAInjector(t testing.TB, env *Env, opts CAInjectorOptions) *CAInjector
 	}
 	if opts.Namespace != "" {
 		c.Args = append(c.Args, "--namespace", opts.Namespace)
+	}
+	c.controllers = []string{"validatingwebhookconfiguration", "mutatingwebhookconfiguration"}
+	if opts.TrustObjects {
+		c.Args = append(c.Args, "--trust-objects")
+		c.controllers = append(c.controllers, "apiservice", "customresourcedefinition")
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -165,8 +175,8 @@ func waitForCAInjectorRBAC(t testing.TB, kubeconfig string) {
 // caches have synced and its workers start.
 const caInjectorReadyLine = `"Starting workers"`
 
-// Start runs cainjector (again, after Stop) and waits until both
-// controllers run their workers (at most 30 s).
+// Start runs cainjector (again, after Stop) and waits until each of its
+// controllers runs its workers (at most 30 s).
 func (c *CAInjector) Start(t testing.TB) {
 	t.Helper()
 	from := len(c.Log.String())
@@ -177,7 +187,7 @@ func (c *CAInjector) Start(t testing.TB) {
 
 	ready := func() bool {
 		log := c.Log.String()[from:]
-		for _, ctrl := range []string{"validatingwebhookconfiguration", "mutatingwebhookconfiguration"} {
+		for _, ctrl := range c.controllers {
 			found := false
 			for l := range strings.SplitSeq(log, "\n") {
 				if strings.Contains(l, caInjectorReadyLine) && strings.Contains(l, `controller="`+ctrl+`"`) {
@@ -202,8 +212,8 @@ func (c *CAInjector) Start(t testing.TB) {
 		}
 		if time.Now().After(deadline) {
 			c.Stop(t)
-			t.Fatalf("cainjector's controllers did not start within 30s (no %s for both webhook configuration kinds)\n--- log (last 40 lines) ---\n%s",
-				caInjectorReadyLine, c.Log.Tail(40))
+			t.Fatalf("cainjector's controllers did not start within 30s (no %s for each of %v)\n--- log (last 40 lines) ---\n%s",
+				caInjectorReadyLine, c.controllers, c.Log.Tail(40))
 		}
 	}
 }

@@ -341,6 +341,8 @@ func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
 			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates", "issuers", "clusterissuers"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 			{APIGroups: []string{"openreports.io"}, Resources: []string{"clusterreports"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 		},
@@ -526,7 +528,7 @@ func DownloadModule(t testing.TB, mod string) string {
 	return dl.Dir
 }
 
-// auditPolicyFor records webhook configuration writes at Metadata level
+// auditPolicyFor records writes of the guarded kinds at Metadata level
 // (which carries admission webhooks' auditAnnotations), those of users at
 // Request level (with the object they sent), and nothing else.
 func auditPolicyFor(users []string) string {
@@ -543,6 +545,10 @@ func auditPolicyFor(users []string) string {
   resources:
   - group: admissionregistration.k8s.io
     resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
+  - group: apiextensions.k8s.io
+    resources: ["customresourcedefinitions"]
+  - group: apiregistration.k8s.io
+    resources: ["apiservices"]
 `, 1)
 }
 
@@ -554,6 +560,10 @@ rules:
   resources:
   - group: admissionregistration.k8s.io
     resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
+  - group: apiextensions.k8s.io
+    resources: ["customresourcedefinitions"]
+  - group: apiregistration.k8s.io
+    resources: ["apiservices"]
 - level: None
 `
 

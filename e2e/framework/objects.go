@@ -10,7 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Kind is a webhook configuration kind.
+// Kind is a webhook configuration kind, or one of the kinds in
+// trustobjects.go.
 type Kind string
 
 const (
@@ -88,6 +89,8 @@ func (c *Client) Create(ctx context.Context, s Spec, opts metav1.CreateOptions) 
 		s.Bundles = [][]byte{nil}
 	}
 	switch s.Kind {
+	case CRD, APIService:
+		return c.createTrustObject(ctx, s, opts)
 	case Mutating:
 		o, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, s.Mutating(), opts)
 		return fromMutating(o), err
@@ -110,6 +113,8 @@ func (c *Client) MustCreate(t testing.TB, s Spec) *WebhookConfig {
 // Get reads a configuration.
 func (c *Client) Get(ctx context.Context, kind Kind, name string) (*WebhookConfig, error) {
 	switch kind {
+	case CRD, APIService:
+		return c.getTrustObject(ctx, kind, name)
 	case Mutating:
 		o, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 		return fromMutating(o), err
@@ -133,6 +138,8 @@ func (c *Client) MustGet(t testing.TB, kind Kind, name string) *WebhookConfig {
 // UPDATE with the read resourceVersion, as controllers do).
 func (c *Client) Mutate(ctx context.Context, kind Kind, name string, opts metav1.UpdateOptions, fn func(meta *metav1.ObjectMeta, bundles [][]byte)) (*WebhookConfig, error) {
 	switch kind {
+	case CRD, APIService:
+		return c.mutateTrustObject(ctx, kind, name, opts, fn)
 	case Mutating:
 		api := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
 		o, err := api.Get(ctx, name, metav1.GetOptions{})
@@ -190,6 +197,8 @@ func (c *Client) Annotate(ctx context.Context, kind Kind, name, key, value strin
 // Delete deletes a configuration.
 func (c *Client) Delete(ctx context.Context, kind Kind, name string, opts metav1.DeleteOptions) error {
 	switch kind {
+	case CRD, APIService:
+		return c.deleteTrustObject(ctx, kind, name, opts)
 	case Mutating:
 		return c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, name, opts)
 	default:

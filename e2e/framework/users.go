@@ -84,7 +84,8 @@ func (e *Env) ServiceAccount(t testing.TB, namespace, name string) *Client {
 }
 
 // Client returns a client acting as user, with RBAC to write webhook
-// configurations and ConfigMaps (so RBAC never hides the guard's answer).
+// configurations, CRDs, APIServices and ConfigMaps (so RBAC never hides the
+// guard's answer).
 // Users in system:masters need no binding.
 func (e *Env) Client(t testing.TB, user envtest.User) *Client {
 	t.Helper()
@@ -123,6 +124,8 @@ func (e *Env) createWriterRole(t testing.TB) {
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: verbs},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbs},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: verbs},
+			{APIGroups: []string{"apiregistration.k8s.io"}, Resources: []string{"apiservices"}, Verbs: verbs},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {

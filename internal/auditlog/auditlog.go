@@ -182,7 +182,7 @@ func readBoundedLine(br *bufio.Reader, limit int, buf []byte) ([]byte, bool, err
 // static shape's audit annotations (prefixed with the guard's webhook
 // names), the policy shape's validation_failure annotation (Audit) and a
 // policy's denial in the response status (Deny). Only the final stage of a
-// write of a webhook configuration counts, so a request is counted once.
+// write of one of the guarded kinds counts, so a request is counted once.
 func decisionsOf(ev *auditv1.Event) []Decision {
 	if ev.ObjectRef == nil || (ev.Stage != auditv1.StageResponseComplete && ev.Stage != auditv1.StagePanic) {
 		return nil
@@ -193,6 +193,10 @@ func decisionsOf(ev *auditv1.Event) []Decision {
 		kind = policy.KindValidating
 	case "mutatingwebhookconfigurations":
 		kind = policy.KindMutating
+	case "customresourcedefinitions":
+		kind = policy.KindCRD
+	case "apiservices":
+		kind = policy.KindAPIService
 	default:
 		return nil
 	}

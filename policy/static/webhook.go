@@ -38,7 +38,7 @@ func ValidatingWebhookConfiguration(in Input) (*admv1.ValidatingWebhookConfigura
 		Webhooks: []admv1.ValidatingWebhook{guardEntry(in)},
 	}
 	if expr, ok := vap.SubjectsExpression(in.BreakGlass); ok {
-		vwc.Webhooks[0].MatchConditions = []admv1.MatchCondition{{Name: "not-break-glass", Expression: "!(" + expr + ")"}}
+		vwc.Webhooks[0].MatchConditions = append(vwc.Webhooks[0].MatchConditions, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
 		vwc.Webhooks = append(vwc.Webhooks, breakGlassEntry(in, expr))
 	}
 	if in.GuardServiceAccount != "" {
@@ -61,7 +61,8 @@ func guardEntry(in Input) admv1.ValidatingWebhook {
 		Name:                    WebhookName,
 		AdmissionReviewVersions: []string{"v1"},
 		ClientConfig:            admv1.WebhookClientConfig{URL: &url, CABundle: in.CABundle},
-		Rules:                   writesOf("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
+		Rules:                   append(writesOf("validatingwebhookconfigurations", "mutatingwebhookconfigurations"), in.trustObjectRules()...),
+		MatchConditions:         in.trustObjectConditions(),
 		FailurePolicy:           &fp,
 		MatchPolicy:             &matchPolicy,
 		SideEffects:             &sideEffects,
@@ -78,7 +79,7 @@ func breakGlassEntry(in Input, breakGlass string) admv1.ValidatingWebhook {
 	e.Name = BreakGlassWebhookName
 	ignore := admv1.Ignore
 	e.FailurePolicy = &ignore
-	e.MatchConditions = []admv1.MatchCondition{{Name: "break-glass", Expression: breakGlass}}
+	e.MatchConditions = append(e.MatchConditions, admv1.MatchCondition{Name: "break-glass", Expression: breakGlass})
 	return e
 }
 
@@ -106,14 +107,19 @@ func policyObjectsEntry(in Input) admv1.ValidatingWebhook {
 // writesOf is every write of the given cluster-scoped
 // admissionregistration.k8s.io/v1 resources.
 func writesOf(resources ...string) []admv1.RuleWithOperations {
+	return []admv1.RuleWithOperations{writesIn("admissionregistration.k8s.io", resources...)}
+}
+
+// writesIn is every write of the given cluster-scoped resources of group's v1.
+func writesIn(group string, resources ...string) admv1.RuleWithOperations {
 	scope := admv1.ClusterScope
-	return []admv1.RuleWithOperations{{
+	return admv1.RuleWithOperations{
 		Operations: []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete},
 		Rule: admv1.Rule{
-			APIGroups:   []string{"admissionregistration.k8s.io"},
+			APIGroups:   []string{group},
 			APIVersions: []string{"v1"},
 			Resources:   resources,
 			Scope:       &scope,
 		},
-	}}
+	}
 }

@@ -38,10 +38,14 @@ type entry struct {
 func entriesOf(vwc *admv1.ValidatingWebhookConfiguration) []entry {
 	out := make([]entry, 0, len(vwc.Webhooks))
 	for _, w := range vwc.Webhooks {
+		var resources []string
+		for _, r := range w.Rules {
+			resources = append(resources, r.Resources...)
+		}
 		out = append(out, entry{
 			Name:            w.Name,
 			FailurePolicy:   *w.FailurePolicy,
-			Resources:       w.Rules[0].Resources,
+			Resources:       resources,
 			ObjectSelector:  w.ObjectSelector,
 			MatchConditions: w.MatchConditions,
 		})
@@ -54,10 +58,14 @@ func Test_ValidatingWebhookConfiguration(t *testing.T) {
 	bgExpr, ok := vap.SubjectsExpression(breakGlass)
 	require.True(t, ok)
 	configurations := []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}
+	trustObjects := []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations", "customresourcedefinitions", "apiservices"}
 	policyObjects := []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}
 	generated := &metav1.LabelSelector{MatchLabels: map[string]string{vap.LabelManagedBy: vap.ManagedBy}}
 	notTheGuard := admv1.MatchCondition{Name: "not-the-guard", Expression: `request.userInfo.username != "system:serviceaccount:webhook-guard:webhook-guard"`}
 	notBreakGlass := admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bgExpr + ")"}
+	namedTrustObjects := admv1.MatchCondition{Name: "named-trust-objects", Expression: `request.resource.group == "admissionregistration.k8s.io" || ` +
+		`(request.resource.resource == "customresourcedefinitions" && ` + vap.RequestName + ` in ["gadgets.example.com","widgets.example.com"]) || ` +
+		`(request.resource.resource == "apiservices" && ` + vap.RequestName + ` in ["v1beta1.metrics.example.com"])`}
 
 	tests := map[string]struct {
 		change func(*Input)
@@ -84,6 +92,17 @@ func Test_ValidatingWebhookConfiguration(t *testing.T) {
 				{Name: WebhookName, FailurePolicy: admv1.Fail, Resources: configurations, MatchConditions: []admv1.MatchCondition{notBreakGlass}},
 				{Name: BreakGlassWebhookName, FailurePolicy: admv1.Ignore, Resources: configurations, MatchConditions: []admv1.MatchCondition{{Name: "break-glass", Expression: bgExpr}}},
 				{Name: PolicyObjectsWebhookName, FailurePolicy: admv1.Fail, Resources: policyObjects, ObjectSelector: generated, MatchConditions: []admv1.MatchCondition{notTheGuard, notBreakGlass}},
+			},
+		},
+		"if the mappings name CRDs and APIServices, the enforcing and break-glass entries receive writes of those objects alone": {
+			change: func(in *Input) {
+				in.BreakGlass = breakGlass
+				in.CustomResourceDefinitions = []string{"widgets.example.com", "gadgets.example.com"}
+				in.APIServices = []string{"v1beta1.metrics.example.com"}
+			},
+			exp: []entry{
+				{Name: WebhookName, FailurePolicy: admv1.Fail, Resources: trustObjects, MatchConditions: []admv1.MatchCondition{namedTrustObjects, notBreakGlass}},
+				{Name: BreakGlassWebhookName, FailurePolicy: admv1.Ignore, Resources: trustObjects, MatchConditions: []admv1.MatchCondition{namedTrustObjects, {Name: "break-glass", Expression: bgExpr}}},
 			},
 		},
 		"if the guard's service account is given without break-glass subjects, skip only the guard's own writes of the generated policies": {

@@ -232,14 +232,15 @@ type mappingPolicy struct {
 	rotation rotation
 }
 
-// requestName is the name of the object the request is about. CEL's
+// RequestName is CEL for the name of the object the request is about (the
+// static webhook's matchConditions use it too). CEL's
 // request is built from an AdmissionRequest whose name is omitted when empty,
 // and reading an absent field is an error that fails the request whatever
 // the mapping: a deletecollection carries no name (each object it deletes is
 // admitted with oldObject), a generateName CREATE may carry none. So the name
 // comes from request.name when present, else from object (CREATE, UPDATE)
 // or oldObject (DELETE), each field read only after has() said it is there.
-const requestName = `(has(request.name) && request.name != "" ? request.name : ` +
+const RequestName = `(has(request.name) && request.name != "" ? request.name : ` +
 	`object != null && has(object.metadata) && has(object.metadata.name) ? object.metadata.name : ` +
 	`oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.name) ? oldObject.metadata.name : "")`
 
@@ -255,11 +256,11 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part p
 	} else {
 		if len(o.Match.Mutating) > 0 {
 			resources = append(resources, "mutatingwebhookconfigurations")
-			nameConds = append(nameConds, fmt.Sprintf(`(request.kind.kind == "MutatingWebhookConfiguration" && %s in %s)`, requestName, celList(o.Match.Mutating)))
+			nameConds = append(nameConds, fmt.Sprintf(`(request.kind.kind == "MutatingWebhookConfiguration" && %s in %s)`, RequestName, celList(o.Match.Mutating)))
 		}
 		if len(o.Match.Validating) > 0 {
 			resources = append(resources, "validatingwebhookconfigurations")
-			nameConds = append(nameConds, fmt.Sprintf(`(request.kind.kind == "ValidatingWebhookConfiguration" && %s in %s)`, requestName, celList(o.Match.Validating)))
+			nameConds = append(nameConds, fmt.Sprintf(`(request.kind.kind == "ValidatingWebhookConfiguration" && %s in %s)`, RequestName, celList(o.Match.Validating)))
 		}
 	}
 	objectSelector := &metav1.LabelSelector{}
@@ -326,7 +327,7 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 		isWriter = "false"
 	}
 	vars := []admv1.Variable{
-		{Name: "name", Expression: requestName},
+		{Name: "name", Expression: RequestName},
 		{Name: "username", Expression: requestUser},
 		{Name: "isWriter", Expression: isWriter},
 	}

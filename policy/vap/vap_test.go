@@ -178,7 +178,7 @@ func Test_Generate(t *testing.T) {
 		assert.Equal(t, []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, p.Spec.MatchConstraints.ResourceRules[0].Resources)
 		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
 		assert.Equal(t, []admv1.MatchCondition{
-			{Name: "owned-configuration", Expression: `(request.kind.kind == "MutatingWebhookConfiguration" && ` + requestName + ` in ["koord-mutating"]) || (request.kind.kind == "ValidatingWebhookConfiguration" && ` + requestName + ` in ["koord-validating"])`},
+			{Name: "owned-configuration", Expression: `(request.kind.kind == "MutatingWebhookConfiguration" && ` + RequestName + ` in ["koord-mutating"]) || (request.kind.kind == "ValidatingWebhookConfiguration" && ` + RequestName + ` in ["koord-validating"])`},
 			{Name: "not-break-glass", Expression: `!((has(request.userInfo.username) && request.userInfo.username in ["admin"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"])))`},
 		}, p.Spec.MatchConditions)
 		assert.Equal(t, `(has(request.userInfo.username) && request.userInfo.username in ["system:serviceaccount:koordinator-system:koord-manager"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["koord-admins"]))`, variable(t, p, "isWriter"))

@@ -50,7 +50,7 @@ func stamp(rep *reportsv1alpha1.ClusterReport, t Target, maxResults int) {
 		// Replaced, not added to: a configuration deleted and created again
 		// has a new uid, and the old one would let the collector delete the
 		// report of the new configuration.
-		rep.OwnerReferences = []metav1.OwnerReference{{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(t.Kind), Name: t.Name, UID: t.UID}}
+		rep.OwnerReferences = []metav1.OwnerReference{{APIVersion: t.Kind.APIVersion(), Kind: string(t.Kind), Name: t.Name, UID: t.UID}}
 	}
 	rep.Configuration = &reportsv1alpha1.ReportConfiguration{Limits: reportsv1alpha1.Limits{MaxResults: maxResults}}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/go-logr/logr"
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
-	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -414,7 +413,7 @@ func orNone(s, alt string) string {
 // known (and needed) here.
 func regarding(rk reportKey) runtime.Object {
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: rk.name}}
-	obj.SetGroupVersionKind(admv1.SchemeGroupVersion.WithKind(string(rk.kind)))
+	obj.APIVersion, obj.Kind = rk.kind.APIVersion(), string(rk.kind)
 	return obj
 }
 

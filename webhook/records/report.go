@@ -134,7 +134,7 @@ func AbsentReportName(mapping string) string {
 
 // Scope is the reference to a guarded configuration.
 func Scope(kind policy.ConfigKind, name string, uid types.UID) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: "admissionregistration.k8s.io/v1", Kind: string(kind), Name: name, UID: uid}
+	return &corev1.ObjectReference{APIVersion: kind.APIVersion(), Kind: string(kind), Name: name, UID: uid}
 }
 
 // Target is the ClusterReport one configuration's results go to.

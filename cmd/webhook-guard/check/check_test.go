@@ -67,7 +67,7 @@ func Test_check_invalidInput(t *testing.T) {
 		},
 		"if the review is about another kind, say which kinds are guarded": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/other-kind.json"},
-			stderr: "error: review testdata/invalid/other-kind.json: request.kind /v1, Kind=ConfigMap is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration or MutatingWebhookConfiguration; check the rules of the webhook registration\n",
+			stderr: "error: review testdata/invalid/other-kind.json: request.kind /v1, Kind=ConfigMap is not guarded: expected admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, admissionregistration.k8s.io/v1 MutatingWebhookConfiguration, apiextensions.k8s.io/v1 CustomResourceDefinition, apiregistration.k8s.io/v1 APIService; check the rules of the webhook registration\n",
 		},
 		"if the review has no uid, say so": {
 			args:   []string{"--config", samples + "guard-koordinator.yaml", "--review", "testdata/invalid/missing-uid.json"},

@@ -211,6 +211,11 @@ func (o *StaticOptions) render(ctx context.Context) (manifest, admission []byte,
 	}
 	if cfg != nil {
 		in.BreakGlass = cfg.Spec.BreakGlass
+		for i := range cfg.Spec.Owners {
+			m := &cfg.Spec.Owners[i].Match
+			in.CustomResourceDefinitions = append(in.CustomResourceDefinitions, m.CustomResourceDefinitions...)
+			in.APIServices = append(in.APIServices, m.APIServices...)
+		}
 	}
 	manifest, err = static.Manifest(in)
 	if err != nil {

@@ -9,10 +9,9 @@
 // Secret data, the wait for the Certificate CRD and
 // cainjector.RegisterAllInjectors. It leaves out what a test does not need:
 // the metrics server (BindAddress "0"), health probes, pprof, leader election
-// and the configuration file. Only the MutatingWebhookConfiguration and
-// ValidatingWebhookConfiguration reconcilers run: the test cluster has no
-// APIService (no aggregation layer) and no CRD with a conversion webhook to
-// inject into.
+// and the configuration file. The MutatingWebhookConfiguration and
+// ValidatingWebhookConfiguration reconcilers run, and with --trust-objects
+// the APIService and CustomResourceDefinition ones.
 //
 // It logs to stderr through cert-manager's own logger (klog text).
 package main
@@ -64,6 +63,7 @@ func run(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the identity cainjector runs as (required)")
 	namespace := fs.String("namespace", "", "restrict cainjector to one namespace, as cert-manager's --namespace (default: all)")
 	featureGates := fs.String("feature-gates", "", "cert-manager cainjector feature gates, e.g. CAInjectorMerging=false")
+	trustObjects := fs.Bool("trust-objects", false, "also inject into APIServices and CustomResourceDefinitions, as cert-manager does by default")
 	logOpts := logsapi.NewLoggingConfiguration()
 	logf.AddFlagsNonDeprecated(logOpts, fs) // --v, --vmodule, --logging-format
 	if err := fs.Parse(args); err != nil {
@@ -166,10 +166,12 @@ func run(args []string) error {
 		EnabledReconcilersFor: map[string]bool{
 			cainjector.MutatingWebhookConfigurationName:   true,
 			cainjector.ValidatingWebhookConfigurationName: true,
-			// No APIService or conversion-webhook CRD exists in the test
-			// cluster (envtest runs no aggregation layer).
-			cainjector.APIServiceName:               false,
-			cainjector.CustomResourceDefinitionName: false,
+			// As cert-manager's --enable-apiservices-injectable and
+			// --enable-customresourcedefinitions-injectable (both on in
+			// cert-manager): off unless the test injects into those kinds,
+			// so that the other tests start two controllers, not four.
+			cainjector.APIServiceName:               *trustObjects,
+			cainjector.CustomResourceDefinitionName: *trustObjects,
 		},
 	})
 	if err != nil {

@@ -128,8 +128,59 @@ type Match struct {
 	Validating []string `json:"validating,omitempty"`
 	// Mutating names MutatingWebhookConfigurations.
 	Mutating []string `json:"mutating,omitempty"`
-	// LabelSelector selects configurations of both kinds by their labels.
+	// CustomResourceDefinitions names CustomResourceDefinitions whose
+	// conversion webhook (spec.conversion.webhook.clientConfig.caBundle)
+	// the mapping owns. The rest of a CRD (its schema, its versions)
+	// belongs to whoever installs it: a write that leaves the conversion
+	// webhook's caBundle alone is not the mapping's to decide.
+	CustomResourceDefinitions []string `json:"customResourceDefinitions,omitempty"`
+	// APIServices names APIServices (such as v1beta1.metrics.k8s.io) whose
+	// spec.caBundle (and spec.insecureSkipTLSVerify) the mapping owns, as
+	// for CustomResourceDefinitions.
+	APIServices []string `json:"apiServices,omitempty"`
+	// LabelSelector selects webhook configurations of both kinds by their
+	// labels. It never selects CustomResourceDefinitions or APIServices:
+	// those are named, so that a label cannot bring a cluster's every CRD
+	// under a mapping.
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// Kinds of the objects a mapping names, as messages and decisions name them.
+const (
+	KindValidatingWebhookConfiguration = "ValidatingWebhookConfiguration"
+	KindMutatingWebhookConfiguration   = "MutatingWebhookConfiguration"
+	KindCustomResourceDefinition       = "CustomResourceDefinition"
+	KindAPIService                     = "APIService"
+)
+
+// NamedObjects are the names a Match lists for one kind.
+type NamedObjects struct {
+	// Kind is one of the Kind constants.
+	Kind string
+	// Field is the Match field that lists them (its JSON name).
+	Field string
+	Names []string
+}
+
+// Named lists the names of every kind, in a fixed order: the one place
+// that enumerates the kinds a mapping can name.
+func (m *Match) Named() []NamedObjects {
+	return []NamedObjects{
+		{Kind: KindValidatingWebhookConfiguration, Field: "validating", Names: m.Validating},
+		{Kind: KindMutatingWebhookConfiguration, Field: "mutating", Names: m.Mutating},
+		{Kind: KindCustomResourceDefinition, Field: "customResourceDefinitions", Names: m.CustomResourceDefinitions},
+		{Kind: KindAPIService, Field: "apiServices", Names: m.APIServices},
+	}
+}
+
+// HasNames reports whether the Match names any object.
+func (m *Match) HasNames() bool {
+	for _, n := range m.Named() {
+		if len(n.Names) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // CASource names where an owner's CA certificates are read. Exactly one

@@ -10,12 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The kinds of webhook configuration a mapping names, as messages name them.
-const (
-	kindValidating = "ValidatingWebhookConfiguration"
-	kindMutating   = "MutatingWebhookConfiguration"
-)
-
 // Validate checks a defaulted spec (SetDefaults) and returns every problem
 // with its path.
 func Validate(spec *GuardConfig) field.ErrorList {
@@ -44,7 +38,7 @@ func Validate(spec *GuardConfig) field.ErrorList {
 
 	ownersPath := field.NewPath("owners")
 	names := map[string]int{}
-	claimed := map[string]map[string]int{kindValidating: {}, kindMutating: {}}
+	claimed := map[string]map[string]int{}
 	for i := range spec.Owners {
 		o := &spec.Owners[i]
 		p := ownersPath.Index(i)
@@ -54,8 +48,9 @@ func Validate(spec *GuardConfig) field.ErrorList {
 		} else {
 			names[o.Name] = i
 		}
-		errs = append(errs, claimNames(p.Child("match", "validating"), spec, i, kindValidating, o.Match.Validating, claimed)...)
-		errs = append(errs, claimNames(p.Child("match", "mutating"), spec, i, kindMutating, o.Match.Mutating, claimed)...)
+		for _, named := range o.Match.Named() {
+			errs = append(errs, claimNames(p.Child("match", named.Field), spec, i, named.Kind, named.Names, claimed)...)
+		}
 	}
 	return errs
 }
@@ -64,6 +59,9 @@ func Validate(spec *GuardConfig) field.ErrorList {
 // ownership is the point of the product, so it is a load-time error.
 func claimNames(p *field.Path, spec *GuardConfig, owner int, kind string, names []string, claimed map[string]map[string]int) field.ErrorList {
 	var errs field.ErrorList
+	if claimed[kind] == nil {
+		claimed[kind] = map[string]int{}
+	}
 	for j, n := range names {
 		if n == "" {
 			errs = append(errs, field.Required(p.Index(j), "a configuration name"))
@@ -99,9 +97,10 @@ func validateOwner(p *field.Path, o *Owner) field.ErrorList {
 		errs = append(errs, validateMode(p.Child("mode"), o.Mode)...)
 	}
 	m := o.Match
-	if len(m.Validating) == 0 && len(m.Mutating) == 0 && m.LabelSelector == nil {
-		errs = append(errs, field.Required(p.Child("match"), "at least one of validating, mutating or labelSelector"))
+	if !m.HasNames() && m.LabelSelector == nil {
+		errs = append(errs, field.Required(p.Child("match"), "at least one of validating, mutating, customResourceDefinitions, apiServices or labelSelector"))
 	}
+	errs = append(errs, validateTrustObjectNames(p.Child("match"), &m)...)
 	if m.LabelSelector != nil {
 		sp := p.Child("match", "labelSelector")
 		if len(m.LabelSelector.MatchLabels) == 0 && len(m.LabelSelector.MatchExpressions) == 0 {

@@ -1,0 +1,99 @@
+package policy
+
+import "fmt"
+
+// The names of the one entry a CustomResourceDefinition or an APIService
+// carries, as decisions, messages and records name it.
+const (
+	// EntryConversion is a CRD's conversion webhook (with strategy Webhook).
+	EntryConversion = "conversion"
+	// EntryService is an APIService's service (a local APIService has none).
+	EntryService = "service"
+)
+
+// APIVersion is the group/version the guard reads and names objects of
+// this kind in (owner references, Events).
+func (k ConfigKind) APIVersion() string {
+	switch k {
+	case KindCRD:
+		return "apiextensions.k8s.io/v1"
+	case KindAPIService:
+		return "apiregistration.k8s.io/v1"
+	default:
+		return "admissionregistration.k8s.io/v1"
+	}
+}
+
+// entryField is the path of entry i's caBundle in an object of this kind.
+func entryField(kind ConfigKind, i int) string {
+	switch kind {
+	case KindCRD:
+		return "spec.conversion.webhook.clientConfig.caBundle"
+	case KindAPIService:
+		return "spec.caBundle"
+	default:
+		return fmt.Sprintf("webhooks[%d].clientConfig.caBundle", i)
+	}
+}
+
+// entriesField is the path of the entries of an object of this kind, where
+// a removed entry was.
+func entriesField(kind ConfigKind) string {
+	switch kind {
+	case KindCRD:
+		return "spec.conversion.webhook"
+	case KindAPIService:
+		return "spec.service"
+	default:
+		return "webhooks"
+	}
+}
+
+// InsecureEntries lists the indexes of the entries of the new object that
+// set insecureSkipTLSVerify where the stored entry of the same name did
+// not (every such entry of a CREATE): kube-apiserver then trusts any
+// serving certificate, the widest trust change there is. Only an
+// APIService has the field.
+func InsecureEntries(in *Input) []int {
+	if in.Operation == OperationDelete {
+		return nil
+	}
+	var out []int
+	p := pairOld(in)
+	for i, w := range in.Webhooks {
+		if !w.InsecureSkipTLSVerify {
+			continue
+		}
+		if j := p.oldIndex(i); j >= 0 && in.OldWebhooks[j].InsecureSkipTLSVerify {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// ChangesTrust reports whether the request changes whom kube-apiserver
+// trusts to serve the object: a caBundle added, changed, emptied or
+// removed, or insecureSkipTLSVerify set. For a kind whose trust alone a
+// mapping owns (ConfigKind.OwnsTrustOnly), only such a write is decided
+// by who the subject is.
+func ChangesTrust(in *Input, changes []BundleChange) bool {
+	return len(changes) > 0 || len(InsecureEntries(in)) > 0
+}
+
+// checkInsecure denies insecureSkipTLSVerify to every writer: no CA source
+// can vouch for "any certificate".
+func checkInsecure(in *Input) []Violation {
+	var out []Violation
+	for _, i := range InsecureEntries(in) {
+		out = append(out, Violation{
+			Rule:    RuleCAMismatch,
+			Field:   "spec.insecureSkipTLSVerify",
+			Webhook: in.Webhooks[i].Name,
+			Detail:  "insecureSkipTLSVerify is set; kube-apiserver would trust any serving certificate for it",
+			Summary: "insecureSkipTLSVerify trusts any serving certificate",
+			Hint:    "unset insecureSkipTLSVerify and write the owner's CA into spec.caBundle; skipping verification is a break-glass change",
+		})
+	}
+	return out
+}
