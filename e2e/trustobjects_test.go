@@ -6,13 +6,16 @@ package e2e
 // trusts.
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
 const (
@@ -116,4 +119,70 @@ func TestTrustObjectsStaticShape(t *testing.T) {
 	if kinds[string(framework.CRD)] < 3 || kinds[string(framework.APIService)] < 2 {
 		t.Errorf("denials recorded by kind: %v; want the CRD's three and the APIService's two", kinds)
 	}
+}
+
+// TestTrustObjectsPolicyShape: the same objects under the generated
+// policies. The mapping names the Certificate cainjector injects from
+// (policy mode resolves injectedByCertManager from webhook configurations
+// only) and cainjector as a writer. kube-apiserver compares with the CA
+// literal the guard last synced, so a write of a CA the guard has not
+// copied yet is denied and cainjector's retry passes (the count is
+// logged); every rotation must still converge, a non-writer may update the
+// CRD but not its caBundle, and the owner's foreign CA is denied.
+func TestTrustObjectsPolicyShape(t *testing.T) {
+	t.Parallel()
+	opts := policyOptions()
+	cfg := guardConfig(guardapi.Owner{
+		Name:  widgetsMapping,
+		Mode:  guardapi.ModeEnforce,
+		Match: guardapi.Match{CustomResourceDefinitions: []string{injectedCRD}, APIServices: []string{injectedAPISvc}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{
+			appNamespace + "/" + ownerSA, framework.CAInjectorNamespace + "/" + framework.CAInjectorServiceAccount,
+		}},
+		CA: guardapi.CASource{Certificate: &guardapi.ObjectRef{Namespace: appNamespace, Name: injectedCert}},
+	})
+	opts.Config = cfg
+	crdPolicy := vap.PolicyName(widgetsMapping) + "-crds"
+	r := startInjectorRun(t, injectorRunOptions{opts: opts, targets: trustTargets, beforeInjector: func(t *testing.T, r *injectorRun) {
+		foreign := framework.NewCA(t, "probe").PEM
+		framework.Eventually(t, 30*time.Second, "kube-apiserver checks the CRD's caBundle against the Certificate's CA", func() bool {
+			_, err := r.f.owner.Mutate(t.Context(), framework.CRD, injectedCRD, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}},
+				func(_ *metav1.ObjectMeta, bundles [][]byte) { bundles[0] = foreign })
+			return err != nil && strings.Contains(err.Error(), "ca-mismatch")
+		})
+	}})
+	ctx := t.Context()
+
+	for i := 1; i <= trustRotations; i++ {
+		r.rotate(t, i)
+	}
+	t.Log(r.rotationSummary())
+	denied := deniedRequests(caInjectorRequests(t, r.f.env))
+	t.Logf("cainjector's writes refused while the guard copied a rotated CA into the policies: %d", len(denied))
+
+	t.Run("a service account that is no writer may update the CRD but not its caBundle", func(t *testing.T) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			_, err := r.f.intruder.Annotate(ctx, framework.CRD, injectedCRD, "e2e/installed-by", intruderSA)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("an update that leaves the conversion webhook's caBundle alone was refused: %v", err)
+		}
+		_, err = r.f.intruder.SetCABundle(ctx, framework.CRD, injectedCRD, r.cert.CA.PEM)
+		requirePolicyDenied(t, err, crdPolicy, "not-owner")
+		_, err = r.f.intruder.SetCABundle(ctx, framework.APIService, injectedAPISvc, nil)
+		requirePolicyDenied(t, err, vap.PolicyName(widgetsMapping)+"-apiservices", "not-owner")
+	})
+
+	t.Run("the owner's controller writing its own CA is denied", func(t *testing.T) {
+		own := framework.NewCA(t, "app-self-generated-ca")
+		r.others = append(r.others, own)
+		_, err := r.f.owner.SetCABundle(ctx, framework.CRD, injectedCRD, own.PEM)
+		requirePolicyDenied(t, err, crdPolicy, "ca-mismatch", "spec.conversion.webhook.clientConfig.caBundle")
+		_, err = r.f.owner.SetCABundle(ctx, framework.APIService, injectedAPISvc, own.PEM)
+		requirePolicyDenied(t, err, vap.PolicyName(widgetsMapping)+"-apiservices", "ca-mismatch", "spec.caBundle")
+		if !r.converged(t) {
+			t.Fatalf("the stored caBundles changed although the writes were denied:%s", r.stateOf(t))
+		}
+	})
 }

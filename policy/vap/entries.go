@@ -73,12 +73,19 @@ func (m mappingPolicy) entryVariables() []admv1.Variable {
 		{Name: "unfilledWebhooks", Expression: unfilledWebhooks},
 		{Name: "removedWebhooks", Expression: removedWebhooks},
 	}
-	if m.injected() {
-		vars = append(vars,
-			admv1.Variable{Name: "annotations", Expression: storedAnnotations},
-			admv1.Variable{Name: "fillComing", Expression: fillComing})
+	return append(vars, m.fillVariables()...)
+}
+
+// fillVariables decide whether cainjector will fill an empty caBundle:
+// only under injectedByCertManager.
+func (m mappingPolicy) fillVariables() []admv1.Variable {
+	if !m.injected() {
+		return nil
 	}
-	return vars
+	return []admv1.Variable{
+		{Name: "annotations", Expression: storedAnnotations},
+		{Name: "fillComing", Expression: fillComing},
+	}
 }
 
 // entriesKept is CEL that is true when neither entry rule fails. On an

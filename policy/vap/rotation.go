@@ -209,12 +209,16 @@ func (r rotation) orLiteral(part policyPart) string {
 
 // mergedAfter is CEL that is true when entry w's caBundle is the PEM bytes
 // whose base64 text is the CEL expression k, followed by the current CA.
-func mergedAfter(k string) string {
+func mergedAfter(k string) string { return mergedAfterOf(k, newBundle) }
+
+// mergedAfterOf is mergedAfter for the caBundle whose base64 text is the
+// CEL expression nb.
+func mergedAfterOf(k, nb string) string {
 	q := fmt.Sprintf(`(size(%[1]s) / 4 * 3 - (%[1]s.endsWith("==") ? 2 : %[1]s.endsWith("=") ? 1 : 0))`, k)
 	cut := q + ` / 3 * 4`
 	return fmt.Sprintf(`(%[1]s != "" && %[2]s.startsWith(%[1]s.substring(0, %[3]s)) && %[2]s.substring(%[3]s) == `+
 		`(%[4]s %% 3 == 0 ? variables.ca : %[4]s %% 3 == 1 ? "Ci0t" + variables.caShift2 : "LQot" + variables.caShift1))`,
-		k, newBundle, cut, q)
+		k, nb, cut, q)
 }
 
 // mergedAfterLiteral accepts the CA the guard last synced followed by the

@@ -169,28 +169,11 @@ func Generate(in Input) (*Objects, error) {
 				return nil, fmt.Errorf("owners[%s]: generated name %q: %s", o.Name, name, strings.Join(msgs, "; "))
 			}
 		}
-		mode := spec.OwnerMode(o)
-		ca, ok := in.CAs[o.Name]
-		if !ok {
-			ca = CA{Err: "the guard has not resolved the owner's CA"}
+		objs, err := generateMapping(spec, o, in.CAs, generatedBy)
+		if err != nil {
+			return nil, err
 		}
-		m := mappingPolicy{spec: spec, owner: o, mode: mode, ca: ca, rotation: rotation{ca: ca}}
-		for _, tg := range vapname.Targets(o) {
-			name, selector := tg.Name, (*metav1.LabelSelector)(nil)
-			if tg.BySelector {
-				selector = o.Match.LabelSelector
-			}
-			for _, part := range m.parts() {
-				p, b := m.build(name+part.suffix(), selector, part)
-				for _, obj := range []metav1.Object{p, b} {
-					if other, dup := generatedBy[obj.GetName()+"/"+fmt.Sprintf("%T", obj)]; dup && other != o.Name {
-						return nil, fmt.Errorf("owners[%s] and owners[%s] both generate the policy %q: rename one of them", other, o.Name, obj.GetName())
-					}
-					generatedBy[obj.GetName()+"/"+fmt.Sprintf("%T", obj)] = o.Name
-				}
-				out.Policies, out.Bindings = append(out.Policies, p), append(out.Bindings, b)
-			}
-		}
+		out.Policies, out.Bindings = append(out.Policies, objs.Policies...), append(out.Bindings, objs.Bindings...)
 	}
 	if in.Anchor != nil {
 		for _, o := range out.Policies {
@@ -303,34 +286,59 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part p
 			Validations:     m.validations(part),
 		},
 	}
+	return p, m.binding(name, m.rotation.paramRef(part))
+}
+
+// binding binds the policy name with the mapping's mode: Deny in enforce,
+// Warn and Audit in audit.
+func (m mappingPolicy) binding(name string, param *admv1.ParamRef) *admv1.ValidatingAdmissionPolicyBinding {
 	actions := []admv1.ValidationAction{admv1.Deny}
 	if m.mode == guardapi.ModeAudit {
 		actions = []admv1.ValidationAction{admv1.Warn, admv1.Audit}
 	}
-	b := &admv1.ValidatingAdmissionPolicyBinding{
+	return &admv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(o.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(m.owner.Name)},
 		Spec: admv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        name,
-			ParamRef:          m.rotation.paramRef(part),
+			ParamRef:          param,
 			ValidationActions: actions,
 		},
 	}
-	return p, b
+}
+
+// subjectVariables are the request's object name, username and whether
+// the subject is a writer of the mapping: every policy's first variables.
+func (m mappingPolicy) subjectVariables() []admv1.Variable {
+	isWriter, ok := SubjectsExpression(m.spec.OwnerWriters(m.owner))
+	if !ok {
+		isWriter = "false"
+	}
+	return []admv1.Variable{
+		{Name: "name", Expression: RequestName},
+		{Name: "username", Expression: requestUser},
+		{Name: "isWriter", Expression: isWriter},
+	}
+}
+
+// rotationVariables are the rotation rule's: the owner's CA as base64 text
+// (the CEL expression ca) and what the merge check computes from it.
+func rotationVariables(ca string) []admv1.Variable {
+	return []admv1.Variable{
+		{Name: "ca", Expression: ca},
+		{Name: "b64", Expression: base64Values},
+		{Name: "b64chars", Expression: base64Chars},
+		{Name: "caValues", Expression: caValues},
+		{Name: "caLen", Expression: caLen},
+		{Name: "caShift1", Expression: caShift1},
+		{Name: "caShift2", Expression: caShift2},
+	}
 }
 
 // variables are the policy's variables: the subject's for every part, the
 // caBundle checks' for the parts that check caBundles.
 func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
-	isWriter, ok := SubjectsExpression(m.spec.OwnerWriters(m.owner))
-	if !ok {
-		isWriter = "false"
-	}
-	vars := []admv1.Variable{
-		{Name: "name", Expression: RequestName},
-		{Name: "username", Expression: requestUser},
-		{Name: "isWriter", Expression: isWriter},
-	}
+	vars := m.subjectVariables()
 	if part != partCA {
 		// The entry checks that need no CA live where not-owner does: in
 		// the policy kube-apiserver always runs, never in the one it skips
@@ -340,14 +348,8 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 	if part == partOwner {
 		return vars
 	}
+	vars = append(vars, rotationVariables(m.rotation.caExpression(part))...)
 	return append(vars,
-		admv1.Variable{Name: "ca", Expression: m.rotation.caExpression(part)},
-		admv1.Variable{Name: "b64", Expression: base64Values},
-		admv1.Variable{Name: "b64chars", Expression: base64Chars},
-		admv1.Variable{Name: "caValues", Expression: caValues},
-		admv1.Variable{Name: "caLen", Expression: caLen},
-		admv1.Variable{Name: "caShift1", Expression: caShift1},
-		admv1.Variable{Name: "caShift2", Expression: caShift2},
 		// The webhooks[] entries whose caBundle the request added or
 		// changed to something the rotation rule does not allow
 		// (rotation.go), or emptied. An unchanged caBundle is never
@@ -413,51 +415,8 @@ const (
 	oldHasBundle     = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle)))`
 )
 
-// prefix is the start of every message, worded as the webhook's.
-func (m mappingPolicy) prefix() string {
-	verb := "webhook-guard denied "
-	if m.mode == guardapi.ModeAudit {
-		verb = "webhook-guard (audit) would deny "
-	}
-	return fmt.Sprintf(`%s + request.operation + " of " + request.kind.kind + " \"" + variables.name + "\" by \"" + variables.username + "\" " + %s`,
-		CELString(verb), CELString(fmt.Sprintf("(mapping %q, %s, policy mode); ", m.owner.Name, m.mode)))
-}
-
-func (m mappingPolicy) notOwnerMessage() string {
-	return m.prefix() + ` + ` + CELString(string(policy.RuleNotOwner)+`: userInfo: "`) + ` + variables.username + "\" is not a writer" + ` +
-		`(request.operation == "DELETE" ? "; deleting it (and recreating it) is a takeover" : "") + ` +
-		CELString(fmt.Sprintf("; hint: if it should own this configuration, add it to owners[%s].writers", m.owner.Name))
-}
-
-// fallbackMessage is a validation's static message: the rule and its
-// summary from the rule table, as every report of the rule words it.
-func fallbackMessage(rule policy.Rule, mapping string) string {
-	return fmt.Sprintf("webhook-guard: %s (mapping %q): %s", rule, mapping, rule.Info().Summary)
-}
-
-// caMismatchFallback is the message kube-apiserver uses if the message
-// expression cannot be evaluated.
-func (m mappingPolicy) caMismatchFallback() string {
-	if len(m.ca.PEM) == 0 {
-		return fallbackMessage(policy.RuleCAUnavailable, m.owner.Name)
-	}
-	return fallbackMessage(policy.RuleCAMismatch, m.owner.Name)
-}
-
-func (m mappingPolicy) caMismatchMessage() string {
-	if len(m.ca.PEM) == 0 {
-		reason := m.ca.Err
-		if reason == "" {
-			reason = "the owner's CA is empty"
-		}
-		return m.prefix() + ` + ` + CELString(string(policy.RuleCAUnavailable)+": the caBundle of webhook(s) ") + ` + variables.badWebhooks.join(", ") + ` +
-			CELString(fmt.Sprintf(" cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read; hint: %s", reason, policy.RuleCAUnavailable.Info().Hint))
-	}
-	return m.prefix() + ` + ` + CELString(string(policy.RuleCAMismatch)+": the caBundle of webhook(s) ") + ` + variables.badWebhooks.join(", ") + ` +
-		CELString(fmt.Sprintf(" is neither the owner's CA from %s [expected CA %s] as its source holds it, nor the stored caBundle followed by it; "+
-			"hint: write the owner's CA exactly as its source holds it, or append it to the stored caBundle as cert-manager's cainjector does (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too",
-			m.ca.Source, strings.Join(m.ca.Fingerprints, ",")))
-}
+// joinShort joins short fingerprints as messages show them.
+func joinShort(fps []string) string { return strings.Join(fps, ",") }
 
 // SubjectsExpression is CEL that is true for the subjects, matched exactly
 // (whole usernames, whole groups), as policy matches them. Lists are JSON

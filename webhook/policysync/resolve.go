@@ -115,7 +115,7 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 		configs = append(configs, named{policy.KindMutating, n})
 	}
 	if len(configs) == 0 {
-		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "policy mode cannot resolve the CA of a labelSelector-only mapping (one CA per mapping, resolved before any request); name its configurations", Definitive: true}
+		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "policy mode resolves this CA from the annotations of the mapping's named webhook configurations (one CA per mapping, resolved before any request), and this mapping names none; name its configurations, or for CRDs and APIServices name the CA with ca.certificate", Definitive: true}
 		return vap.CAFromError(err), err
 	}
 	var found *vap.CA

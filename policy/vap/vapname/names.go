@@ -29,11 +29,18 @@ func ForMapping(mapping string) string { return Prefix + mapping }
 // policy (or binding) name against the CA Secret it reads as its param.
 func CAPolicy(name string) string { return name + CASuffix }
 
+// The suffixes of the policies of a mapping's CRDs and APIServices: one
+// policy per kind, so that each expression is typed against one schema.
+const (
+	CRDSuffix        = "-crds"
+	APIServiceSuffix = "-apiservices"
+)
+
 // AllForMapping are every policy (and binding) name a mapping may generate,
 // whatever its match: the syncer looks up a mapping's live objects by them.
 func AllForMapping(mapping string) []string {
 	base := ForMapping(mapping)
-	return []string{base, base + selectedSuffix, CAPolicy(base), CAPolicy(base + selectedSuffix)}
+	return []string{base, base + selectedSuffix, CAPolicy(base), CAPolicy(base + selectedSuffix), base + CRDSuffix, base + APIServiceSuffix}
 }
 
 // Target is one policy an owner's match generates, before any CA
@@ -50,6 +57,7 @@ type Target struct {
 // names, one for its selector.
 func Targets(o *guardapi.Owner) []Target {
 	base := ForMapping(o.Name)
+	// CRDs and APIServices have policies of their own (TrustPolicies).
 	hasNames := len(o.Match.Validating)+len(o.Match.Mutating) > 0
 	var out []Target
 	if hasNames {
@@ -73,6 +81,12 @@ func generatedNames(o *guardapi.Owner) []string {
 	var out []string
 	for _, t := range Targets(o) {
 		out = append(out, t.Name, CAPolicy(t.Name))
+	}
+	if len(o.Match.CustomResourceDefinitions) > 0 {
+		out = append(out, ForMapping(o.Name)+CRDSuffix)
+	}
+	if len(o.Match.APIServices) > 0 {
+		out = append(out, ForMapping(o.Name)+APIServiceSuffix)
 	}
 	return out
 }

@@ -1,0 +1,159 @@
+package vap
+
+import (
+	"fmt"
+
+	admv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/vap/vapname"
+)
+
+// The policies of a mapping's CRDs (their conversion webhook) and
+// APIServices, one per kind: each object has one caBundle, so the checks
+// are the webhook configurations' for a single entry, with the same rules
+// as the static shape (policy.ConfigKind.OwnsTrustOnly): a subject that is
+// not a writer may write the object as long as it leaves the trust alone.
+// They compare caBundles with the CA literal only (never a Secret param):
+// a writer's write of a CA the guard has not synced yet is denied and
+// retried, as for a mapping without policy.caParams.
+
+// trustKind is what differs between the two kinds in CEL.
+type trustKind struct {
+	kind           policy.ConfigKind
+	group          string
+	resource       string
+	suffix         string
+	names          func(m mappingPolicy) []string
+	bundle, entry  func(obj string) string
+	insecure       func(obj string) string
+	bundleField    string
+	entryFieldName string
+}
+
+var trustKinds = []trustKind{
+	{
+		kind: policy.KindCRD, group: "apiextensions.k8s.io", resource: "customresourcedefinitions", suffix: vapname.CRDSuffix,
+		names: func(m mappingPolicy) []string { return m.owner.Match.CustomResourceDefinitions },
+		entry: func(obj string) string {
+			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.conversion) && has(%[1]s.spec.conversion.webhook))`, obj)
+		},
+		bundle: func(obj string) string {
+			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.conversion) && has(%[1]s.spec.conversion.webhook) && has(%[1]s.spec.conversion.webhook.clientConfig) && has(%[1]s.spec.conversion.webhook.clientConfig.caBundle) ? string(%[1]s.spec.conversion.webhook.clientConfig.caBundle) : "")`, obj)
+		},
+		insecure:       func(string) string { return "false" },
+		bundleField:    "spec.conversion.webhook.clientConfig.caBundle",
+		entryFieldName: policy.EntryConversion,
+	},
+	{
+		kind: policy.KindAPIService, group: "apiregistration.k8s.io", resource: "apiservices", suffix: vapname.APIServiceSuffix,
+		names: func(m mappingPolicy) []string { return m.owner.Match.APIServices },
+		entry: func(obj string) string { return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.service))`, obj) },
+		bundle: func(obj string) string {
+			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.caBundle) ? string(%[1]s.spec.caBundle) : "")`, obj)
+		},
+		insecure: func(obj string) string {
+			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.insecureSkipTLSVerify) && %[1]s.spec.insecureSkipTLSVerify)`, obj)
+		},
+		bundleField:    "spec.caBundle",
+		entryFieldName: policy.EntryService,
+	},
+}
+
+// buildTrust is the policy and binding of the mapping's objects of kind k.
+func (m mappingPolicy) buildTrust(k trustKind) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
+	name := PolicyName(m.owner.Name) + k.suffix
+	conds := []admv1.MatchCondition{{Name: "owned-object", Expression: RequestName + " in " + celList(k.names(m))}}
+	if bg, ok := SubjectsExpression(m.spec.BreakGlass); ok {
+		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
+	}
+	p := &admv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: Labels(m.owner.Name)},
+		Spec: admv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{},
+				ObjectSelector:    &metav1.LabelSelector{},
+				ResourceRules: []admv1.NamedRuleWithOperations{{RuleWithOperations: admv1.RuleWithOperations{
+					Operations: []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete},
+					Rule: admv1.Rule{
+						APIGroups: []string{k.group}, APIVersions: []string{"v1"}, Resources: []string{k.resource},
+						Scope: ptr.To(admv1.AllScopes),
+					},
+				}}},
+				MatchPolicy: ptr.To(admv1.Equivalent),
+			},
+			FailurePolicy:   ptr.To(admv1.Fail),
+			MatchConditions: conds,
+			Variables:       m.trustVariables(k),
+			Validations:     m.trustValidations(k),
+		},
+	}
+	return p, m.binding(name, nil)
+}
+
+// trustVariables are the single entry's: its caBundle before and after as
+// base64 text ("" for none), whether the write changes the trust, and the
+// rotation rule's variables.
+func (m mappingPolicy) trustVariables(k trustKind) []admv1.Variable {
+	vars := append(m.subjectVariables(),
+		admv1.Variable{Name: "bundle", Expression: `request.operation == "DELETE" ? "" : ` + k.bundle("object")},
+		admv1.Variable{Name: "oldBundle", Expression: `request.operation == "UPDATE" ? ` + k.bundle("oldObject") + ` : ""`},
+		admv1.Variable{Name: "insecure", Expression: `request.operation != "DELETE" && ` + k.insecure("object") + ` && !(request.operation == "UPDATE" && ` + k.insecure("oldObject") + `)`},
+		// A DELETE trusts nobody; any other write that changes the
+		// caBundle or sets insecureSkipTLSVerify changes the trust.
+		admv1.Variable{Name: "changesTrust", Expression: `request.operation != "DELETE" && (variables.bundle != variables.oldBundle || variables.insecure)`},
+		// An entry without a caBundle that was not stored (the entry
+		// rule): kube-apiserver would trust its system roots.
+		admv1.Variable{Name: "unfilled", Expression: `request.operation != "DELETE" && ` + k.entry("object") + ` && variables.bundle == "" && !(request.operation == "UPDATE" && ` + k.entry("oldObject") + `)`},
+	)
+	vars = append(vars, rotationVariables(CELString(m.rotation.literal()))...)
+	return append(vars, m.fillVariables()...)
+}
+
+// trustValidations: not-owner for a non-writer's trust change, the entry
+// rule for everyone, and the rotation rule for a writer's.
+func (m mappingPolicy) trustValidations(k trustKind) []admv1.Validation {
+	fill := `!variables.unfilled`
+	if m.injected() {
+		fill = `(!variables.unfilled || variables.fillComing)`
+	}
+	allowed := `(variables.ca != "" && !variables.insecure && variables.bundle != "" && (variables.bundle == variables.ca || ` +
+		mergedAfterOf("variables.oldBundle", "variables.bundle") + `))`
+	return []admv1.Validation{
+		{
+			Expression:        `variables.isWriter || !variables.changesTrust`,
+			Message:           fallbackMessage(policy.RuleNotOwner, m.owner.Name),
+			MessageExpression: m.notOwnerMessage(),
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+		},
+		{
+			Expression:        fill,
+			Message:           fallbackMessage(policy.RuleCAMismatch, m.owner.Name),
+			MessageExpression: m.prefix() + ` + ` + CELString(fmt.Sprintf("%s: %s: the %s entry has no caBundle (kube-apiserver would trust its system roots for it); hint: %s", policy.RuleCAMismatch, k.bundleField, k.entryFieldName, policy.UnfilledHint)),
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+		},
+		{
+			Expression:        `!variables.isWriter || !variables.changesTrust || ` + allowed,
+			Message:           m.caMismatchFallback(),
+			MessageExpression: m.trustMismatchMessage(k),
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+		},
+	}
+}
+
+func (m mappingPolicy) trustMismatchMessage(k trustKind) string {
+	if len(m.ca.PEM) == 0 {
+		reason := m.ca.Err
+		if reason == "" {
+			reason = "the owner's CA is empty"
+		}
+		return m.prefix() + ` + ` + CELString(fmt.Sprintf("%s: %s cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read; hint: %s",
+			policy.RuleCAUnavailable, k.bundleField, reason, policy.RuleCAUnavailable.Info().Hint))
+	}
+	return m.prefix() + ` + ` + CELString(fmt.Sprintf("%s: %s is neither the owner's CA from %s [expected CA %s] as its source holds it, nor the stored caBundle followed by it, or it was emptied or insecureSkipTLSVerify set; "+
+		"hint: write the owner's CA exactly as its source holds it, or append it to the stored caBundle as cert-manager's cainjector does (policy mode compares bytes, it cannot parse PEM)",
+		policy.RuleCAMismatch, k.bundleField, m.ca.Source, joinShort(m.ca.Fingerprints)))
+}
