@@ -78,7 +78,7 @@ func Test_healthSource(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	assert.Empty(t, healthSeries(t, reg), "no source, no series")
-	m.Health.SetSource(healthSource(staticConfig{appConfig(t, testpki.MustCA(t, "owner-ca").PEM, "")}, vwcs, mwcs))
+	m.Health.SetSource(healthSource(staticConfig{appConfig(t, testpki.MustCA(t, "owner-ca").PEM, "")}, readyEndpoints{}.count, vwcs, mwcs))
 
 	guarded := &admv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Webhooks: []admv1.ValidatingWebhook{
 		{Name: "a.example.io", FailurePolicy: &fail, ClientConfig: admv1.WebhookClientConfig{CABundle: slices.Concat(late.PEM, early.PEM)}},
