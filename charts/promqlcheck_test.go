@@ -17,7 +17,7 @@ var (
 	aggregationBy = regexp.MustCompile(`\b(?:sum|min|max|avg|count|topk|bottomk|group)\s+by\s*\(([^)]*)\)\s*\(`)
 	vectorMatch   = regexp.MustCompile(`\b(on|ignoring)\s*\(([^)]*)\)(?:\s*(group_left|group_right)\s*\(([^)]*)\))?`)
 	labelReplace  = regexp.MustCompile(`\blabel_replace\s*\(`)
-	replaceArgs   = regexp.MustCompile(`^\s*"([^"]*)"\s*,\s*"[^"]*"\s*,\s*"([^"]*)"\s*,\s*"[^"]*"\s*\)`)
+	replaceArgs   = regexp.MustCompile(`^\s*"([^"]*)"\s*,\s*"([^"]*)"\s*,\s*"([^"]*)"\s*,\s*"([^"]*)"\s*\)`)
 	leadingAgg    = regexp.MustCompile(`^(?:sum|min|max|avg|count|group)\s+by\s*\(([^)]*)\)\s*\(`)
 	trailingOp    = regexp.MustCompile(`(?:[-+*/%^<>=!]+|\b(?:and|or|unless)\b)\s*$`)
 	word          = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
@@ -91,8 +91,8 @@ func labelsOf(expr string, known map[string][]string) []string {
 	return slices.Compact(out)
 }
 
-// replace is one label_replace(from, dst, _, src, _).
-type replace struct{ from, dst, src string }
+// replace is one label_replace(from, dst, replacement, src, regex).
+type replace struct{ from, dst, replacement, src, regex string }
 
 func labelReplaces(expr string) []replace {
 	var out []replace
@@ -114,7 +114,7 @@ func labelReplaces(expr string) []replace {
 			continue
 		}
 		if a := replaceArgs.FindStringSubmatch(expr[comma+1:]); a != nil {
-			out = append(out, replace{from: expr[m[1]:comma], dst: a[1], src: a[2]})
+			out = append(out, replace{from: expr[m[1]:comma], dst: a[1], replacement: a[2], src: a[3], regex: a[4]})
 		}
 	}
 	return out
