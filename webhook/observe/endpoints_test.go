@@ -3,6 +3,7 @@ package observe
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 	admv1 "k8s.io/api/admissionregistration/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/webhook-guard/webhook-guard/internal/testpki"
@@ -27,8 +29,7 @@ func slice(namespace, name, service string, ready ...*bool) *discoveryv1.Endpoin
 }
 
 func Test_healthSource_readyEndpoints(t *testing.T) {
-	yes, no := new(bool), new(bool)
-	*yes = true
+	yes, no := true, false
 	svc := func(namespace, name string) *admv1.ServiceReference {
 		return &admv1.ServiceReference{Namespace: namespace, Name: name}
 	}
@@ -46,31 +47,31 @@ func Test_healthSource_readyEndpoints(t *testing.T) {
 		},
 		"if an endpoint's ready condition is true or unset, it counts; false does not": {
 			client: admv1.WebhookClientConfig{Service: svc("app", "svc")},
-			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", yes, nil, no)},
+			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", &yes, nil, &no)},
 			want:   []string{series + "2"},
 		},
 		"if the Service has several slices, their ready endpoints add up": {
 			client: admv1.WebhookClientConfig{Service: svc("app", "svc")},
-			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", yes), slice("app", "svc-2", "svc", nil, yes, no)},
+			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", &yes), slice("app", "svc-2", "svc", nil, &yes, &no)},
 			want:   []string{series + "3"},
 		},
 		"if every endpoint is not ready, it reports 0": {
 			client: admv1.WebhookClientConfig{Service: svc("app", "svc")},
-			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", no, no)},
+			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", &no, &no)},
 			want:   []string{series + "0"},
 		},
 		"if slices belong to another Service or a same-named Service of another namespace, they do not count": {
 			client: admv1.WebhookClientConfig{Service: svc("app", "svc")},
-			slices: []*discoveryv1.EndpointSlice{slice("other", "svc-1", "svc", yes), slice("app", "svc2-1", "svc2", yes), slice("app", "orphan", "", yes)},
+			slices: []*discoveryv1.EndpointSlice{slice("other", "svc-1", "svc", &yes), slice("app", "svc2-1", "svc2", &yes), slice("app", "orphan", "", &yes)},
 			want:   []string{series + "0"},
 		},
 		"if the entry is called by URL, it has no series": {
 			client: admv1.WebhookClientConfig{URL: &url},
-			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", yes)},
+			slices: []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", &yes)},
 		},
 		"if the watch of EndpointSlices has not synced, there is no series": {
 			client:   admv1.WebhookClientConfig{Service: svc("app", "svc")},
-			slices:   []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", yes)},
+			slices:   []*discoveryv1.EndpointSlice{slice("app", "svc-1", "svc", &yes)},
 			unsynced: true,
 		},
 	} {
@@ -110,4 +111,23 @@ func Test_trimSlice(t *testing.T) {
 		"name, Service and count kept; addresses and other labels dropped")
 	copied := trimSlice(s).DeepCopyObject()
 	assert.Equal(t, trimSlice(s), copied)
+}
+
+func Test_Observer_readyEndpoints(t *testing.T) {
+	yes, no := true, false
+	client := fake.NewClientset(
+		&admv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "served"},
+			Webhooks: []admv1.MutatingWebhook{{Name: "m.example.io", ClientConfig: admv1.WebhookClientConfig{Service: &admv1.ServiceReference{Namespace: "app", Name: "svc"}}}}},
+		slice("app", "svc-1", "svc", &yes, &no))
+	reg := startObserver(t, client)
+	const series = `webhook_guard_webhook_service_ready_endpoints{configuration="served",kind="MutatingWebhookConfiguration",service_name="svc",service_namespace="app",webhook="m.example.io"} `
+	readySeries := func(c *assert.CollectT, want string) {
+		assert.Contains(c, healthSeries(t, reg), series+want)
+	}
+	assert.EventuallyWithT(t, func(c *assert.CollectT) { readySeries(c, "1") }, 10*time.Second, 10*time.Millisecond,
+		"the leader counts the ready endpoints of the Service an entry calls")
+	_, err := client.DiscoveryV1().EndpointSlices("app").Update(t.Context(), slice("app", "svc-1", "svc", &no, &no), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.EventuallyWithT(t, func(c *assert.CollectT) { readySeries(c, "0") }, 10*time.Second, 10*time.Millisecond,
+		"a Service whose endpoints are all not ready reports 0")
 }
