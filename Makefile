@@ -27,7 +27,7 @@ IMAGE_DIR := $(BIN)/image
 IMAGE_LICENSES ?= Apache-2.0
 # The Go modules below the root (each with its own go.mod), which `go vet
 # ./...` and golangci-lint at the root do not reach.
-NESTED_MODULES := charts e2e e2e/perf hack/image config/recipes/recipetest policy/gitops/tooltypes
+NESTED_MODULES := charts charts/ruletest e2e e2e/perf hack/image config/recipes/recipetest policy/gitops/tooltypes
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
 FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy/cabundle:FuzzParseBundle ./policy:FuzzLoad
 
@@ -121,9 +121,10 @@ lint-tools: ## Build golangci-lint and govulncheck into bin/ (once per machine).
 # root does not reach: charts/ (bin/helm) and e2e/ (the control plane, helm,
 # the image). e2e/perf is run by `make bench` and `make loadtest`.
 .PHONY: test
-test: tools build image ## Run every suite: unit and goldens (root module), chart (charts/), e2e against a real kube-apiserver (e2e/), the image tool's, the install recipes' (structural) and render gitops's output decoded by Argo CD's and Flux's API types (policy/gitops/tooltypes: Argo CD pins k8s.io).
+test: tools build image ## Run every suite: unit and goldens (root module), chart (charts/; its alerts evaluated by Prometheus's rule engine in charts/ruletest), e2e against a real kube-apiserver (e2e/), the image tool's, the install recipes' (structural) and render gitops's output decoded by Argo CD's and Flux's API types (policy/gitops/tooltypes: Argo CD pins k8s.io).
 	go test -race -count=1 ./...
 	go -C charts test -race -count=1 ./...
+	go -C charts/ruletest test -count=1 ./...
 	go -C e2e test -race -count=1 -timeout 40m ./...
 	go -C hack/image test -count=1 ./...
 	go -C config/recipes/recipetest test -count=1 ./...
@@ -134,8 +135,9 @@ test-unit: ## Run the root module's tests: unit, goldens, docs links (nothing fr
 	go test -race -count=1 ./...
 
 .PHONY: test-charts
-test-charts: tools ## Run the chart's tests (charts/, its own module) with bin/helm.
+test-charts: tools ## Run the chart's tests (charts/, its own module) with bin/helm, and its alerts through Prometheus's rule engine (charts/ruletest).
 	go -C charts test -race -count=1 ./...
+	go -C charts/ruletest test -count=1 ./...
 
 .PHONY: test-e2e
 test-e2e: tools build image ## Run the e2e suite (e2e/, its own module) against a real kube-apiserver and etcd.

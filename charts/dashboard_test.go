@@ -2,6 +2,7 @@ package charts
 
 import (
 	"encoding/json"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,7 +57,7 @@ func renderedDashboard(t *testing.T) (map[string]string, []dashboardTarget) {
 // dashboard uses; any other word in an expression must be a series name.
 var promqlWords = []string{
 	"sum", "min", "max", "avg", "count", "topk", "bottomk", "sort", "sort_desc",
-	"rate", "irate", "increase", "delta", "time", "label_replace", "and", "or", "unless",
+	"rate", "irate", "increase", "delta", "time", "label_replace", "histogram_quantile", "and", "or", "unless",
 }
 
 var (
@@ -84,9 +85,10 @@ func seriesNames(expr string) []string {
 // Test_dashboardNamesRealMetrics: the dashboard ConfigMap carries the
 // sidecar's label, and every expression of its panels reads only series
 // the guard registers or kube-apiserver's apiserver_admission_webhook_*
-// (checked against k8s.io/apiserver), with labels those series have. A
-// misspelled name would not fail in Grafana: the panel would just stay
-// empty.
+// (checked against k8s.io/apiserver), with labels those series have: the
+// labels it selects, and those it groups by, joins on or copies
+// (checkQueryLabels). A misspelled name or join label would not fail in
+// Grafana: the panel would just stay empty.
 func Test_dashboardNamesRealMetrics(t *testing.T) {
 	labels, targets := renderedDashboard(t)
 	if labels["grafana_dashboard"] != "1" {
@@ -107,10 +109,49 @@ func Test_dashboardNamesRealMetrics(t *testing.T) {
 			}
 		}
 	}
-	if checkAlertMetrics(t, rules, guardMetric, guard, "the guard") == 0 {
+	known := knownLabels(t)
+	if checkAlertMetrics(t, rules, guardMetric, known, "the guard") == 0 {
 		t.Error("no panel reads a webhook_guard_* series")
 	}
-	checkAlertMetrics(t, rules, apiserverMetric, apiserver, "kube-apiserver")
+	checkAlertMetrics(t, rules, apiserverMetric, known, "kube-apiserver")
+	for _, r := range rules {
+		checkQueryLabels(t.Errorf, r.Alert, r.Expr, known)
+	}
+}
+
+// Test_dashboardJoinsMatchKubeAPIServer: a panel that joins kube-apiserver's
+// apiserver_admission_webhook_* series with webhook_guard_webhook_info
+// matches on kube-apiserver's name and type, and makes type from the
+// guard's kind with the values kube-apiserver's dispatchers record, for
+// both kinds (checked against k8s.io/apiserver's source).
+func Test_dashboardJoinsMatchKubeAPIServer(t *testing.T) {
+	_, targets := renderedDashboard(t)
+	types := webhookTypes(t)
+	joins := 0
+	for _, tg := range targets {
+		if !strings.Contains(tg.expr, "apiserver_admission_webhook_") || !strings.Contains(tg.expr, "webhook_guard_webhook_info") {
+			continue
+		}
+		joins++
+		if !strings.Contains(tg.expr, "on (name, type)") {
+			t.Errorf("panel %q joins kube-apiserver's series without matching on (name, type): %s", tg.panel, tg.expr)
+		}
+		made := map[string]string{}
+		for _, r := range labelReplaces(tg.expr) {
+			if r.dst == "type" {
+				if r.src != "kind" {
+					t.Errorf("panel %q makes type from %s, not kind", tg.panel, r.src)
+				}
+				made[r.regex] = r.replacement
+			}
+		}
+		if !maps.Equal(made, types) {
+			t.Errorf("panel %q makes type %v from kind; kube-apiserver records %v", tg.panel, made, types)
+		}
+	}
+	if joins < 3 {
+		t.Errorf("%d panels join kube-apiserver's webhook series with webhook_guard_webhook_info, want the rejections, fail-open and latency panels", joins)
+	}
 }
 
 func Test_seriesNames(t *testing.T) {

@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,51 +17,60 @@ import (
 var (
 	guardMetric   = regexp.MustCompile(`\b(webhook_guard_[a-z_]+)(\{[^}]*\})?`)
 	selectorLabel = regexp.MustCompile(`([a-z_]+)\s*(?:=~|!~|!=|=)`)
-	byClause      = regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
 )
 
 // Test_prometheusRuleNamesRealMetrics: every webhook_guard_* series an
 // alert of the chart's PrometheusRule reads is one the guard registers, and
-// every label the alert selects or groups by is one of that metric's. A
-// misspelled name or label would not fail in Prometheus: the alert would
-// just never fire.
+// every label the alert selects is one of that metric's; every label it
+// groups by, joins on or copies is one of the series it comes from, the
+// guard's or kube-apiserver's. A misspelled name or label would not fail in Prometheus: the
+// alert would just never fire.
 func Test_prometheusRuleNamesRealMetrics(t *testing.T) {
-	if checked := checkAlertMetrics(t, renderedAlerts(t), guardMetric, registeredLabels(t), "the guard"); checked == 0 {
+	alerts, known := renderedAlerts(t), knownLabels(t)
+	if checked := checkAlertMetrics(t, alerts, guardMetric, known, "the guard"); checked == 0 {
 		t.Fatal("no webhook_guard_* series found in the PrometheusRule")
+	}
+	for _, r := range alerts {
+		checkQueryLabels(t.Errorf, "alert "+r.Alert, r.Expr, known)
 	}
 }
 
 // checkAlertMetrics checks every series matching pattern in the alerts'
-// expressions against labels (metric name -> label names) of source, and
-// returns how many series it checked.
-func checkAlertMetrics(t *testing.T, alerts []alertRule, pattern *regexp.Regexp, labels map[string][]string, source string) int {
+// expressions against known (metric name -> label names, of the guard's
+// and kube-apiserver's series): source exports it and it selects only its
+// labels. It returns how many series it checked.
+func checkAlertMetrics(t *testing.T, alerts []alertRule, pattern *regexp.Regexp, known map[string][]string, source string) int {
 	t.Helper()
 	checked := 0
 	for _, r := range alerts {
-		// Label names in by (...) can look like metric names; they are
-		// checked as labels below.
-		for _, m := range pattern.FindAllStringSubmatch(byClause.ReplaceAllString(r.Expr, ""), -1) {
+		// Label names in by (...) and on (...) can look like metric names;
+		// checkQueryLabels checks them as labels.
+		matches := pattern.FindAllStringSubmatch(promqlGrouping.ReplaceAllString(r.Expr, ""), -1)
+		for _, m := range matches {
 			name := m[1]
-			known, ok := labels[name]
+			labels, ok := known[name]
 			if !ok {
 				t.Errorf("alert %s reads %s, which %s does not export", r.Alert, name, source)
 				continue
 			}
 			checked++
-			used := selectorLabel.FindAllStringSubmatch(m[2], -1)
-			for _, by := range byClause.FindAllStringSubmatch(r.Expr, -1) {
-				for l := range strings.SplitSeq(by[1], ",") {
-					used = append(used, []string{"", strings.TrimSpace(l)})
-				}
-			}
-			for _, u := range used {
-				if !slices.Contains(known, u[1]) {
-					t.Errorf("alert %s uses label %q of %s, which has only %v", r.Alert, u[1], name, known)
+			for _, u := range selectorLabel.FindAllStringSubmatch(m[2], -1) {
+				if !slices.Contains(labels, u[1]) {
+					t.Errorf("alert %s uses label %q of %s, which has only %v", r.Alert, u[1], name, labels)
 				}
 			}
 		}
 	}
 	return checked
+}
+
+// knownLabels maps every series the guard registers and every
+// kube-apiserver series the chart reads to its label names.
+func knownLabels(t *testing.T) map[string][]string {
+	t.Helper()
+	out := kubeAPIServerLabels(t)
+	maps.Copy(out, registeredLabels(t))
+	return out
 }
 
 // registeredLabels maps each metric the guard registers to its label names.

@@ -172,6 +172,15 @@ type WebhookEntry struct {
 	// CAExpiry is the earliest NotAfter of the bundle's certificates; zero
 	// when it has none.
 	CAExpiry time.Time
+	// ServiceNamespace and ServiceName name the Service kube-apiserver
+	// calls (clientConfig.service); "" for an entry called by URL.
+	ServiceNamespace, ServiceName string
+	// ReadyEndpoints counts the Service's ready endpoints across its
+	// EndpointSlices; meaningful only when EndpointsKnown.
+	ReadyEndpoints int
+	// EndpointsKnown is false while the watch of EndpointSlices has not
+	// synced (or may not list them): a count of 0 would then be a guess.
+	EndpointsKnown bool
 }
 
 // WebhookHealth is a collector computed at each scrape from the
@@ -180,11 +189,11 @@ type WebhookEntry struct {
 // no source is set: on followers, and before the leader's watch is
 // started.
 //
-// Series: one info series and at most one expiry series per webhook entry
-// of the cluster. Every label value comes from a bounded set: names of
-// existing objects and mappings, two failure policies, 30 timeouts, and a
-// fingerprint label of at most three short fingerprints (see
-// CAFingerprint).
+// Series: one info series, at most one expiry series and at most one
+// ready-endpoints series per webhook entry of the cluster. Every label
+// value comes from a bounded set: names of existing objects and mappings,
+// two failure policies, 30 timeouts, and a fingerprint label of at most
+// three short fingerprints (see CAFingerprint).
 type WebhookHealth struct {
 	// Info is 1 for each webhook entry.
 	//   kind: ValidatingWebhookConfiguration | MutatingWebhookConfiguration
@@ -197,6 +206,14 @@ type WebhookHealth struct {
 	// CABundleExpiry is the earliest NotAfter (Unix seconds) of the entry's
 	// caBundle certificates; no series for a bundle without one.
 	CABundleExpiry *prometheus.Desc
+	// ServiceReadyEndpoints is the number of ready endpoints of the Service
+	// an entry calls (0: kube-apiserver cannot reach it, and with
+	// failurePolicy Fail every request the entry intercepts is rejected);
+	// no series for an entry called by URL, nor before the watch of
+	// EndpointSlices has synced.
+	//   kind, configuration, webhook: as Info
+	//   service_namespace, service_name: clientConfig.service
+	ServiceReadyEndpoints *prometheus.Desc
 
 	mu     sync.Mutex
 	source func() []WebhookEntry
@@ -211,6 +228,9 @@ func NewWebhookHealth() *WebhookHealth {
 		CABundleExpiry: prometheus.NewDesc("webhook_guard_webhook_cabundle_expiry_timestamp_seconds",
 			"Earliest expiry (Unix time) of the certificates in each webhook entry's caBundle; no series for a bundle without a usable certificate. Exported by the leader only.",
 			[]string{"kind", "configuration", "webhook"}, nil),
+		ServiceReadyEndpoints: prometheus.NewDesc("webhook_guard_webhook_service_ready_endpoints",
+			"Ready endpoints (across its EndpointSlices) of the Service each webhook entry calls; no series for an entry called by URL. Exported by the leader only.",
+			[]string{"kind", "configuration", "webhook", "service_namespace", "service_name"}, nil),
 	}
 }
 
@@ -225,6 +245,7 @@ func (h *WebhookHealth) SetSource(source func() []WebhookEntry) {
 func (h *WebhookHealth) Describe(ch chan<- *prometheus.Desc) {
 	ch <- h.Info
 	ch <- h.CABundleExpiry
+	ch <- h.ServiceReadyEndpoints
 }
 
 // Collect implements prometheus.Collector.
@@ -241,6 +262,10 @@ func (h *WebhookHealth) Collect(ch chan<- prometheus.Metric) {
 		if !e.CAExpiry.IsZero() {
 			ch <- prometheus.MustNewConstMetric(h.CABundleExpiry, prometheus.GaugeValue, float64(e.CAExpiry.Unix()),
 				e.Kind, e.Configuration, e.Webhook)
+		}
+		if e.ServiceName != "" && e.EndpointsKnown {
+			ch <- prometheus.MustNewConstMetric(h.ServiceReadyEndpoints, prometheus.GaugeValue, float64(e.ReadyEndpoints),
+				e.Kind, e.Configuration, e.Webhook, e.ServiceNamespace, e.ServiceName)
 		}
 	}
 }

@@ -40,7 +40,8 @@ func touch(t *testing.T, c prometheus.Collector) {
 	case *WebhookHealth:
 		v.SetSource(func() []WebhookEntry {
 			return []WebhookEntry{{Kind: "ValidatingWebhookConfiguration", Configuration: "c", Webhook: "w", FailurePolicy: "Fail",
-				TimeoutSeconds: "10", CAFingerprint: "f", CAExpiry: time.Unix(1, 0)}}
+				TimeoutSeconds: "10", CAFingerprint: "f", CAExpiry: time.Unix(1, 0),
+				ServiceNamespace: "ns", ServiceName: "s", ReadyEndpoints: 1, EndpointsKnown: true}}
 		})
 	}
 }

@@ -15,11 +15,13 @@
 // however many replicas run. A watch costs nothing while nothing changes:
 // no polling, no writes, and work proportional to the changes. The informer
 // keeps only what the decision and the health series read (names, labels,
-// annotations, caBundles, failure policies, timeouts, the managedFields
-// entries that own a caBundle); the objects at startup are the baseline,
-// not changes.
+// annotations, caBundles, failure policies, timeouts, the Services called,
+// the managedFields entries that own a caBundle); the objects at startup
+// are the baseline, not changes.
 //
 // The leader also exports, computed from the watch at each scrape, one
 // series per webhook entry of every configuration, guarded or not: its
-// failure policy, timeout, owner mapping and caBundle expiry (health.go).
+// failure policy, timeout, owner mapping and caBundle expiry (health.go),
+// and the ready endpoints of the Service it calls, from a watch of
+// EndpointSlices that keeps a count per slice (endpoints.go).
 package observe

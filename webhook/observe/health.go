@@ -39,6 +39,8 @@ const (
 type health struct {
 	config ConfigSource
 	stores []toolscache.Store
+	// endpoints counts a Service's ready endpoints; false when unknown.
+	endpoints func(namespace, name string) (int, bool)
 
 	mu     sync.Mutex
 	parsed map[[sha256.Size]byte]bundleHealth
@@ -51,9 +53,10 @@ type bundleHealth struct {
 }
 
 // healthSource is the source of the webhook health series: every entry
-// the stores hold, sorted.
-func healthSource(config ConfigSource, stores ...toolscache.Store) func() []metrics.WebhookEntry {
-	h := &health{config: config, stores: stores, parsed: map[[sha256.Size]byte]bundleHealth{}}
+// the stores hold, sorted, with the count of ready endpoints of the Service
+// it calls (from endpoints).
+func healthSource(config ConfigSource, endpoints func(namespace, name string) (int, bool), stores ...toolscache.Store) func() []metrics.WebhookEntry {
+	h := &health{config: config, stores: stores, endpoints: endpoints, parsed: map[[sha256.Size]byte]bundleHealth{}}
 	return h.entries
 }
 
@@ -82,6 +85,7 @@ type entryFields struct {
 	failurePolicy *admv1.FailurePolicyType
 	timeout       *int32
 	caBundle      []byte
+	service       *admv1.ServiceReference
 }
 
 func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings, seen map[[sha256.Size]byte]bundleHealth, obj any) []metrics.WebhookEntry {
@@ -93,13 +97,13 @@ func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings,
 		kind, meta = policy.KindValidating, &o.ObjectMeta
 		for i := range o.Webhooks {
 			w := &o.Webhooks[i]
-			fields = append(fields, entryFields{w.Name, w.FailurePolicy, w.TimeoutSeconds, w.ClientConfig.CABundle})
+			fields = append(fields, entryFields{w.Name, w.FailurePolicy, w.TimeoutSeconds, w.ClientConfig.CABundle, w.ClientConfig.Service})
 		}
 	case *admv1.MutatingWebhookConfiguration:
 		kind, meta = policy.KindMutating, &o.ObjectMeta
 		for i := range o.Webhooks {
 			w := &o.Webhooks[i]
-			fields = append(fields, entryFields{w.Name, w.FailurePolicy, w.TimeoutSeconds, w.ClientConfig.CABundle})
+			fields = append(fields, entryFields{w.Name, w.FailurePolicy, w.TimeoutSeconds, w.ClientConfig.CABundle, w.ClientConfig.Service})
 		}
 	default:
 		return out
@@ -117,6 +121,10 @@ func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings,
 		}
 		if f.timeout != nil {
 			e.TimeoutSeconds = strconv.Itoa(int(*f.timeout))
+		}
+		if f.service != nil {
+			e.ServiceNamespace, e.ServiceName = f.service.Namespace, f.service.Name
+			e.ReadyEndpoints, e.EndpointsKnown = h.endpoints(f.service.Namespace, f.service.Name)
 		}
 		out = append(out, e)
 	}
@@ -167,14 +175,15 @@ func parseBundleHealth(data []byte) bundleHealth {
 	return bundleHealth{fingerprint: label, notAfter: set.NotAfter()}
 }
 
-// exportHealth makes the health series describe what the informers hold;
-// the returned func stops it (a follower, or a stopped leader, exports
-// none).
-func (o *Observer) exportHealth(infs []toolscache.SharedIndexInformer) func() {
+// exportHealth makes the health series describe what the informers of
+// webhook configurations hold, with the ready endpoints of the Services
+// they call; the returned func stops it (a follower, or a stopped leader,
+// exports none).
+func (o *Observer) exportHealth(infs []toolscache.SharedIndexInformer, endpoints readyEndpoints) func() {
 	stores := make([]toolscache.Store, len(infs))
 	for i, inf := range infs {
 		stores[i] = inf.GetStore()
 	}
-	o.Metrics.Health.SetSource(healthSource(o.Config, stores...))
+	o.Metrics.Health.SetSource(healthSource(o.Config, endpoints.count, stores...))
 	return func() { o.Metrics.Health.SetSource(nil) }
 }

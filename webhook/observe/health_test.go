@@ -78,7 +78,7 @@ func Test_healthSource(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	assert.Empty(t, healthSeries(t, reg), "no source, no series")
-	m.Health.SetSource(healthSource(staticConfig{appConfig(t, testpki.MustCA(t, "owner-ca").PEM, "")}, vwcs, mwcs))
+	m.Health.SetSource(healthSource(staticConfig{appConfig(t, testpki.MustCA(t, "owner-ca").PEM, "")}, readyEndpoints{}.count, vwcs, mwcs))
 
 	guarded := &admv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}, Webhooks: []admv1.ValidatingWebhook{
 		{Name: "a.example.io", FailurePolicy: &fail, ClientConfig: admv1.WebhookClientConfig{CABundle: slices.Concat(late.PEM, early.PEM)}},
@@ -121,10 +121,10 @@ func Test_parseBundleHealth(t *testing.T) {
 	assert.True(t, strings.HasSuffix(label, ",+2"), label)
 }
 
-func Test_Observer_health(t *testing.T) {
-	ca := testpki.MustCA(t, "ca")
-	client := fake.NewClientset(&admv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
-		Webhooks: []admv1.ValidatingWebhook{{Name: "a.example.io", ClientConfig: admv1.WebhookClientConfig{CABundle: ca.PEM}}}})
+// startObserver runs an observer of client, with the mapping "app", until
+// the test ends; it returns the registry of its metrics.
+func startObserver(t *testing.T, client *fake.Clientset) *prometheus.Registry {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg := appConfig(t, testpki.MustCA(t, "owner-ca").PEM, "")
 	o := &Observer{Kube: client, Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: &recorded{},
@@ -132,13 +132,23 @@ func Test_Observer_health(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- o.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return reg
+}
+
+func Test_Observer_health(t *testing.T) {
+	ca := testpki.MustCA(t, "ca")
+	client := fake.NewClientset(&admv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
+		Webhooks: []admv1.ValidatingWebhook{{Name: "a.example.io", ClientConfig: admv1.WebhookClientConfig{CABundle: ca.PEM}}}})
+	reg := startObserver(t, client)
 	assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Len(c, healthSeries(t, reg), 2)
 	}, 10*time.Second, 10*time.Millisecond, "the leader's watch is exported")
-	require.NoError(t, client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "guarded", metav1.DeleteOptions{}))
+	require.NoError(t, client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(t.Context(), "guarded", metav1.DeleteOptions{}))
 	assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Empty(c, healthSeries(t, reg))
 	}, 10*time.Second, 10*time.Millisecond, "a deleted configuration leaves no series")
-	cancel()
-	require.NoError(t, <-done)
 }

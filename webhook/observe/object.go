@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -48,11 +49,12 @@ func objectOf(obj any) (object, bool) {
 // nothing the decision reads.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// trim is the informer's transform: it keeps only what the decision reads,
+// trim is the informers' transform: it keeps only what the decision reads,
 // and the health series read, so the cache holds names, labels,
-// annotations, caBundles, failure policies, timeouts and the managedFields
-// entries that own a caBundle, not whole configurations (rules, selectors,
-// service references, other managers).
+// annotations, caBundles, failure policies, timeouts, the Services called
+// and the managedFields entries that own a caBundle, not whole
+// configurations (rules, selectors, URLs, other managers); and of each
+// EndpointSlice, a readySlice.
 func trim(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *admv1.ValidatingWebhookConfiguration:
@@ -60,8 +62,8 @@ func trim(obj any) (any, error) {
 		out.Webhooks = make([]admv1.ValidatingWebhook, len(o.Webhooks))
 		for i := range o.Webhooks {
 			w := &o.Webhooks[i]
-			out.Webhooks[i] = admv1.ValidatingWebhook{Name: w.Name, ClientConfig: admv1.WebhookClientConfig{CABundle: w.ClientConfig.CABundle},
-				FailurePolicy: w.FailurePolicy, TimeoutSeconds: w.TimeoutSeconds}
+			out.Webhooks[i] = admv1.ValidatingWebhook{Name: w.Name, FailurePolicy: w.FailurePolicy, TimeoutSeconds: w.TimeoutSeconds,
+				ClientConfig: admv1.WebhookClientConfig{CABundle: w.ClientConfig.CABundle, Service: trimService(w.ClientConfig.Service)}}
 		}
 		return out, nil
 	case *admv1.MutatingWebhookConfiguration:
@@ -69,12 +71,22 @@ func trim(obj any) (any, error) {
 		out.Webhooks = make([]admv1.MutatingWebhook, len(o.Webhooks))
 		for i := range o.Webhooks {
 			w := &o.Webhooks[i]
-			out.Webhooks[i] = admv1.MutatingWebhook{Name: w.Name, ClientConfig: admv1.WebhookClientConfig{CABundle: w.ClientConfig.CABundle},
-				FailurePolicy: w.FailurePolicy, TimeoutSeconds: w.TimeoutSeconds}
+			out.Webhooks[i] = admv1.MutatingWebhook{Name: w.Name, FailurePolicy: w.FailurePolicy, TimeoutSeconds: w.TimeoutSeconds,
+				ClientConfig: admv1.WebhookClientConfig{CABundle: w.ClientConfig.CABundle, Service: trimService(w.ClientConfig.Service)}}
 		}
 		return out, nil
+	case *discoveryv1.EndpointSlice:
+		return trimSlice(o), nil
 	}
 	return obj, nil
+}
+
+// trimService keeps the name of the Service an entry calls.
+func trimService(s *admv1.ServiceReference) *admv1.ServiceReference {
+	if s == nil {
+		return nil
+	}
+	return &admv1.ServiceReference{Namespace: s.Namespace, Name: s.Name}
 }
 
 func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {

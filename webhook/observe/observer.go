@@ -53,7 +53,7 @@ type Recorder interface {
 // one is, against its own predecessor, so that the rotation rule's "already
 // in the stored caBundle" means what it means for admission).
 type Observer struct {
-	// Kube lists and watches the webhook configurations (read-only).
+	// Kube lists and watches the webhook configurations and EndpointSlices (read-only).
 	Kube     kubernetes.Interface
 	Config   ConfigSource
 	Decider  Decider
@@ -146,7 +146,11 @@ func (o *Observer) Start(ctx context.Context) error {
 			return errors.New("the observer's watch of " + typ.String() + " did not sync")
 		}
 	}
-	defer o.exportHealth(infs)()
+	endpoints, err := watchEndpointSlices(factory, ctx.Done())
+	if err != nil {
+		return err
+	}
+	defer o.exportHealth(infs, endpoints)()
 	worker := make(chan struct{})
 	go func() {
 		defer close(worker)
