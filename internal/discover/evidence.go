@@ -7,13 +7,18 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
-// Configuration is one webhook configuration as the cluster stores it.
+// Configuration is one webhook configuration as the cluster stores it, or
+// a CRD's conversion webhook or an APIService as one (TrustObject), with
+// one entry.
 type Configuration struct {
 	Kind        policy.ConfigKind
 	Name        string
 	Annotations map[string]string
+	// Group is the API group a CRD or an APIService serves; empty for a
+	// webhook configuration.
+	Group string
 	// CABundleManagers are the field managers (managedFields) that own a
-	// caBundle of any webhooks[] entry, sorted.
+	// caBundle of any entry, sorted.
 	CABundleManagers []string
 	Webhooks         []Webhook
 }

@@ -222,7 +222,8 @@ func listWorkloads(ctx context.Context, c client.Reader, relevant map[string]boo
 	return out, nil
 }
 
-// listConfigurations reads both kinds of webhook configuration.
+// listConfigurations reads both kinds of webhook configuration, and the
+// CRDs and APIServices with an entry whose caBundle kube-apiserver trusts.
 func listConfigurations(ctx context.Context, c client.Reader) ([]Configuration, error) {
 	var vs admv1.ValidatingWebhookConfigurationList
 	if err := c.List(ctx, &vs); err != nil {
@@ -244,6 +245,13 @@ func listConfigurations(ctx context.Context, c client.Reader) ([]Configuration, 
 		out = append(out, configuration(policy.KindMutating, &m.ObjectMeta, m.Webhooks, func(w *admv1.MutatingWebhook) Webhook {
 			return webhookEvidence(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.Rules, len(w.MatchConditions))
 		}))
+	}
+	trust, _, err := ListTrustObjects(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range trust {
+		out = append(out, trustConfiguration(o))
 	}
 	return out, nil
 }

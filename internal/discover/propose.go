@@ -108,6 +108,10 @@ func buildMapping(name string, infs []inference, c Cluster) Mapping {
 		switch inf.cfg.Kind {
 		case policy.KindMutating:
 			m.Owner.Match.Mutating = append(m.Owner.Match.Mutating, inf.cfg.Name)
+		case policy.KindCRD:
+			m.Owner.Match.CustomResourceDefinitions = append(m.Owner.Match.CustomResourceDefinitions, inf.cfg.Name)
+		case policy.KindAPIService:
+			m.Owner.Match.APIServices = append(m.Owner.Match.APIServices, inf.cfg.Name)
 		default:
 			m.Owner.Match.Validating = append(m.Owner.Match.Validating, inf.cfg.Name)
 		}
@@ -117,6 +121,8 @@ func buildMapping(name string, infs []inference, c Cluster) Mapping {
 	}
 	slices.Sort(m.Owner.Match.Validating)
 	slices.Sort(m.Owner.Match.Mutating)
+	slices.Sort(m.Owner.Match.CustomResourceDefinitions)
+	slices.Sort(m.Owner.Match.APIServices)
 	if m.Owner.CA.InjectedByCertManager != nil {
 		m.Evidence = append(m.Evidence, "cainjector ("+c.CAInjector+") becomes a writer of this mapping through certManager.caInjectorServiceAccount")
 		if infs[0].writer == "" {
@@ -184,8 +190,8 @@ func (inf *inference) findWorkloads(c Cluster) []Workload {
 	for i, w := range inf.cfg.Webhooks {
 		switch {
 		case w.Service == nil && w.URL != "":
-			inf.evidence = append(inf.evidence, fmt.Sprintf("webhooks[%d] calls clientConfig.url %s", i, w.URL))
-			inf.reasons = append(inf.reasons, fmt.Sprintf("webhooks[%d] calls clientConfig.url %s, not a Service: no workload, so no service account to name as the writer", i, w.URL))
+			inf.evidence = append(inf.evidence, fmt.Sprintf("%s calls clientConfig.url %s", entryLabel(inf.cfg.Kind, i), w.URL))
+			inf.reasons = append(inf.reasons, fmt.Sprintf("%s calls clientConfig.url %s, not a Service: no workload, so no service account to name as the writer", entryLabel(inf.cfg.Kind, i), w.URL))
 			continue
 		case w.Service == nil:
 			continue
@@ -197,7 +203,7 @@ func (inf *inference) findWorkloads(c Cluster) []Workload {
 		seen[ref] = true
 		svc, ok := c.Services[ref]
 		if !ok {
-			inf.reasons = append(inf.reasons, fmt.Sprintf("webhooks[%d] calls Service %s, which does not exist", i, ref))
+			inf.reasons = append(inf.reasons, fmt.Sprintf("%s calls Service %s, which does not exist", entryLabel(inf.cfg.Kind, i), ref))
 			continue
 		}
 		var selected []string
@@ -211,7 +217,7 @@ func (inf *inference) findWorkloads(c Cluster) []Workload {
 			inf.reasons = append(inf.reasons, fmt.Sprintf("Service %s selects no Deployment, StatefulSet or DaemonSet", ref))
 			continue
 		}
-		inf.evidence = append(inf.evidence, fmt.Sprintf("webhooks[%d] calls Service %s, which selects %s", i, ref, strings.Join(selected, ", ")))
+		inf.evidence = append(inf.evidence, fmt.Sprintf("%s calls Service %s, which selects %s", entryLabel(inf.cfg.Kind, i), ref, strings.Join(selected, ", ")))
 	}
 	inf.settleWriter(found)
 	return found
@@ -311,7 +317,7 @@ func (inf *inference) bundle() ([]cabundle.Fingerprint, bool) {
 		}
 		fps, err := cabundle.Parse(w.CABundle)
 		if err != nil {
-			inf.reasons = append(inf.reasons, fmt.Sprintf("webhooks[%d].clientConfig.caBundle %v", i, err))
+			inf.reasons = append(inf.reasons, fmt.Sprintf("%s %v", EntryField(inf.cfg.Kind, i, "clientConfig.caBundle"), err))
 			return nil, false
 		}
 		bundle = append(bundle, fps...)

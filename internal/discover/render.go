@@ -98,7 +98,7 @@ func Render(p Proposal, format Format, caInjector string) ([]byte, error) {
 func annotateOwner(item *yamlv3.Node, evidence []string) {
 	reorder(item, "name", "match", "writers", "ca")
 	if _, match := mapEntry(item, "match"); match != nil {
-		reorder(match, "validating", "mutating")
+		reorder(match, "validating", "mutating", "customResourceDefinitions", "apiServices")
 	}
 	if _, ca := mapEntry(item, "ca"); ca != nil && len(ca.Content) == 2 && ca.Content[1].Kind == yamlv3.MappingNode {
 		reorder(ca.Content[1], "kind", "namespace", "name", "key")
