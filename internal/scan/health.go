@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/webhook-guard/webhook-guard/internal/discover"
+	"github.com/webhook-guard/webhook-guard/policy"
 )
 
 // Health checks: the failure modes behind most webhook outages (and
@@ -34,24 +35,18 @@ func Health(configs []discover.Configuration, c discover.Cluster, o Options) []F
 	for _, cfg := range configs {
 		for i, w := range cfg.Webhooks {
 			f := func(level Level, check, field, detail, fix string) Finding {
-				return Finding{Level: level, Check: check, Configuration: cfg.Ref(), Webhook: w.Name, Field: fmt.Sprintf("webhooks[%d].%s", i, field), Detail: detail, Suggestion: fix}
+				return Finding{Level: level, Check: check, Configuration: cfg.Ref(), Webhook: w.Name, Field: discover.EntryField(cfg.Kind, i, field), Detail: detail, Suggestion: fix}
 			}
-			out = append(out, endpoints(w, c, f)...)
+			out = append(out, endpoints(cfg, w, c, f)...)
 			out = append(out, mountedServingCert(w, c, o, f)...)
-			out = append(out, failScope(w, c, f)...)
-			if w.TimeoutSeconds != nil && *w.TimeoutSeconds > maxTimeoutSeconds {
-				out = append(out, f(LevelWarn, CheckTimeout, "timeoutSeconds",
-					fmt.Sprintf("timeoutSeconds is %d: every request the webhook matches waits up to %ds while it hangs", *w.TimeoutSeconds, *w.TimeoutSeconds),
-					fmt.Sprintf("set webhooks[%d].timeoutSeconds to %d or less", i, maxTimeoutSeconds)))
-			}
-			if w.SideEffects != nil && (*w.SideEffects == admv1.SideEffectClassUnknown || *w.SideEffects == admv1.SideEffectClassSome) {
-				out = append(out, f(LevelWarn, CheckSideEffects, "sideEffects",
-					fmt.Sprintf("sideEffects is %s: kube-apiserver rejects every dry-run request (kubectl --dry-run=server, diff) this webhook matches", *w.SideEffects),
-					fmt.Sprintf("set webhooks[%d].sideEffects to None, or NoneOnDryRun if the webhook skips its side effects on dry-run requests", i)))
+			if !cfg.Kind.OwnsTrustOnly() {
+				// A conversion webhook and an APIService have no
+				// failurePolicy, rules, timeout or side effects to tune.
+				out = append(out, admissionHealth(i, w, c, f)...)
 			}
 		}
 		if len(cfg.CABundleManagers) > 1 {
-			out = append(out, Finding{Level: LevelWarn, Check: CheckCAWriters, Configuration: cfg.Ref(), Field: "webhooks[].clientConfig.caBundle",
+			out = append(out, Finding{Level: LevelWarn, Check: CheckCAWriters, Configuration: cfg.Ref(), Field: discover.EntryField(cfg.Kind, -1, "clientConfig.caBundle"),
 				Detail:     fmt.Sprintf("%d field managers own caBundle fields: %s", len(cfg.CABundleManagers), strings.Join(cfg.CABundleManagers, ", ")),
 				Suggestion: "keep one CA writer: every other manager is a second CA writer fighting the owner (map the owner and run the guard to see who writes)"})
 		}
@@ -59,6 +54,23 @@ func Health(configs []discover.Configuration, c discover.Cluster, o Options) []F
 	slices.SortFunc(out, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(a.Level, b.Level), cmp.Compare(a.Configuration, b.Configuration), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Check, b.Check))
 	})
+	return out
+}
+
+// admissionHealth checks what only an admission webhook has: the failure
+// scope of its rules, its timeout and its side effects.
+func admissionHealth(i int, w discover.Webhook, c discover.Cluster, f findingFunc) []Finding {
+	out := failScope(w, c, f)
+	if w.TimeoutSeconds != nil && *w.TimeoutSeconds > maxTimeoutSeconds {
+		out = append(out, f(LevelWarn, CheckTimeout, "timeoutSeconds",
+			fmt.Sprintf("timeoutSeconds is %d: every request the webhook matches waits up to %ds while it hangs", *w.TimeoutSeconds, *w.TimeoutSeconds),
+			fmt.Sprintf("set webhooks[%d].timeoutSeconds to %d or less", i, maxTimeoutSeconds)))
+	}
+	if w.SideEffects != nil && (*w.SideEffects == admv1.SideEffectClassUnknown || *w.SideEffects == admv1.SideEffectClassSome) {
+		out = append(out, f(LevelWarn, CheckSideEffects, "sideEffects",
+			fmt.Sprintf("sideEffects is %s: kube-apiserver rejects every dry-run request (kubectl --dry-run=server, diff) this webhook matches", *w.SideEffects),
+			fmt.Sprintf("set webhooks[%d].sideEffects to None, or NoneOnDryRun if the webhook skips its side effects on dry-run requests", i)))
+	}
 	return out
 }
 
@@ -71,20 +83,32 @@ func failPolicy(w discover.Webhook) admv1.FailurePolicyType {
 }
 
 // endpoints: with failurePolicy Fail, a Service with no ready endpoint
-// fails every request the webhook matches.
-func endpoints(w discover.Webhook, c discover.Cluster, f findingFunc) []Finding {
+// fails every request the webhook matches. A CRD's conversion webhook and
+// an APIService have no failurePolicy and fail alike (discover reads them
+// as Fail), each with its own reach.
+func endpoints(cfg discover.Configuration, w discover.Webhook, c discover.Cluster, f findingFunc) []Finding {
 	if w.Service == nil || failPolicy(w) != admv1.Fail {
 		return nil
 	}
-	fix := fmt.Sprintf("run the webhook's pods behind Service %s, or set failurePolicy: Ignore until they are ready", w.Service)
-	svc, ok := c.Services[w.Service.String()]
-	switch {
-	case !ok:
-		return []Finding{f(LevelFail, CheckNoEndpoints, "clientConfig.service", fmt.Sprintf("Service %s does not exist and failurePolicy is Fail: every request the webhook matches fails", w.Service), fix)}
-	case svc.ReadyEndpoints == 0:
-		return []Finding{f(LevelFail, CheckNoEndpoints, "clientConfig.service", fmt.Sprintf("Service %s has no ready endpoints and failurePolicy is Fail: every request the webhook matches fails", w.Service), fix)}
+	state := "has no ready endpoints"
+	if svc, ok := c.Services[w.Service.String()]; !ok {
+		state = "does not exist"
+	} else if svc.ReadyEndpoints > 0 {
+		return nil
 	}
-	return nil
+	var detail, fix string
+	switch cfg.Kind {
+	case policy.KindAPIService:
+		detail = fmt.Sprintf("Service %s %s: the APIService is unavailable, and with it the whole API group %s fails: discovery and every request of it", w.Service, state, cfg.Group)
+		fix = fmt.Sprintf("run the server's pods behind Service %s, or delete the APIService while nothing serves it", w.Service)
+	case policy.KindCRD:
+		detail = fmt.Sprintf("Service %s %s: kube-apiserver cannot convert %s between versions: every read or write in a version other than the stored one fails", w.Service, state, cfg.Name)
+		fix = fmt.Sprintf("run the conversion webhook's pods behind Service %s", w.Service)
+	default:
+		detail = fmt.Sprintf("Service %s %s and failurePolicy is Fail: every request the webhook matches fails", w.Service, state)
+		fix = fmt.Sprintf("run the webhook's pods behind Service %s, or set failurePolicy: Ignore until they are ready", w.Service)
+	}
+	return []Finding{f(LevelFail, CheckNoEndpoints, "clientConfig.service", detail, fix)}
 }
 
 // mountedServingCert checks the serving certificates the workload behind

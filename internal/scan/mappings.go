@@ -3,7 +3,6 @@ package scan
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -11,16 +10,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/webhook-guard/webhook-guard/internal/discover"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )
 
-// target is one webhook configuration, either kind.
+// target is one webhook configuration, either kind, or a CRD's conversion
+// webhook or an APIService with its one entry.
 type target struct {
 	kind     policy.ConfigKind
 	meta     metav1.ObjectMeta
 	webhooks []targetWebhook
+	// insecure is an APIService's insecureSkipTLSVerify.
+	insecure bool
 }
 
 type targetWebhook struct {
@@ -32,22 +35,26 @@ func (s target) ref() string { return string(s.kind) + "/" + s.meta.Name }
 
 // scanMappings compares the configurations with the owner mappings.
 func scanMappings(ctx context.Context, c client.Client, cfg *policy.Mappings, o Options) ([]Finding, error) {
-	targets, err := listTargets(ctx, c)
+	targets, unreadable, err := listTargets(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook configurations: %w", err)
 	}
 	s := &scanner{cfg: cfg, opts: o, resolver: casource.New(c, casource.Options{})}
 	var out []Finding
-	seen := map[policy.ConfigKind]map[string]bool{policy.KindValidating: {}, policy.KindMutating: {}}
+	seen := map[string]bool{}
 	for _, t := range targets {
-		seen[t.kind][t.meta.Name] = true
+		seen[t.ref()] = true
 		out = append(out, s.scan(ctx, t)...)
 	}
 	for _, ow := range cfg.Spec.Owners {
-		for kind, names := range map[policy.ConfigKind][]string{policy.KindValidating: ow.Match.Validating, policy.KindMutating: ow.Match.Mutating} {
-			for _, n := range names {
-				if !seen[kind][n] {
-					out = append(out, missing(ow.Name, string(kind)+"/"+n))
+		for _, named := range ow.Match.Named() {
+			for _, n := range named.Names {
+				ref := named.Kind + "/" + n
+				switch why, skipped := unreadable[policy.ConfigKind(named.Kind)]; {
+				case skipped:
+					out = append(out, unknown(ow.Name, ref, why))
+				case !seen[ref]:
+					out = append(out, missing(ow.Name, ref))
 				}
 			}
 		}
@@ -55,14 +62,21 @@ func scanMappings(ctx context.Context, c client.Client, cfg *policy.Mappings, o 
 	return out, nil
 }
 
-func listTargets(ctx context.Context, c client.Reader) ([]target, error) {
+// listTargets reads the webhook configurations and the trust objects (CRDs
+// with a conversion webhook, APIServices with a service); unreadable are
+// the kinds of trust object that could not be listed, with why.
+func listTargets(ctx context.Context, c client.Reader) ([]target, map[policy.ConfigKind]string, error) {
 	var vs admv1.ValidatingWebhookConfigurationList
 	if err := c.List(ctx, &vs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ms admv1.MutatingWebhookConfigurationList
 	if err := c.List(ctx, &ms); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	trust, unreadable, err := discover.ListTrustObjects(ctx, c)
+	if err != nil {
+		return nil, nil, err
 	}
 	var out []target
 	for _, v := range vs.Items {
@@ -75,7 +89,14 @@ func listTargets(ctx context.Context, c client.Reader) ([]target, error) {
 			return targetWebhook{w.Name, w.ClientConfig}
 		}))
 	}
-	return out, nil
+	for _, o := range trust {
+		name := policy.EntryConversion
+		if o.Kind == policy.KindAPIService {
+			name = policy.EntryService
+		}
+		out = append(out, target{kind: o.Kind, meta: o.Meta, webhooks: []targetWebhook{{name, o.ClientConfig}}, insecure: o.InsecureSkipTLSVerify})
+	}
+	return out, unreadable, nil
 }
 
 // targetOf is one configuration of either kind: the two kinds' webhook
@@ -115,6 +136,11 @@ func (s *scanner) scan(ctx context.Context, t target) []Finding {
 	}
 	for i, w := range t.webhooks {
 		f := s.findingOf(m.Owner.Name, t, i, w.name)
+		if t.insecure {
+			out = append(out, f(LevelFail, CheckCAMismatch, "insecureSkipTLSVerify",
+				"insecureSkipTLSVerify is set: kube-apiserver trusts any serving certificate for the APIService, whatever the caBundle holds",
+				"unset spec.insecureSkipTLSVerify and let the owner (or cainjector) write the owner's CA into spec.caBundle"))
+		}
 		bundle := w.client.CABundle
 		if len(bundle) == 0 {
 			out = append(out, f(LevelWarn, CheckCAEmpty, "", "the caBundle is empty: kube-apiserver verifies the webhook with its own trust store",
@@ -129,12 +155,14 @@ func (s *scanner) scan(ctx context.Context, t target) []Finding {
 
 // findingOf makes the findings of a mapped configuration; with index >= 0
 // they are of its webhooks[index] entry, and a field names the entry's
-// field (webhooks[i].clientConfig.caBundle) where the check has one.
+// field (webhooks[i].clientConfig.caBundle, a CRD's
+// spec.conversion.webhook.clientConfig.caBundle, an APIService's
+// spec.caBundle) where the check has one.
 func (s *scanner) findingOf(owner string, t target, index int, webhook string) findingFunc {
 	return func(level Level, check, field, detail, fix string) Finding {
 		f := Finding{Level: level, Check: check, Mapping: owner, Configuration: t.ref(), Webhook: webhook, Detail: detail, Suggestion: fix}
 		if field != "" && index >= 0 {
-			f.Field = "webhooks[" + strconv.Itoa(index) + "]." + field
+			f.Field = discover.EntryField(t.kind, index, field)
 		}
 		return f
 	}

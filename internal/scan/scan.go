@@ -125,6 +125,17 @@ func (res *Result) finish() {
 // level, check, field (relative to the webhooks[] entry), detail and fix.
 type findingFunc func(level Level, check, field, detail, fix string) Finding
 
+// unknown is a mapping's object of a kind scan could not list (its role
+// may not, or the cluster does not serve the kind): whether it exists is
+// not known, so it is not reported missing.
+func unknown(owner, ref, why string) Finding {
+	return Finding{
+		Level: LevelInfo, Check: CheckMissing, Mapping: owner, Configuration: ref,
+		Detail:     "not checked: its kind could not be listed (" + why + ")",
+		Suggestion: "run scan with a role that may list this kind to check the object",
+	}
+}
+
 // missing is a mapping's configuration that does not exist.
 func missing(owner, ref string) Finding {
 	return Finding{

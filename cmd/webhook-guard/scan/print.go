@@ -10,6 +10,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/internal/scan"
+	"github.com/webhook-guard/webhook-guard/policy"
 )
 
 // printScan prints the findings in the output vocabulary of review: a
@@ -70,11 +71,13 @@ func scanTable(res scan.Result) *metav1.Table {
 }
 
 // configurationName is "Kind/name" as kubectl -o name prints it
-// (validatingwebhookconfiguration.admissionregistration.k8s.io/name).
+// (validatingwebhookconfiguration.admissionregistration.k8s.io/name,
+// customresourcedefinition.apiextensions.k8s.io/name).
 func configurationName(c string) string {
 	kind, name, ok := strings.Cut(c, "/")
 	if !ok {
 		return c
 	}
-	return strings.ToLower(kind) + ".admissionregistration.k8s.io/" + name
+	group, _, _ := strings.Cut(policy.ConfigKind(kind).APIVersion(), "/")
+	return strings.ToLower(kind) + "." + group + "/" + name
 }
