@@ -5,9 +5,9 @@ package e2e
 // configurations.
 
 import (
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"k8s.io/client-go/util/retry"
@@ -20,16 +20,19 @@ import (
 )
 
 const (
-	cliCRD    = "gizmos.cli.e2e.webhook-guard.io"
-	cliAPISvc = "v1.cli.e2e.webhook-guard.io"
+	cliCRD = "gizmos.cli.e2e.webhook-guard.io"
+	// cliAPISvc serves another group than the CRD's: kube-apiserver makes
+	// a local APIService (v1.cli.e2e...) for the CRD's own.
+	cliAPISvc = "v1." + cliGroup
+	cliGroup  = "metrics.cli.e2e.webhook-guard.io"
 	// absentCRD is named by the mapping and never created.
 	absentCRD = "absents.cli.e2e.webhook-guard.io"
-	cliGroup  = "cli.e2e.webhook-guard.io"
 )
 
 // TestTrustObjectsCLI: with a mapping naming a CRD and an APIService
 // (static shape, enforce), the intruder's caBundle writes to both are
-// denied and `review` lists the denials under crd/ and apiservice/;
+// denied and `review` lists the denials, read from kube-apiserver's audit
+// log, under crd/ and apiservice/;
 // `scan --config` reports the mapped objects, the named CRD that does not
 // exist, and the APIService whose Service does not exist as failing its
 // whole API group; `discover` proposes one mapping holding both objects
@@ -44,7 +47,7 @@ func TestTrustObjectsCLI(t *testing.T) {
 		CA:      caFromSecret(),
 	}
 	cfg := guardConfig(owner)
-	f := newFixture(t, framework.Options{Config: cfg, ReportCRDs: true, GuardArgs: []string{"--records-flush-interval", flushInterval.String()}})
+	f := newFixture(t, framework.Options{Config: cfg, ReportCRDs: true, AuditLog: true})
 	ctx := t.Context()
 	inject := map[string]string{cmapi.WantInjectAnnotation: appNamespace + "/app-webhook-cert"}
 	for _, kind := range []framework.Kind{framework.CRD, framework.APIService} {
@@ -65,15 +68,17 @@ func TestTrustObjectsCLI(t *testing.T) {
 	kubeconfig := f.env.Kubeconfig(t, envtest.User{Name: "e2e-cli", Groups: []string{"system:masters"}})
 
 	t.Run("review lists the denials of both kinds", func(t *testing.T) {
-		var out string
-		framework.Eventually(t, 5*flushInterval+5*time.Second, "review lists the CRD's and the APIService's denials", func() bool {
-			out, _ = cli(t, "review", "-o", "wide", "--kubeconfig", kubeconfig)
-			return strings.Contains(out, "crd/"+cliCRD) && strings.Contains(out, "apiservice/"+cliAPISvc)
-		})
-		t.Logf("webhook-guard review -o wide:\n%s", out)
-		for _, want := range []string{"not-owner", policy.EntryConversion, policy.EntryService, "sa:" + intruderNamespace + ":" + intruderSA} {
-			if !strings.Contains(out, want) {
-				t.Errorf("review lacks %q", want)
+		out, code := cli(t, "review", "-o", "wide", "--mapping", widgetsMapping, "--audit-log", f.env.AuditLogPath(t), "--kubeconfig", kubeconfig)
+		t.Logf("webhook-guard review -o wide --audit-log:\n%s", out)
+		if code != 1 {
+			t.Errorf("review exited %d; want 1 (denials listed)", code)
+		}
+		intruder := "sa:" + intruderNamespace + ":" + intruderSA
+		for _, ref := range []string{"crd/" + cliCRD, "apiservice/" + cliAPISvc} {
+			if !slices.ContainsFunc(strings.Split(out, "\n"), func(row string) bool {
+				return strings.Contains(row, ref) && strings.Contains(row, intruder) && strings.Contains(row, "not-owner") && strings.Contains(row, "deny (audit-log)")
+			}) {
+				t.Errorf("review has no row of %s's not-owner denial of %s", intruder, ref)
 			}
 		}
 	})
@@ -108,7 +113,7 @@ func TestTrustObjectsCLI(t *testing.T) {
 			t.Errorf("scan lacks %+v:\n%s", w, out)
 		}
 		for _, got := range res.Findings {
-			if got.Check == "ca-mismatch" || got.Check == "ca-empty" || got.Check == "unmapped" && strings.Contains(got.Configuration, cliGroup) {
+			if got.Check == "ca-mismatch" || got.Check == "ca-empty" || got.Check == "unmapped" && strings.Contains(got.Configuration, "cli.e2e.webhook-guard.io") {
 				t.Errorf("unexpected finding %+v: the denied writes left the owner's CA in place", got)
 			}
 		}

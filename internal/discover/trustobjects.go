@@ -50,37 +50,44 @@ var (
 // why), so that discover and scan still read everything else.
 func ListTrustObjects(ctx context.Context, c client.Reader) (objs []TrustObject, unreadable map[policy.ConfigKind]string, err error) {
 	unreadable = map[policy.ConfigKind]string{}
-	var crds unstructured.UnstructuredList
-	crds.SetGroupVersionKind(crdList)
-	switch err := c.List(ctx, &crds); {
-	case skippable(err):
-		unreadable[policy.KindCRD] = err.Error()
-	case err != nil:
-		return nil, nil, fmt.Errorf("list customresourcedefinitions: %w", err)
+	crds, err := listKind(ctx, c, crdList, unreadable)
+	if err != nil {
+		return nil, nil, err
 	}
-	for i := range crds.Items {
+	for i := range crds {
 		var crd apiextv1.CustomResourceDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(crds.Items[i].Object, &crd); err != nil {
-			return nil, nil, fmt.Errorf("read CustomResourceDefinition %s: %w", crds.Items[i].GetName(), err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(crds[i].Object, &crd); err != nil {
+			return nil, nil, fmt.Errorf("read CustomResourceDefinition %s: %w", crds[i].GetName(), err)
 		}
 		if o, ok := crdObject(&crd); ok {
 			objs = append(objs, o)
 		}
 	}
-	var svcs unstructured.UnstructuredList
-	svcs.SetGroupVersionKind(apiServiceList)
-	switch err := c.List(ctx, &svcs); {
-	case skippable(err):
-		unreadable[policy.KindAPIService] = err.Error()
-	case err != nil:
-		return nil, nil, fmt.Errorf("list apiservices: %w", err)
+	svcs, err := listKind(ctx, c, apiServiceList, unreadable)
+	if err != nil {
+		return nil, nil, err
 	}
-	for i := range svcs.Items {
-		if o, ok := apiServiceObject(&svcs.Items[i]); ok {
+	for i := range svcs {
+		if o, ok := apiServiceObject(&svcs[i]); ok {
 			objs = append(objs, o)
 		}
 	}
 	return objs, unreadable, nil
+}
+
+// listKind lists the objects of a list kind, or none when the kind is
+// skippable, noting why in unreadable under the item kind.
+func listKind(ctx context.Context, c client.Reader, list schema.GroupVersionKind, unreadable map[policy.ConfigKind]string) ([]unstructured.Unstructured, error) {
+	var l unstructured.UnstructuredList
+	l.SetGroupVersionKind(list)
+	switch err := c.List(ctx, &l); {
+	case skippable(err):
+		unreadable[policy.ConfigKind(strings.TrimSuffix(list.Kind, "List"))] = err.Error()
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list %s: %w", strings.ToLower(strings.TrimSuffix(list.Kind, "List"))+"s", err)
+	}
+	return l.Items, nil
 }
 
 // skippable: a kind the cluster does not serve, or one the caller's role

@@ -43,7 +43,7 @@ func conversionCRD(name, ns, svc string, bundle []byte) *apiextv1.CustomResource
 		Spec: apiextv1.CustomResourceDefinitionSpec{Group: "example.com", Conversion: &apiextv1.CustomResourceConversion{
 			Strategy: apiextv1.WebhookConverter,
 			Webhook: &apiextv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}, ClientConfig: &apiextv1.WebhookClientConfig{
-				Service:  &apiextv1.ServiceReference{Namespace: ns, Name: svc, Path: ptr.To("/convert"), Port: ptr.To(int32(9443))},
+				Service:  &apiextv1.ServiceReference{Namespace: ns, Name: svc, Path: new("/convert"), Port: new(int32(9443))},
 				CABundle: bundle,
 			}},
 		}},
@@ -159,7 +159,7 @@ func Test_EntryField(t *testing.T) {
 // kind's own path, and both kinds' entries fail as failurePolicy Fail.
 func Test_trustConfiguration(t *testing.T) {
 	managed := func(manager, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	svc := &admv1.ServiceReference{Namespace: "app", Name: "conv"}
 	tests := map[string]struct {

@@ -3,13 +3,13 @@ package scan
 import (
 	"context"
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,30 +77,34 @@ func Test_Health_trustObjects(t *testing.T) {
 	}
 }
 
-func conversionCRD(name string, bundle []byte) *apiextv1.CustomResourceDefinition {
-	return &apiextv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: apiextv1.CustomResourceDefinitionSpec{Group: "example.com", Conversion: &apiextv1.CustomResourceConversion{
-			Strategy: apiextv1.WebhookConverter,
-			Webhook: &apiextv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}, ClientConfig: &apiextv1.WebhookClientConfig{
-				URL: ptr.To("https://127.0.0.1:9/convert"), CABundle: bundle,
-			}},
-		}},
-	}
-}
-
-func apiService(name string, bundle []byte, insecure bool) *unstructured.Unstructured {
-	spec := map[string]any{"group": "metrics.example.com", "version": "v1", "insecureSkipTLSVerify": insecure,
-		"service": map[string]any{"namespace": "app", "name": "metrics", "port": int64(443)}}
-	if len(bundle) > 0 {
-		spec["caBundle"] = base64.StdEncoding.EncodeToString(bundle)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetAPIVersion("apiregistration.k8s.io/v1")
-	u.SetKind("APIService")
-	u.SetName(name)
+// trustObject is a CRD or an APIService written as a manifest: the CRD's
+// conversion webhook calls an address nothing listens on, the APIService's
+// Service app/metrics does not exist. bundle fills {{bundle}}.
+func trustObject(t *testing.T, manifest string, bundle []byte) client.Object {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(strings.ReplaceAll(manifest, "{{bundle}}", base64.StdEncoding.EncodeToString(bundle))), &u.Object))
 	return u
 }
+
+const (
+	widgetsCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig: {url: "https://127.0.0.1:9/convert", caBundle: "{{bundle}}"}`
+	metricsAPIService = `
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.metrics.example.com}
+spec: {group: metrics.example.com, version: v1, service: {namespace: app, name: metrics, port: 443}, caBundle: "{{bundle}}"}`
+)
 
 // Test_scanMappings_trustObjects: the mapping checks of the CRDs and
 // APIServices a mapping names (insecureSkipTLSVerify at its own field, the
@@ -132,7 +136,7 @@ func Test_scanMappings_trustObjects(t *testing.T) {
 		want              []brief
 	}{
 		"a CRD and an APIService holding a foreign CA are ca-mismatch": {
-			objects: []client.Object{conversionCRD("widgets.example.com", foreignCA.PEM), apiService("v1.metrics.example.com", foreignCA.PEM, false)},
+			objects: []client.Object{trustObject(t, widgetsCRD, foreignCA.PEM), trustObject(t, metricsAPIService, foreignCA.PEM)},
 			crds:    []string{"widgets.example.com"}, apiServices: []string{"v1.metrics.example.com"},
 			want: []brief{
 				{LevelFail, CheckCAMismatch, "CustomResourceDefinition/widgets.example.com", ""},
@@ -140,7 +144,7 @@ func Test_scanMappings_trustObjects(t *testing.T) {
 			},
 		},
 		"an empty caBundle is ca-empty, insecureSkipTLSVerify is ca-mismatch": {
-			objects: []client.Object{conversionCRD("widgets.example.com", nil), apiService("v1.metrics.example.com", ownerCA.PEM, true)},
+			objects: []client.Object{trustObject(t, widgetsCRD, nil), trustObject(t, strings.Replace(metricsAPIService, "caBundle:", "insecureSkipTLSVerify: true, caBundle:", 1), ownerCA.PEM)},
 			crds:    []string{"widgets.example.com"}, apiServices: []string{"v1.metrics.example.com"},
 			want: []brief{
 				{LevelWarn, CheckCAEmpty, "CustomResourceDefinition/widgets.example.com", ""},
@@ -148,7 +152,7 @@ func Test_scanMappings_trustObjects(t *testing.T) {
 			},
 		},
 		"a named CRD that does not exist is missing; an unnamed one is not the mapping's": {
-			objects: []client.Object{conversionCRD("gadgets.example.com", foreignCA.PEM)},
+			objects: []client.Object{trustObject(t, strings.Replace(widgetsCRD, "widgets.", "gadgets.", 1), foreignCA.PEM)},
 			crds:    []string{"widgets.example.com"},
 			want: []brief{
 				{LevelInfo, CheckUnmapped, "CustomResourceDefinition/gadgets.example.com", ""},
@@ -163,7 +167,6 @@ func Test_scanMappings_trustObjects(t *testing.T) {
 	}
 	scheme, err := webhook.NewScheme()
 	require.NoError(t, err)
-	require.NoError(t, apiextv1.AddToScheme(scheme))
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objects...).WithInterceptorFuncs(interceptor.Funcs{

@@ -2,6 +2,7 @@ package review
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
@@ -43,7 +44,7 @@ func Test_review_trustObjects(t *testing.T) {
 		o := Options{Output: cmdutil.OutputFlags{Format: format}, Client: c, Now: reviewNow}
 		require.NoError(t, o.Validate())
 		err := o.Run(t.Context(), &out)
-		ee, ok := err.(*cmdutil.ExitError)
+		ee, ok := errors.AsType[*cmdutil.ExitError](err)
 		require.True(t, ok && ee.Code == cmdutil.ExitDenied, "err = %v", err)
 		return out.String()
 	}
