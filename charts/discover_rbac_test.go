@@ -36,7 +36,7 @@ func Test_discoverRBAC(t *testing.T) {
 			resources = append(resources, r.Resources...)
 		}
 		slices.Sort(resources)
-		want := []string{"certificates", "clusterissuers", "configmaps", "daemonsets", "deployments", "endpointslices", "issuers",
+		want := []string{"apiservices", "certificates", "clusterissuers", "configmaps", "customresourcedefinitions", "daemonsets", "deployments", "endpointslices", "issuers",
 			"mutatingwebhookconfigurations", "namespaces", "secrets", "services", "statefulsets", "validatingwebhookconfigurations"}
 		if !slices.Equal(resources, want) {
 			t.Errorf("resources %v; want %v", resources, want)

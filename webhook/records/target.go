@@ -17,7 +17,7 @@ import (
 // already allows).
 func (r *Recorder) targetsOf(ctx context.Context, rk reportKey, deltas []*delta) (map[Target][]*delta, error) {
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: string(rk.kind)})
+	obj.SetGroupVersionKind(schema.FromAPIVersionAndKind(rk.kind.APIVersion(), string(rk.kind)))
 	err := r.opts.Client.Get(ctx, types.NamespacedName{Name: rk.name}, obj)
 	if err == nil {
 		return map[Target][]*delta{{Kind: rk.kind, Name: rk.name, UID: obj.UID}: deltas}, nil
