@@ -26,9 +26,11 @@ import (
 // The storm breaker: an owner's own hot loop passes every ownership rule;
 // a writeBudget is what stops it.
 const (
-	budgetedMapping = "budgeted"
-	budgetedName    = "budgeted-webhooks"
-	budgetPerMinute = 30
+	budgetedMapping   = "budgeted"
+	budgetedName      = "budgeted-webhooks"
+	budgetPerMinute   = 30
+	unbudgetedMapping = "unbudgeted"
+	unbudgetedName    = "unbudgeted-webhooks"
 )
 
 // roundTripFunc adapts a function to http.RoundTripper.
@@ -68,35 +70,38 @@ func stormClient(t *testing.T, c *framework.Client, tooMany, retryAfter *atomic.
 	return kube
 }
 
-// TestStormBreakerWriteBudget: eight clients of the owner's own service
-// account write caBundle changes as fast as they can. The configuration
-// changes at most perMinute times, the rest are refused with a 429 and a
-// Retry-After, the refusals are counted, and break-glass still writes.
-func TestStormBreakerWriteBudget(t *testing.T) {
-	budgeted := mapping(budgetedMapping, guardapi.ModeEnforce, budgetedName, caFromSecret())
-	budgeted.WriteBudget = &guardapi.WriteBudget{PerMinute: budgetPerMinute}
-	f := newFixture(t, framework.Options{Config: guardConfig(budgeted)})
-	ctx := t.Context()
+// stormResult is what one storm's clients saw.
+type stormResult struct {
+	attempted, allowed, refused, other int64
+	// tooMany and retryAfter count the 429 responses, and those with a
+	// Retry-After, as the transport saw them.
+	tooMany, retryAfter int64
+	firstOther          string
+	p99                 time.Duration
+	// changes is how often the configuration changed (its generation).
+	changes int64
+}
 
-	// Two owner CAs, so that the owner has three distinct valid bundles to
-	// alternate between: every write that lands is a caBundle change.
-	second := framework.NewCA(t, "app-webhook-ca-2")
-	f.setOwnerCA(t, slices.Concat(f.ownerCA.PEM, second.PEM))
-	bundles := [][]byte{f.ownerCA.PEM, second.PEM, slices.Concat(f.ownerCA.PEM, second.PEM)}
-	before := f.create(t, framework.Validating, budgetedName, f.ownerCA.PEM)
+const (
+	stormClients  = 8
+	stormDuration = 6 * time.Second
+)
+
+// storm has stormClients clients of the owner's service account write
+// caBundle changes to the named configuration as fast as they can for
+// stormDuration, alternating bundles so that every write that lands is a
+// change.
+func (f *fixture) storm(t *testing.T, name string, bundles [][]byte) stormResult {
+	t.Helper()
+	ctx := t.Context()
 	generation := func() int64 {
-		o, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, budgetedName, metav1.GetOptions{})
+		o, err := f.env.AdminKube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return o.Generation
 	}
 	startGen := generation()
-
-	const (
-		clients = 8
-		storm   = 6 * time.Second
-	)
 	var (
 		attempted, allowed, refused, other atomic.Int64
 		tooMany, retryAfter                atomic.Int64
@@ -104,16 +109,16 @@ func TestStormBreakerWriteBudget(t *testing.T) {
 		mu                                 sync.Mutex
 		latencies                          []time.Duration
 	)
-	stormCtx, cancel := context.WithTimeout(ctx, storm)
+	stormCtx, cancel := context.WithTimeout(ctx, stormDuration)
 	defer cancel()
 	var wg sync.WaitGroup
-	for i := range clients {
+	for i := range stormClients {
 		kube := stormClient(t, f.env.Client(t, ownerUser), &tooMany, &retryAfter)
 		wg.Go(func() {
 			for n := i; stormCtx.Err() == nil; n++ {
 				patch := fmt.Sprintf(`[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":%q}]`, base64.StdEncoding.EncodeToString(bundles[n%len(bundles)]))
 				start := time.Now()
-				_, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(stormCtx, budgetedName, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+				_, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(stormCtx, name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 				if stormCtx.Err() != nil {
 					return
 				}
@@ -134,33 +139,76 @@ func TestStormBreakerWriteBudget(t *testing.T) {
 		})
 	}
 	wg.Wait()
-
-	after := f.admin.MustGet(t, framework.Validating, budgetedName)
-	endGen := generation()
+	r := stormResult{
+		attempted: attempted.Load(), allowed: allowed.Load(), refused: refused.Load(), other: other.Load(),
+		tooMany: tooMany.Load(), retryAfter: retryAfter.Load(), changes: generation() - startGen,
+	}
+	if msg, ok := firstOther.Load().(string); ok {
+		r.firstOther = msg
+	}
 	slices.Sort(latencies)
-	p99 := time.Duration(0)
 	if len(latencies) > 0 {
-		p99 = latencies[int(0.99*float64(len(latencies)-1))]
+		r.p99 = latencies[int(0.99*float64(len(latencies)-1))]
 	}
-	m := f.env.Guard.Metrics(t)
-	t.Logf("%d clients for %s: %d writes attempted, %d allowed (some leave the bundle as another client just wrote it), %d refused with 429 (responses: %d 429s, %d with Retry-After), %d other; "+
-		"generation %d -> %d; client patch latency p99 %s; guard decision duration p99 <= %s",
-		clients, storm, attempted.Load(), allowed.Load(), refused.Load(), tooMany.Load(), retryAfter.Load(), other.Load(),
-		startGen, endGen, p99.Round(time.Millisecond), guardP99(m))
+	return r
+}
 
-	if msg := firstOther.Load(); msg != nil {
-		t.Errorf("%d writes failed with something other than 429, first: %v", other.Load(), msg)
+func (r stormResult) String() string {
+	return fmt.Sprintf("%d clients for %s: %d writes attempted, %d allowed (some leave the bundle as another client just wrote it), %d refused with 429 (responses: %d 429s, %d with Retry-After), %d other; "+
+		"the configuration changed %d times (%.0f per minute); client patch latency p99 %s",
+		stormClients, stormDuration, r.attempted, r.allowed, r.refused, r.tooMany, r.retryAfter, r.other,
+		r.changes, float64(r.changes)/stormDuration.Minutes(), r.p99.Round(time.Millisecond))
+}
+
+// TestStormBreakerWriteBudget: eight clients of the owner's own service
+// account write caBundle changes as fast as they can, first to a
+// configuration whose mapping has no budget (the baseline: every write
+// passes every ownership rule), then to one whose mapping has a budget.
+// That configuration changes at most perMinute times, the rest are
+// refused with a 429 and a Retry-After, the refusals are counted, and
+// break-glass still writes.
+func TestStormBreakerWriteBudget(t *testing.T) {
+	budgeted := mapping(budgetedMapping, guardapi.ModeEnforce, budgetedName, caFromSecret())
+	budgeted.WriteBudget = &guardapi.WriteBudget{PerMinute: budgetPerMinute}
+	unbudgeted := mapping(unbudgetedMapping, guardapi.ModeEnforce, unbudgetedName, caFromSecret())
+	f := newFixture(t, framework.Options{Config: guardConfig(budgeted, unbudgeted)})
+	ctx := t.Context()
+
+	// Two owner CAs, so that the owner has three distinct valid bundles to
+	// alternate between: every write that lands is a caBundle change.
+	second := framework.NewCA(t, "app-webhook-ca-2")
+	f.setOwnerCA(t, slices.Concat(f.ownerCA.PEM, second.PEM))
+	bundles := [][]byte{f.ownerCA.PEM, second.PEM, slices.Concat(f.ownerCA.PEM, second.PEM)}
+	f.create(t, framework.Validating, unbudgetedName, f.ownerCA.PEM)
+	before := f.create(t, framework.Validating, budgetedName, f.ownerCA.PEM)
+
+	base := f.storm(t, unbudgetedName, bundles)
+	t.Logf("without a budget: %s", base)
+	if base.refused > 0 || base.firstOther != "" {
+		t.Errorf("the owner's storm without a budget was refused (%d 429s; other: %q); every write passes the ownership rules", base.refused, base.firstOther)
 	}
-	if changes := endGen - startGen; changes > budgetPerMinute || changes <= 0 {
+	if base.changes <= budgetPerMinute {
+		t.Errorf("without a budget the storm changed the configuration %d times; want more than the budget (%d), or the budget proves nothing", base.changes, budgetPerMinute)
+	}
+
+	r := f.storm(t, budgetedName, bundles)
+	after := f.admin.MustGet(t, framework.Validating, budgetedName)
+	m := f.env.Guard.Metrics(t)
+	t.Logf("with writeBudget.perMinute %d: %s; guard decision duration p99 <= %s (both storms)", budgetPerMinute, r, guardP99(m))
+
+	if r.firstOther != "" {
+		t.Errorf("%d writes failed with something other than 429, first: %v", r.other, r.firstOther)
+	}
+	if r.changes > budgetPerMinute || r.changes <= 0 {
 		t.Errorf("the configuration changed %d times during the storm (resourceVersion %s -> %s); want between 1 and the budget, %d",
-			changes, before.ResourceVersion, after.ResourceVersion, budgetPerMinute)
+			r.changes, before.ResourceVersion, after.ResourceVersion, budgetPerMinute)
 	}
-	if refused.Load() == 0 || retryAfter.Load() != tooMany.Load() {
+	if r.refused == 0 || r.retryAfter != r.tooMany {
 		t.Errorf("%d writes were refused with 429 (%d 429 responses, %d of them with a Retry-After); want the storm refused, every refusal with a Retry-After",
-			refused.Load(), tooMany.Load(), retryAfter.Load())
+			r.refused, r.tooMany, r.retryAfter)
 	}
-	if n := m.Sum("webhook_guard_write_budget_exceeded_total", map[string]string{"mapping": budgetedMapping, "mode": "enforce"}); n < float64(refused.Load()) {
-		t.Errorf("webhook_guard_write_budget_exceeded_total{mapping=budgeted,mode=enforce} = %g; the clients saw %d refusals", n, refused.Load())
+	if n := m.Sum("webhook_guard_write_budget_exceeded_total", map[string]string{"mapping": budgetedMapping, "mode": "enforce"}); n < float64(r.refused) {
+		t.Errorf("webhook_guard_write_budget_exceeded_total{mapping=budgeted,mode=enforce} = %g; the clients saw %d refusals", n, r.refused)
 	}
 
 	// The budget is spent; break-glass is never limited.
