@@ -147,6 +147,19 @@ func Test_alertsFire(t *testing.T) {
 		}
 	}
 	invalid := func(e *metrics.WebhookEntry) { e.CAFingerprint, e.CAExpiry = "invalid", time.Time{} }
+	// A CRD's conversion webhook and an APIService's service: one entry
+	// each, every one named alike, failure_policy Fail, no timeout.
+	trust := func(kind, name, mapping string) func(e *metrics.WebhookEntry) {
+		return func(e *metrics.WebhookEntry) {
+			e.Kind, e.Configuration, e.Mapping, e.TimeoutSeconds = kind, name, mapping, ""
+		}
+	}
+	crd := func(name string, edits ...func(e *metrics.WebhookEntry)) metrics.WebhookEntry {
+		return entry("conversion", both(append([]func(e *metrics.WebhookEntry){trust("CustomResourceDefinition", name, "app")}, edits...)...))
+	}
+	apiService := func(name string, edits ...func(e *metrics.WebhookEntry)) metrics.WebhookEntry {
+		return entry("service", both(append([]func(e *metrics.WebhookEntry){trust("APIService", name, "app")}, edits...)...))
+	}
 	storage := promqltest.LoadedStorage(t, load(t, []metrics.WebhookEntry{
 		entry("healthy.example.io", calls("app", "up", 2)),
 		entry("expiring.example.io", func(e *metrics.WebhookEntry) { e.CAExpiry = start.Add(10 * 24 * time.Hour) }),
@@ -155,6 +168,12 @@ func Test_alertsFire(t *testing.T) {
 		entry("no-endpoints.example.io", calls("app", "down", 0)),
 		entry("no-endpoints-ignored.example.io", both(calls("app", "down", 0), ignore)),
 		entry("url.example.io", nil),
+		crd("healthy.example.com", calls("app", "up", 2)),
+		crd("other.example.com", trust("CustomResourceDefinition", "other.example.com", "")),
+		crd("expiring.example.com", func(e *metrics.WebhookEntry) { e.CAExpiry = start.Add(10 * 24 * time.Hour) }),
+		crd("unusable.example.com", invalid),
+		apiService("v1.healthy.example.com", calls("app", "up", 2)),
+		apiService("v1.down.example.com", calls("app", "down", 0)),
 	}))
 	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
 	query := rules.EngineQueryFunc(engine, storage)
@@ -167,9 +186,11 @@ func Test_alertsFire(t *testing.T) {
 		// mapping is the owner mapping the alert must name ("": none).
 		mapping string
 	}{
-		"WebhookGuardWebhookCABundleExpiring":           {firing: []string{"expiring.example.io"}},
-		"WebhookGuardFailClosedWebhookUnusableCABundle": {firing: []string{"unusable.example.io"}, after: 15 * time.Minute, mapping: "app"},
-		"WebhookGuardFailClosedWebhookWithoutEndpoints": {firing: []string{"no-endpoints.example.io"}, after: 5 * time.Minute, mapping: "app"},
+		"WebhookGuardWebhookCABundleExpiring": {firing: []string{"c/expiring.example.io", "expiring.example.com/conversion"}},
+		"WebhookGuardFailClosedWebhookUnusableCABundle": {firing: []string{"c/unusable.example.io", "unusable.example.com/conversion"},
+			after: 15 * time.Minute, mapping: "app"},
+		"WebhookGuardFailClosedWebhookWithoutEndpoints": {firing: []string{"c/no-endpoints.example.io", "v1.down.example.com/service"},
+			after: 5 * time.Minute, mapping: "app"},
 	} {
 		t.Run(alert, func(t *testing.T) {
 			rule := alertingRule(t, groups, alert)
@@ -179,11 +200,12 @@ func Test_alertsFire(t *testing.T) {
 					t.Fatalf("evaluating at %s: %v", at, err)
 				}
 				for _, a := range rule.ActiveAlerts() {
-					if _, seen := firstFired[a.Labels.Get("webhook")]; !seen && a.State == rules.StateFiring {
-						firstFired[a.Labels.Get("webhook")] = at
+					key := a.Labels.Get("configuration") + "/" + a.Labels.Get("webhook")
+					if _, seen := firstFired[key]; !seen && a.State == rules.StateFiring {
+						firstFired[key] = at
 					}
 					if got := a.Labels.Get("mapping"); got != want.mapping {
-						t.Errorf("%s's alert names mapping %q, want %q", a.Labels.Get("webhook"), got, want.mapping)
+						t.Errorf("%s's alert names mapping %q, want %q", key, got, want.mapping)
 					}
 				}
 			}

@@ -122,7 +122,8 @@ type Observer struct {
 	// burst of writes to one configuration is decided once or twice).
 	Decided prometheus.Counter
 	// Health describes every webhook entry of every configuration the
-	// observer's watch holds (see WebhookHealth).
+	// observer's watch holds, and the one entry of each CRD and APIService
+	// kube-apiserver calls (see WebhookHealth).
 	Health *WebhookHealth
 }
 
@@ -149,18 +150,26 @@ func NewObserver(reg prometheus.Registerer) *Observer {
 }
 
 // WebhookEntry is one webhook entry of a Validating- or
-// MutatingWebhookConfiguration, as the health series describe it.
+// MutatingWebhookConfiguration, or the one entry of a
+// CustomResourceDefinition's conversion webhook or of an APIService's
+// service, as the health series describe it.
 type WebhookEntry struct {
-	// Kind is ValidatingWebhookConfiguration or MutatingWebhookConfiguration.
+	// Kind is ValidatingWebhookConfiguration, MutatingWebhookConfiguration,
+	// CustomResourceDefinition or APIService.
 	Kind string
-	// Configuration is the configuration's name.
+	// Configuration is the object's name.
 	Configuration string
 	// Webhook is the entry's name: kube-apiserver's
-	// apiserver_admission_webhook_* series call it name.
+	// apiserver_admission_webhook_* series call it name. A CRD's entry is
+	// "conversion", an APIService's "service", as decisions name them.
 	Webhook string
-	// FailurePolicy is Fail or Ignore.
+	// FailurePolicy is Fail or Ignore; always Fail for a CRD's and an
+	// APIService's entry, which have no failure policy and fail closed.
 	FailurePolicy string
-	// TimeoutSeconds is the entry's timeout, in whole seconds (1 to 30).
+	// TimeoutSeconds is the entry's timeout, in whole seconds (1 to 30);
+	// "" for a CRD's and an APIService's entry: kube-apiserver sets no
+	// timeout of its own on those calls (the request's deadline bounds
+	// them).
 	TimeoutSeconds string
 	// Mapping is the owner mapping's name; "" when unmanaged, the names
 	// joined with "," when several mappings claim the configuration.
@@ -173,7 +182,8 @@ type WebhookEntry struct {
 	// when it has none.
 	CAExpiry time.Time
 	// ServiceNamespace and ServiceName name the Service kube-apiserver
-	// calls (clientConfig.service); "" for an entry called by URL.
+	// calls (clientConfig.service, an APIService's spec.service); "" for
+	// an entry called by URL.
 	ServiceNamespace, ServiceName string
 	// ReadyEndpoints counts the Service's ready endpoints across its
 	// EndpointSlices; meaningful only when EndpointsKnown.
@@ -184,22 +194,26 @@ type WebhookEntry struct {
 }
 
 // WebhookHealth is a collector computed at each scrape from the
-// observer's watch, so a configuration or entry that is gone has no series
+// observer's watches, so a configuration or entry that is gone has no series
 // and a reload of the mappings relabels at once. It exports nothing while
 // no source is set: on followers, and before the leader's watch is
 // started.
 //
 // Series: one info series, at most one expiry series and at most one
-// ready-endpoints series per webhook entry of the cluster. Every label
-// value comes from a bounded set: names of existing objects and mappings,
-// two failure policies, 30 timeouts, and a fingerprint label of at most
-// three short fingerprints (see CAFingerprint).
+// ready-endpoints series per webhook entry of the cluster (a CRD with a
+// conversion webhook and an APIService with a service have one entry).
+// Every label value comes from a bounded set: names of existing objects
+// and mappings, two failure policies, 30 timeouts and "", and a
+// fingerprint label of at most three short fingerprints (see
+// CAFingerprint).
 type WebhookHealth struct {
 	// Info is 1 for each webhook entry.
-	//   kind: ValidatingWebhookConfiguration | MutatingWebhookConfiguration
-	//   configuration, webhook: the configuration's and the entry's name
-	//   failure_policy: Fail | Ignore
-	//   timeout_seconds: 1..30
+	//   kind: ValidatingWebhookConfiguration | MutatingWebhookConfiguration |
+	//         CustomResourceDefinition | APIService
+	//   configuration, webhook: the object's and the entry's name
+	//         (conversion for a CRD, service for an APIService)
+	//   failure_policy: Fail | Ignore (Fail for a CRD and an APIService)
+	//   timeout_seconds: 1..30, "" for a CRD and an APIService
 	//   mapping: the owner mapping, "" when unmanaged
 	//   ca_fingerprint: see WebhookEntry.CAFingerprint
 	Info *prometheus.Desc
@@ -212,7 +226,8 @@ type WebhookHealth struct {
 	// no series for an entry called by URL, nor before the watch of
 	// EndpointSlices has synced.
 	//   kind, configuration, webhook: as Info
-	//   service_namespace, service_name: clientConfig.service
+	//   service_namespace, service_name: clientConfig.service (an
+	//         APIService's spec.service)
 	ServiceReadyEndpoints *prometheus.Desc
 
 	mu     sync.Mutex
@@ -223,7 +238,7 @@ type WebhookHealth struct {
 func NewWebhookHealth() *WebhookHealth {
 	return &WebhookHealth{
 		Info: prometheus.NewDesc("webhook_guard_webhook_info",
-			"1 for every webhook entry of every Validating- and MutatingWebhookConfiguration, with its failure policy, timeout, owner mapping and caBundle fingerprints; exported by the leader only.",
+			"1 for every webhook entry of every Validating- and MutatingWebhookConfiguration, every CustomResourceDefinition's conversion webhook and every APIService's service, with its failure policy, timeout, owner mapping and caBundle fingerprints; exported by the leader only.",
 			[]string{"kind", "configuration", "webhook", "failure_policy", "timeout_seconds", "mapping", "ca_fingerprint"}, nil),
 		CABundleExpiry: prometheus.NewDesc("webhook_guard_webhook_cabundle_expiry_timestamp_seconds",
 			"Earliest expiry (Unix time) of the certificates in each webhook entry's caBundle; no series for a bundle without a usable certificate. Exported by the leader only.",

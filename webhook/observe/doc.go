@@ -23,5 +23,9 @@
 // series per webhook entry of every configuration, guarded or not: its
 // failure policy, timeout, owner mapping and caBundle expiry (health.go),
 // and the ready endpoints of the Service it calls, from a watch of
-// EndpointSlices that keeps a count per slice (endpoints.go).
+// EndpointSlices that keeps a count per slice (endpoints.go). It exports
+// the same series for the one entry of each CustomResourceDefinition with
+// a conversion webhook and each APIService with a service, from watches
+// that keep of each object its name, Service and caBundle
+// (trustobjects.go); it does not judge their changes.
 package observe

@@ -78,14 +78,28 @@ func (h *health) entries() []metrics.WebhookEntry {
 	return out
 }
 
-// entryFields are the fields of a webhook entry the series read; both
-// kinds' entries have them.
+// entryFields are the fields of an entry the series read, with the
+// defaults of its kind filled in.
 type entryFields struct {
 	name          string
-	failurePolicy *admv1.FailurePolicyType
-	timeout       *int32
+	failurePolicy string
+	timeout       string
 	caBundle      []byte
 	service       *admv1.ServiceReference
+}
+
+// admissionEntry reads one webhook entry of a Validating- or
+// MutatingWebhookConfiguration.
+func admissionEntry(name string, failurePolicy *admv1.FailurePolicyType, timeout *int32, cc *admv1.WebhookClientConfig) entryFields {
+	f := entryFields{name: name, failurePolicy: string(defaultFailurePolicy), timeout: strconv.Itoa(defaultTimeoutSeconds),
+		caBundle: cc.CABundle, service: cc.Service}
+	if failurePolicy != nil {
+		f.failurePolicy = string(*failurePolicy)
+	}
+	if timeout != nil {
+		f.timeout = strconv.Itoa(int(*timeout))
+	}
+	return f
 }
 
 func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings, seen map[[sha256.Size]byte]bundleHealth, obj any) []metrics.WebhookEntry {
@@ -97,15 +111,20 @@ func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings,
 		kind, meta = policy.KindValidating, &o.ObjectMeta
 		for i := range o.Webhooks {
 			w := &o.Webhooks[i]
-			fields = append(fields, entryFields{w.Name, w.FailurePolicy, w.TimeoutSeconds, w.ClientConfig.CABundle, w.ClientConfig.Service})
+			fields = append(fields, admissionEntry(w.Name, w.FailurePolicy, w.TimeoutSeconds, &w.ClientConfig))
 		}
 	case *admv1.MutatingWebhookConfiguration:
 		kind, meta = policy.KindMutating, &o.ObjectMeta
 		for i := range o.Webhooks {
 			w := &o.Webhooks[i]
-			fields = append(fields, entryFields{w.Name, w.FailurePolicy, w.TimeoutSeconds, w.ClientConfig.CABundle, w.ClientConfig.Service})
+			fields = append(fields, admissionEntry(w.Name, w.FailurePolicy, w.TimeoutSeconds, &w.ClientConfig))
 		}
+	case *trustObject:
+		kind, meta, fields = o.TrustKind, &o.ObjectMeta, o.entries()
 	default:
+		return out
+	}
+	if len(fields) == 0 {
 		return out
 	}
 	mapping := mappingOf(cfg, kind, meta)
@@ -113,14 +132,8 @@ func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings,
 		b := h.bundle(seen, f.caBundle)
 		e := metrics.WebhookEntry{
 			Kind: string(kind), Configuration: meta.Name, Webhook: f.name,
-			FailurePolicy: string(defaultFailurePolicy), TimeoutSeconds: strconv.Itoa(defaultTimeoutSeconds),
+			FailurePolicy: f.failurePolicy, TimeoutSeconds: f.timeout,
 			Mapping: mapping, CAFingerprint: b.fingerprint, CAExpiry: b.notAfter,
-		}
-		if f.failurePolicy != nil {
-			e.FailurePolicy = string(*f.failurePolicy)
-		}
-		if f.timeout != nil {
-			e.TimeoutSeconds = strconv.Itoa(int(*f.timeout))
 		}
 		if f.service != nil {
 			e.ServiceNamespace, e.ServiceName = f.service.Namespace, f.service.Name
@@ -176,14 +189,15 @@ func parseBundleHealth(data []byte) bundleHealth {
 }
 
 // exportHealth makes the health series describe what the informers of
-// webhook configurations hold, with the ready endpoints of the Services
-// they call; the returned func stops it (a follower, or a stopped leader,
-// exports none).
-func (o *Observer) exportHealth(infs []toolscache.SharedIndexInformer, endpoints readyEndpoints) func() {
-	stores := make([]toolscache.Store, len(infs))
+// webhook configurations hold, and the stores of CRDs and APIServices
+// (trust), with the ready endpoints of the Services they call; the
+// returned func stops it (a follower, or a stopped leader, exports none).
+func (o *Observer) exportHealth(infs []toolscache.SharedIndexInformer, endpoints readyEndpoints, trust []toolscache.Store) func() {
+	stores := make([]toolscache.Store, len(infs), len(infs)+len(trust))
 	for i, inf := range infs {
 		stores[i] = inf.GetStore()
 	}
+	stores = append(stores, trust...)
 	o.Metrics.Health.SetSource(healthSource(o.Config, endpoints.count, stores...))
 	return func() { o.Metrics.Health.SetSource(nil) }
 }

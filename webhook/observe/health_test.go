@@ -122,13 +122,17 @@ func Test_parseBundleHealth(t *testing.T) {
 }
 
 // startObserver runs an observer of client, with the mapping "app", until
-// the test ends; it returns the registry of its metrics.
-func startObserver(t *testing.T, client *fake.Clientset) *prometheus.Registry {
+// the test ends, after applying opts to it; it returns the registry of its
+// metrics.
+func startObserver(t *testing.T, client *fake.Clientset, opts ...func(*Observer)) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg := appConfig(t, testpki.MustCA(t, "owner-ca").PEM, "")
 	o := &Observer{Kube: client, Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: &recorded{},
 		Metrics: NewMetrics(reg), Log: logr.Discard(), MismatchGrace: -1}
+	for _, opt := range opts {
+		opt(o)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- o.Start(ctx) }()

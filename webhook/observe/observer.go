@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -54,7 +55,10 @@ type Recorder interface {
 // in the stored caBundle" means what it means for admission).
 type Observer struct {
 	// Kube lists and watches the webhook configurations and EndpointSlices (read-only).
-	Kube     kubernetes.Interface
+	Kube kubernetes.Interface
+	// Dynamic lists and watches CRDs and APIServices for the health series
+	// (read-only); nil: those kinds have none.
+	Dynamic  dynamic.Interface
 	Config   ConfigSource
 	Decider  Decider
 	Recorder Recorder
@@ -150,7 +154,8 @@ func (o *Observer) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer o.exportHealth(infs, endpoints)()
+	trust, stopTrust := o.watchTrustObjects(ctx.Done())
+	defer o.exportHealth(infs, endpoints, trust)()
 	worker := make(chan struct{})
 	go func() {
 		defer close(worker)
@@ -164,7 +169,7 @@ func (o *Observer) Start(ctx context.Context) error {
 	<-ctx.Done()
 	o.queue.ShutDown()
 	<-worker
-	o.shutdown(factory)
+	o.shutdown(factory.Shutdown, stopTrust)
 	return nil
 }
 
@@ -184,28 +189,6 @@ func (o *Observer) warm(ctx context.Context, w Warmer) {
 			return
 		}
 		w.Warm(ctx, obj.kind, obj.meta.Name, obj.meta.Labels, obj.meta.Annotations)
-	}
-}
-
-// shutdownWait bounds how long stopping waits for the informers.
-const shutdownWait = time.Second
-
-// shutdown stops the informers, waiting at most shutdownWait for them.
-// client-go's reflector backs off from a failed watch-list request with a
-// sleep that does not watch its context, so with the API server unreachable
-// Shutdown blocked for the rest of that back-off (4–9 s measured, up to its
-// 30 s cap), holding up the whole process's exit. What is left is a
-// goroutine sleeping until the process ends.
-func (o *Observer) shutdown(factory informers.SharedInformerFactory) {
-	done := make(chan struct{})
-	go func() {
-		factory.Shutdown()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(shutdownWait):
-		o.Log.Info("not waiting for the watch of webhook configurations to stop: it is backing off from a failed request", "waited", shutdownWait)
 	}
 }
 

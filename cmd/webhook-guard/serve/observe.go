@@ -2,6 +2,7 @@ package serve
 
 import (
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -20,8 +21,13 @@ func addObserver(mgr ctrl.Manager, store webhook.ConfigSource, handler *webhook.
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
 	return mgr.Add(&observe.Observer{
 		Kube:     kube,
+		Dynamic:  dyn,
 		Config:   store,
 		Decider:  &observe.CADecider{Config: store, CA: handler.CA, Fingerprints: handler.Fingerprints},
 		Recorder: recorder,
