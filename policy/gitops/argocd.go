@@ -11,6 +11,19 @@ const ArgoCDSyncOption = "RespectIgnoreDifferences=true"
 // expressions name it: the entries need not be counted or named.
 const argoCDCABundlePath = "." + webhooksField + "[]?." + clientConfigField + "." + caBundleField
 
+// argoCDPath is the jq path of the caBundle(s) of an object of kind: every
+// webhooks[] entry's, a CRD's conversion webhook's, an APIService's.
+func argoCDPath(kind string) string {
+	switch kind {
+	case KindCRD:
+		return ".spec.conversion.webhook." + clientConfigField + "." + caBundleField
+	case KindAPIService:
+		return ".spec." + caBundleField
+	default:
+		return argoCDCABundlePath
+	}
+}
+
 // ArgoCDIgnoreDifference is one entry of an Application's
 // spec.ignoreDifferences, with the fields of Argo CD's
 // ResourceIgnoreDifferences this generator sets.
@@ -34,10 +47,10 @@ func ArgoCD(owned []Owned) ([]ArgoCDIgnoreDifference, []string) {
 			continue
 		}
 		out = append(out, ArgoCDIgnoreDifference{
-			Group:             Group,
+			Group:             o.Group,
 			Kind:              o.Kind,
 			Name:              o.Name,
-			JQPathExpressions: []string{argoCDCABundlePath},
+			JQPathExpressions: []string{argoCDPath(o.Kind)},
 		})
 	}
 	return out, warnings

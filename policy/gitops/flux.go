@@ -32,13 +32,21 @@ type FluxSelector struct {
 }
 
 // Flux is the ignore rules for owned, one per configuration or selector,
-// each covering the caBundle of the first entries webhook entries.
+// each covering the caBundle of the first entries webhook entries (a CRD
+// or an APIService has one caBundle).
 func Flux(owned []Owned, entries int) []FluxIgnoreRule {
 	paths := fluxCABundlePaths(entries)
 	out := []FluxIgnoreRule{}
 	for _, o := range owned {
+		p := paths
+		switch o.Kind {
+		case KindCRD:
+			p = []string{"/spec/conversion/webhook/" + clientConfigField + "/" + caBundleField}
+		case KindAPIService:
+			p = []string{"/spec/" + caBundleField}
+		}
 		sel := FluxSelector{
-			Group:         regexp.QuoteMeta(Group),
+			Group:         regexp.QuoteMeta(o.Group),
 			Version:       Version,
 			Kind:          o.Kind,
 			LabelSelector: o.LabelSelector,
@@ -46,7 +54,7 @@ func Flux(owned []Owned, entries int) []FluxIgnoreRule {
 		if o.Name != "" {
 			sel.Name = regexp.QuoteMeta(o.Name)
 		}
-		out = append(out, FluxIgnoreRule{Paths: slices.Clone(paths), Target: sel})
+		out = append(out, FluxIgnoreRule{Paths: slices.Clone(p), Target: sel})
 	}
 	return out
 }

@@ -29,6 +29,11 @@ var (
 		Writers: guardapi.Subjects{ServiceAccounts: []string{"koordinator-system/koord-manager"}},
 		CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs"}},
 	}
+	trustObjects = guardapi.Owner{
+		Name:  "widgets",
+		Match: guardapi.Match{CustomResourceDefinitions: []string{"widgets.example.com"}, APIServices: []string{"v1beta1.metrics.example.com"}},
+		CA:    guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}},
+	}
 	inline = guardapi.Owner{
 		Name:    "fixed",
 		Match:   guardapi.Match{Validating: []string{"fixed-webhook"}},
@@ -60,6 +65,47 @@ ignoreDifferences:
   - .webhooks[]?.clientConfig.caBundle
   kind: MutatingWebhookConfiguration
   name: istio-sidecar-injector
+`,
+		},
+		"if a mapping names a CRD and an APIService, each tool ignores the one caBundle of each in its own API group": {
+			in: Input{Config: config(trustObjects), Tool: ToolArgoCD},
+			want: `# Argo CD: paste under the Application's spec, and add RespectIgnoreDifferences=true
+# to its spec.syncPolicy.syncOptions: without it a sync still writes Git's value.
+# APIService v1beta1.metrics.example.com: caBundle written by cert-manager's cainjector (cert-manager/cert-manager-cainjector)
+# CustomResourceDefinition widgets.example.com: caBundle written by cert-manager's cainjector (cert-manager/cert-manager-cainjector)
+ignoreDifferences:
+- group: apiregistration.k8s.io
+  jqPathExpressions:
+  - .spec.caBundle
+  kind: APIService
+  name: v1beta1.metrics.example.com
+- group: apiextensions.k8s.io
+  jqPathExpressions:
+  - .spec.conversion.webhook.clientConfig.caBundle
+  kind: CustomResourceDefinition
+  name: widgets.example.com
+`,
+		},
+		"if Flux is asked for a CRD and an APIService, one pointer each": {
+			in: Input{Config: config(trustObjects), Tool: ToolFlux},
+			want: `# Flux: paste under the Kustomization's spec (kustomize-controller's ignore rules).
+# APIService v1beta1.metrics.example.com: caBundle written by cert-manager's cainjector (cert-manager/cert-manager-cainjector)
+# CustomResourceDefinition widgets.example.com: caBundle written by cert-manager's cainjector (cert-manager/cert-manager-cainjector)
+ignore:
+- paths:
+  - /spec/caBundle
+  target:
+    group: apiregistration\.k8s\.io
+    kind: APIService
+    name: v1beta1\.metrics\.example\.com
+    version: v1
+- paths:
+  - /spec/conversion/webhook/clientConfig/caBundle
+  target:
+    group: apiextensions\.k8s\.io
+    kind: CustomResourceDefinition
+    name: widgets\.example\.com
+    version: v1
 `,
 		},
 		"if the CA is inline, no rule, and the comment says why": {

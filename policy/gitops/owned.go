@@ -10,12 +10,17 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// The kinds of webhook configuration, as their API group names them.
+// The kinds whose caBundles a mapping owns, as their API groups name
+// them: the webhook configurations (in Group), CRDs and APIServices.
 const (
 	Group                 = "admissionregistration.k8s.io"
 	Version               = "v1"
-	KindValidating        = "ValidatingWebhookConfiguration"
-	KindMutating          = "MutatingWebhookConfiguration"
+	KindValidating        = guardapi.KindValidatingWebhookConfiguration
+	KindMutating          = guardapi.KindMutatingWebhookConfiguration
+	KindCRD               = guardapi.KindCustomResourceDefinition
+	KindAPIService        = guardapi.KindAPIService
+	crdGroup              = "apiextensions.k8s.io"
+	apiServiceGroup       = "apiregistration.k8s.io"
 	caBundleField         = "caBundle"
 	clientConfigField     = "clientConfig"
 	webhooksField         = "webhooks"
@@ -58,7 +63,9 @@ func WrittenAtRunTime(k guardapi.CASourceKind) bool { return writtenAtRunTime[k]
 type Owned struct {
 	// Mapping is the owner mapping's name.
 	Mapping string
-	// Kind is KindValidating or KindMutating.
+	// Group is the kind's API group.
+	Group string
+	// Kind is KindValidating, KindMutating, KindCRD or KindAPIService.
 	Kind string
 	// Name is the configuration's name; empty when LabelSelector selects.
 	Name string
@@ -89,11 +96,10 @@ func OwnedFields(cfg *guardapi.GuardConfig) ([]Owned, []Kept, error) {
 			continue
 		}
 		writer := writerOf(cfg, o)
-		for _, n := range o.Match.Validating {
-			owned = append(owned, Owned{Mapping: o.Name, Kind: KindValidating, Name: n, Writer: writer})
-		}
-		for _, n := range o.Match.Mutating {
-			owned = append(owned, Owned{Mapping: o.Name, Kind: KindMutating, Name: n, Writer: writer})
+		for _, named := range o.Match.Named() {
+			for _, n := range named.Names {
+				owned = append(owned, Owned{Mapping: o.Name, Group: groupOf(named.Kind), Kind: named.Kind, Name: n, Writer: writer})
+			}
 		}
 		if o.Match.LabelSelector != nil {
 			sel, err := metav1.LabelSelectorAsSelector(o.Match.LabelSelector)
@@ -101,7 +107,7 @@ func OwnedFields(cfg *guardapi.GuardConfig) ([]Owned, []Kept, error) {
 				return nil, nil, fmt.Errorf("owners[%s].match.labelSelector: %w", o.Name, err)
 			}
 			for _, k := range []string{KindMutating, KindValidating} {
-				owned = append(owned, Owned{Mapping: o.Name, Kind: k, LabelSelector: sel.String(), Writer: writer})
+				owned = append(owned, Owned{Mapping: o.Name, Group: Group, Kind: k, LabelSelector: sel.String(), Writer: writer})
 			}
 		}
 	}
@@ -118,4 +124,16 @@ func writerOf(cfg *guardapi.GuardConfig, o *guardapi.Owner) string {
 		return cainjectorDescription + " (" + cfg.CertManager.CAInjectorServiceAccount + ")"
 	}
 	return "the writers of mapping " + o.Name + " (CA source " + string(o.CA.Kind()) + ")"
+}
+
+// groupOf is the API group of a kind a mapping names.
+func groupOf(kind string) string {
+	switch kind {
+	case KindCRD:
+		return crdGroup
+	case KindAPIService:
+		return apiServiceGroup
+	default:
+		return Group
+	}
 }
