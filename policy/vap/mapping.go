@@ -47,8 +47,10 @@ func generateMapping(spec *guardapi.GuardConfig, o *guardapi.Owner, cas map[stri
 		if len(k.names(m)) == 0 {
 			continue
 		}
-		if err := add(m.buildTrust(k)); err != nil {
-			return nil, err
+		for _, part := range m.parts() {
+			if err := add(m.buildTrust(k, part)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil

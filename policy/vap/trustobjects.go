@@ -16,9 +16,12 @@ import (
 // are the webhook configurations' for a single entry, with the same rules
 // as the static shape (policy.ConfigKind.OwnsTrustOnly): a subject that is
 // not a writer may write the object as long as it leaves the trust alone.
-// They compare caBundles with the CA literal only (never a Secret param):
-// a writer's write of a CA the guard has not synced yet is denied and
-// retried, as for a mapping without policy.caParams.
+// Where the owner's CA is a Secret key and the guard may read Secrets as
+// params, the checks are split as the webhook configurations' are
+// (policyPart, rotation.go): -crds decides not-owner and the entry rule,
+// -crds-ca checks writers' caBundles against the Secret as its param, so
+// that kube-apiserver sees a rotation as soon as the writer does and a
+// missing Secret never switches not-owner off.
 
 // trustKind is what differs between the two kinds in CEL.
 type trustKind struct {
@@ -62,9 +65,10 @@ var trustKinds = []trustKind{
 	},
 }
 
-// buildTrust is the policy and binding of the mapping's objects of kind k.
-func (m mappingPolicy) buildTrust(k trustKind) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
-	name := PolicyName(m.owner.Name) + k.suffix
+// buildTrust is the policy and binding of one part of the mapping's
+// objects of kind k.
+func (m mappingPolicy) buildTrust(k trustKind, part policyPart) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
+	name := PolicyName(m.owner.Name) + k.suffix + part.suffix()
 	conds := []admv1.MatchCondition{{Name: "owned-object", Expression: RequestName + " in " + celList(k.names(m))}}
 	if bg, ok := SubjectsExpression(m.spec.BreakGlass); ok {
 		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
@@ -85,19 +89,20 @@ func (m mappingPolicy) buildTrust(k trustKind) (*admv1.ValidatingAdmissionPolicy
 				}}},
 				MatchPolicy: ptr.To(admv1.Equivalent),
 			},
+			ParamKind:       m.rotation.paramKind(part),
 			FailurePolicy:   ptr.To(admv1.Fail),
 			MatchConditions: conds,
-			Variables:       m.trustVariables(k),
-			Validations:     m.trustValidations(k),
+			Variables:       m.trustVariables(k, part),
+			Validations:     m.trustValidations(k, part),
 		},
 	}
-	return p, m.binding(name, nil)
+	return p, m.binding(name, m.rotation.paramRef(part))
 }
 
 // trustVariables are the single entry's: its caBundle before and after as
 // base64 text ("" for none), whether the write changes the trust, and the
 // rotation rule's variables.
-func (m mappingPolicy) trustVariables(k trustKind) []admv1.Variable {
+func (m mappingPolicy) trustVariables(k trustKind, part policyPart) []admv1.Variable {
 	vars := append(m.subjectVariables(),
 		admv1.Variable{Name: "bundle", Expression: `request.operation == "DELETE" ? "" : ` + k.bundle("object")},
 		admv1.Variable{Name: "oldBundle", Expression: `request.operation == "UPDATE" ? ` + k.bundle("oldObject") + ` : ""`},
@@ -109,20 +114,39 @@ func (m mappingPolicy) trustVariables(k trustKind) []admv1.Variable {
 		// rule): kube-apiserver would trust its system roots.
 		admv1.Variable{Name: "unfilled", Expression: `request.operation != "DELETE" && ` + k.entry("object") + ` && variables.bundle == "" && !(request.operation == "UPDATE" && ` + k.entry("oldObject") + `)`},
 	)
-	vars = append(vars, rotationVariables(CELString(m.rotation.literal()))...)
+	if part != partOwner {
+		vars = append(vars, rotationVariables(m.rotation.caExpression(part))...)
+	}
+	if part == partCA {
+		return vars
+	}
 	return append(vars, m.fillVariables()...)
 }
 
 // trustValidations: not-owner for a non-writer's trust change, the entry
 // rule for everyone, and the rotation rule for a writer's.
-func (m mappingPolicy) trustValidations(k trustKind) []admv1.Validation {
+func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Validation {
 	fill := `!variables.unfilled`
 	if m.injected() {
 		fill = `(!variables.unfilled || variables.fillComing)`
 	}
-	allowed := `(variables.ca != "" && !variables.insecure && variables.bundle != "" && (variables.bundle == variables.ca || ` +
+	orLiteral := ""
+	if part == partCA && len(m.ca.PEM) > 0 {
+		// The CA the guard last synced, which a writer may still write.
+		orLiteral = ` || variables.bundle == ` + CELString(m.rotation.literal())
+	}
+	allowed := `(variables.ca != "" && !variables.insecure && variables.bundle != "" && (variables.bundle == variables.ca` + orLiteral + ` || ` +
 		mergedAfterOf("variables.oldBundle", "variables.bundle") + `))`
-	return []admv1.Validation{
+	caCheck := admv1.Validation{
+		Expression:        `!variables.isWriter || !variables.changesTrust || ` + allowed,
+		Message:           m.caMismatchFallback(),
+		MessageExpression: m.trustMismatchMessage(k),
+		Reason:            ptr.To(metav1.StatusReasonForbidden),
+	}
+	if part == partCA {
+		return []admv1.Validation{caCheck}
+	}
+	out := []admv1.Validation{
 		{
 			Expression:        `variables.isWriter || !variables.changesTrust`,
 			Message:           fallbackMessage(policy.RuleNotOwner, m.owner.Name),
@@ -135,13 +159,11 @@ func (m mappingPolicy) trustValidations(k trustKind) []admv1.Validation {
 			MessageExpression: m.prefix() + ` + ` + CELString(fmt.Sprintf("%s: %s: the %s entry has no caBundle (kube-apiserver would trust its system roots for it); hint: %s", policy.RuleCAMismatch, k.bundleField, k.entryFieldName, policy.UnfilledHint)),
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		},
-		{
-			Expression:        `!variables.isWriter || !variables.changesTrust || ` + allowed,
-			Message:           m.caMismatchFallback(),
-			MessageExpression: m.trustMismatchMessage(k),
-			Reason:            ptr.To(metav1.StatusReasonForbidden),
-		},
 	}
+	if part == partAll {
+		out = append(out, caCheck)
+	}
+	return out
 }
 
 func (m mappingPolicy) trustMismatchMessage(k trustKind) string {

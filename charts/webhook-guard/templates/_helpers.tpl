@@ -128,7 +128,7 @@ mapping removed by this upgrade may still be deleted. A YAML list, sorted.
 {{- $names := list (printf "webhook-guard.anchor.%s-policy-anchor" (include "webhook-guard.fullname" .)) }}
 {{- range .Values.config.owners }}
 {{- $base := printf "webhook-guard-%s" .name }}
-{{- $names = concat $names (list $base (printf "%s-selected" $base) (printf "%s-ca" $base) (printf "%s-selected-ca" $base) (printf "%s-crds" $base) (printf "%s-apiservices" $base)) }}
+{{- $names = concat $names (list $base (printf "%s-selected" $base) (printf "%s-ca" $base) (printf "%s-selected-ca" $base) (printf "%s-crds" $base) (printf "%s-crds-ca" $base) (printf "%s-apiservices" $base) (printf "%s-apiservices-ca" $base)) }}
 {{- end }}
 {{- range $kind := list "ValidatingAdmissionPolicy" "ValidatingAdmissionPolicyBinding" }}
 {{- range (lookup "admissionregistration.k8s.io/v1" $kind "" "").items | default list }}

@@ -40,7 +40,8 @@ const (
 // whatever its match: the syncer looks up a mapping's live objects by them.
 func AllForMapping(mapping string) []string {
 	base := ForMapping(mapping)
-	return []string{base, base + selectedSuffix, CAPolicy(base), CAPolicy(base + selectedSuffix), base + CRDSuffix, base + APIServiceSuffix}
+	return []string{base, base + selectedSuffix, CAPolicy(base), CAPolicy(base + selectedSuffix),
+		base + CRDSuffix, CAPolicy(base + CRDSuffix), base + APIServiceSuffix, CAPolicy(base + APIServiceSuffix)}
 }
 
 // Target is one policy an owner's match generates, before any CA
@@ -83,10 +84,10 @@ func generatedNames(o *guardapi.Owner) []string {
 		out = append(out, t.Name, CAPolicy(t.Name))
 	}
 	if len(o.Match.CustomResourceDefinitions) > 0 {
-		out = append(out, ForMapping(o.Name)+CRDSuffix)
+		out = append(out, ForMapping(o.Name)+CRDSuffix, CAPolicy(ForMapping(o.Name)+CRDSuffix))
 	}
 	if len(o.Match.APIServices) > 0 {
-		out = append(out, ForMapping(o.Name)+APIServiceSuffix)
+		out = append(out, ForMapping(o.Name)+APIServiceSuffix, CAPolicy(ForMapping(o.Name)+APIServiceSuffix))
 	}
 	return out
 }

@@ -36,6 +36,6 @@ func Test_Targets(t *testing.T) {
 }
 
 func Test_AllForMapping(t *testing.T) {
-	assert.Equal(t, []string{"webhook-guard-app", "webhook-guard-app-selected", "webhook-guard-app-ca", "webhook-guard-app-selected-ca", "webhook-guard-app-crds", "webhook-guard-app-apiservices"}, AllForMapping("app"))
+	assert.Equal(t, []string{"webhook-guard-app", "webhook-guard-app-selected", "webhook-guard-app-ca", "webhook-guard-app-selected-ca", "webhook-guard-app-crds", "webhook-guard-app-crds-ca", "webhook-guard-app-apiservices", "webhook-guard-app-apiservices-ca"}, AllForMapping("app"))
 	assert.Equal(t, "webhook-guard-app-ca", CAPolicy(ForMapping("app")))
 }
