@@ -174,32 +174,62 @@ func staleRequests(denied []framework.AuditedWrite, h *caHistory) (stale, other 
 	return stale, other
 }
 
+// paramLagRequests picks, from denied writes that are not stale, those
+// that sent only CAs the Secret had held for at most pollSlack when
+// kube-apiserver received them (by the poll's clock, which sees a change
+// late, not early): the rotator updates its Secret and injects the new CA
+// within milliseconds, and kube-apiserver reads the policy's param from its
+// own informer, which may not have delivered the updated Secret yet. The
+// rotator's retry passes once it has.
+func paramLagRequests(denied []framework.AuditedWrite, h *caHistory) (lag, other []framework.AuditedWrite) {
+	for _, w := range denied {
+		cas := sentCAs(w)
+		ok := len(cas) > 0
+		for _, fp := range cas {
+			ok = ok && h.freshAt(fp, w.Received)
+		}
+		if ok {
+			lag = append(lag, w)
+		} else {
+			other = append(other, w)
+		}
+	}
+	return lag, other
+}
+
+// freshAt says whether the Secret had held fp for at most pollSlack at at.
+func (h *caHistory) freshAt(fp string, at time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := slices.Index(h.order, fp)
+	return i >= 0 && !h.seen[i].Before(at.Add(-pollSlack))
+}
+
+// Test_paramLagRequests: a denied write passes as kube-apiserver's param
+// lag only when every CA it sent had just reached the Secret.
+func Test_paramLagRequests(t *testing.T) {
+	a, b := framework.NewCA(t, "a"), framework.NewCA(t, "b")
+	t0 := time.Now()
+	h := &caHistory{order: []string{shortOf(t, a.PEM), shortOf(t, b.PEM)}, seen: []time.Time{t0, t0.Add(time.Second)}}
+	lag, other := paramLagRequests([]framework.AuditedWrite{
+		auditedWrite(t, t0.Add(time.Second-5*time.Millisecond), b.PEM), // b sent before the poll saw it: lag
+		auditedWrite(t, t0.Add(time.Second+100*time.Millisecond), b.PEM),
+		auditedWrite(t, t0.Add(2*time.Second), b.PEM), // b current for a second: not lag
+		auditedWrite(t, t0.Add(time.Second), a.PEM, b.PEM),
+		{Code: 403},
+	}, h)
+	if len(lag) != 2 || len(other) != 3 {
+		t.Fatalf("lag %d, other %d; want 2 and 3", len(lag), len(other))
+	}
+}
+
 // Test_staleRequests: a denied write passes as stale only when every CA it
 // sent had been replaced in the Secret by the time it was received.
 func Test_staleRequests(t *testing.T) {
 	a, b := framework.NewCA(t, "a"), framework.NewCA(t, "b")
-	short := func(pem []byte) string {
-		fps, err := cabundle.Parse(pem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fps[0].Short()
-	}
 	t0 := time.Now()
-	h := &caHistory{order: []string{short(a.PEM), short(b.PEM)}, seen: []time.Time{t0, t0.Add(time.Second)}}
-	write := func(at time.Time, pems ...[]byte) framework.AuditedWrite {
-		var obj struct {
-			Webhooks []map[string]map[string][]byte `json:"webhooks"`
-		}
-		for _, p := range pems {
-			obj.Webhooks = append(obj.Webhooks, map[string]map[string][]byte{"clientConfig": {"caBundle": p}})
-		}
-		raw, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return framework.AuditedWrite{Code: 403, Received: at, Request: raw}
-	}
+	h := &caHistory{order: []string{shortOf(t, a.PEM), shortOf(t, b.PEM)}, seen: []time.Time{t0, t0.Add(time.Second)}}
+	write := func(at time.Time, pems ...[]byte) framework.AuditedWrite { return auditedWrite(t, at, pems...) }
 	stale, other := staleRequests([]framework.AuditedWrite{
 		write(t0.Add(2*time.Second), a.PEM, a.PEM), // a after b replaced it: stale
 		write(t0.Add(100*time.Millisecond), a.PEM), // a while it was current
@@ -210,4 +240,31 @@ func Test_staleRequests(t *testing.T) {
 	if len(stale) != 1 || len(other) != 4 {
 		t.Fatalf("stale %d, other %d; want 1 and 4", len(stale), len(other))
 	}
+}
+
+// shortOf is the short fingerprint of a one-certificate PEM.
+func shortOf(t *testing.T, pem []byte) string {
+	t.Helper()
+	fps, err := cabundle.Parse(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fps[0].Short()
+}
+
+// auditedWrite is a denied write, received at the given time, whose
+// webhooks carry pems.
+func auditedWrite(t *testing.T, at time.Time, pems ...[]byte) framework.AuditedWrite {
+	t.Helper()
+	var obj struct {
+		Webhooks []map[string]map[string][]byte `json:"webhooks"`
+	}
+	for _, p := range pems {
+		obj.Webhooks = append(obj.Webhooks, map[string]map[string][]byte{"clientConfig": {"caBundle": p}})
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return framework.AuditedWrite{Code: 403, Received: at, Request: raw}
 }
