@@ -94,6 +94,15 @@ func (v *Validator) Validate(ctx context.Context, r Request) []string {
 	if r.Old != nil {
 		old = r.Old
 	}
+	return v.ValidateObjects(ctx, r.Operation, r.Name, obj, old, r.User, r.Params)
+}
+
+// ValidateObjects is Validate for objects of any form: kube-apiserver hands
+// the VAP engine the typed objects it decoded for the write, which CEL
+// converts on first access, so a benchmark of what a policy costs
+// kube-apiserver passes typed objects here (nil: none).
+func (v *Validator) ValidateObjects(ctx context.Context, op admission.Operation, name string, obj, old runtime.Object, u user.Info, params runtime.Object) []string {
+	r := Request{Operation: op, Name: name, User: u, Params: params}
 	attrs := admission.NewAttributesRecord(obj, old, ValidatingGVK, "", r.Name, ValidatingGVR, "", r.Operation, nil, false, r.User)
 	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: ValidatingGVK, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
 	res := v.v.Validate(ctx, ValidatingGVR, va, r.Params, nil, celconfig.RuntimeCELCostBudget, nil)
