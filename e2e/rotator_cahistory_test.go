@@ -159,19 +159,25 @@ func sentCAs(w framework.AuditedWrite) []string {
 // stale when every CA it sent had been replaced in the Secret when
 // kube-apiserver received it.
 func staleRequests(denied []framework.AuditedWrite, h *caHistory) (stale, other []framework.AuditedWrite) {
+	return splitBySentCAs(denied, h.replacedBy)
+}
+
+// splitBySentCAs splits denied writes into those that sent at least one
+// CA and only CAs for which is(fp, received) holds, and the others.
+func splitBySentCAs(denied []framework.AuditedWrite, is func(fp string, at time.Time) bool) (match, other []framework.AuditedWrite) {
 	for _, w := range denied {
 		cas := sentCAs(w)
 		ok := len(cas) > 0
 		for _, fp := range cas {
-			ok = ok && h.replacedBy(fp, w.Received)
+			ok = ok && is(fp, w.Received)
 		}
 		if ok {
-			stale = append(stale, w)
+			match = append(match, w)
 		} else {
 			other = append(other, w)
 		}
 	}
-	return stale, other
+	return match, other
 }
 
 // paramLagRequests picks, from denied writes that are not stale, those
@@ -182,19 +188,7 @@ func staleRequests(denied []framework.AuditedWrite, h *caHistory) (stale, other 
 // own informer, which may not have delivered the updated Secret yet. The
 // rotator's retry passes once it has.
 func paramLagRequests(denied []framework.AuditedWrite, h *caHistory) (lag, other []framework.AuditedWrite) {
-	for _, w := range denied {
-		cas := sentCAs(w)
-		ok := len(cas) > 0
-		for _, fp := range cas {
-			ok = ok && h.freshAt(fp, w.Received)
-		}
-		if ok {
-			lag = append(lag, w)
-		} else {
-			other = append(other, w)
-		}
-	}
-	return lag, other
+	return splitBySentCAs(denied, h.freshAt)
 }
 
 // freshAt says whether the Secret had held fp for at most pollSlack at at.

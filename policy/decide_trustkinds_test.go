@@ -166,3 +166,25 @@ func Test_Load_trustKinds(t *testing.T) {
 		})
 	}
 }
+
+// Test_EntryField: each kind's entry fields, as messages and findings name them.
+func Test_EntryField(t *testing.T) {
+	tests := map[string]struct {
+		kind  ConfigKind
+		index int
+		field string
+		want  string
+	}{
+		"a webhook configuration's entry is its webhooks[i]":   {KindMutating, 2, "clientConfig.caBundle", "webhooks[2].clientConfig.caBundle"},
+		"every entry of a webhook configuration":               {KindValidating, -1, "clientConfig.caBundle", "webhooks[].clientConfig.caBundle"},
+		"a CRD's entry is its conversion webhook":              {KindCRD, 0, "clientConfig.caBundle", "spec.conversion.webhook.clientConfig.caBundle"},
+		"an APIService's caBundle is in its spec":              {KindAPIService, 0, "clientConfig.caBundle", "spec.caBundle"},
+		"an APIService's service is in its spec":               {KindAPIService, 0, "clientConfig.service", "spec.service"},
+		"an APIService's insecureSkipTLSVerify is in its spec": {KindAPIService, 0, "insecureSkipTLSVerify", "spec.insecureSkipTLSVerify"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, EntryField(tc.kind, tc.index, tc.field))
+		})
+	}
+}

@@ -1,6 +1,12 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+)
 
 // The names of the one entry a CustomResourceDefinition or an APIService
 // carries, as decisions, messages and records name it.
@@ -12,29 +18,36 @@ const (
 )
 
 // APIVersion is the group/version the guard reads and names objects of
-// this kind in (owner references, Events).
+// this kind in (owner references, Events): guardapi.Kinds' for the kinds a
+// mapping names, admissionregistration.k8s.io/v1 for the policy shape's
+// generated objects.
 func (k ConfigKind) APIVersion() string {
-	switch k {
-	case KindCRD:
-		return "apiextensions.k8s.io/v1"
-	case KindAPIService:
-		return "apiregistration.k8s.io/v1"
+	if info, ok := guardapi.KindInfoOf(string(k)); ok {
+		return info.APIVersion()
+	}
+	return "admissionregistration.k8s.io/v1"
+}
+
+// EntryField is the path of a field of entry i of an object of the kind;
+// field is spelled as in a webhooks[] entry (clientConfig.caBundle,
+// clientConfig.service, timeoutSeconds), and i < 0 names every entry. A
+// CRD's entry is its conversion webhook, an APIService's its spec, where
+// the service and caBundle are no clientConfig's.
+func EntryField(kind ConfigKind, i int, field string) string {
+	switch {
+	case kind == KindCRD:
+		return "spec.conversion.webhook." + field
+	case kind == KindAPIService:
+		return "spec." + strings.TrimPrefix(field, "clientConfig.")
+	case i < 0:
+		return "webhooks[]." + field
 	default:
-		return "admissionregistration.k8s.io/v1"
+		return fmt.Sprintf("webhooks[%d].%s", i, field)
 	}
 }
 
 // entryField is the path of entry i's caBundle in an object of this kind.
-func entryField(kind ConfigKind, i int) string {
-	switch kind {
-	case KindCRD:
-		return "spec.conversion.webhook.clientConfig.caBundle"
-	case KindAPIService:
-		return "spec.caBundle"
-	default:
-		return fmt.Sprintf("webhooks[%d].clientConfig.caBundle", i)
-	}
-}
+func entryField(kind ConfigKind, i int) string { return EntryField(kind, i, "clientConfig.caBundle") }
 
 // entriesField is the path of the entries of an object of this kind, where
 // a removed entry was.
@@ -55,7 +68,9 @@ func entriesField(kind ConfigKind) string {
 // serving certificate, the widest trust change there is. Only an
 // APIService has the field.
 func InsecureEntries(in *Input) []int {
-	if in.Operation == OperationDelete {
+	// Only an APIService has the field: every other write, the admission
+	// path's common one, returns here without pairing the entries.
+	if in.Operation == OperationDelete || !slices.ContainsFunc(in.Webhooks, func(w Webhook) bool { return w.InsecureSkipTLSVerify }) {
 		return nil
 	}
 	var out []int

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // guardedKinds are the kinds the handler decides on, with the one group and
@@ -13,19 +14,19 @@ import (
 // kube-apiserver trusts. kube-apiserver sends an object in the version the
 // registration's rules name (matchPolicy Equivalent converts), so another
 // version means a misconfigured registration.
-var guardedKinds = map[policy.ConfigKind]schema.GroupVersion{
-	policy.KindValidating: {Group: guardedGroup, Version: guardedVersion},
-	policy.KindMutating:   {Group: guardedGroup, Version: guardedVersion},
-	policy.KindCRD:        {Group: "apiextensions.k8s.io", Version: "v1"},
-	policy.KindAPIService: {Group: "apiregistration.k8s.io", Version: "v1"},
-}
+var guardedKinds = func() map[policy.ConfigKind]schema.GroupVersion {
+	out := make(map[policy.ConfigKind]schema.GroupVersion, len(guardapi.Kinds))
+	for _, k := range guardapi.Kinds {
+		out[policy.ConfigKind(k.Kind)] = schema.GroupVersion{Group: k.Group, Version: k.Version}
+	}
+	return out
+}()
 
-// guardedKindList words guardedKinds for an error, in a fixed order.
+// guardedKindList words guardedKinds for an error, in guardapi.Kinds' order.
 var guardedKindList = func() string {
-	kinds := []policy.ConfigKind{policy.KindValidating, policy.KindMutating, policy.KindCRD, policy.KindAPIService}
-	parts := make([]string, len(kinds))
-	for i, k := range kinds {
-		parts[i] = guardedKinds[k].String() + " " + string(k)
+	parts := make([]string, len(guardapi.Kinds))
+	for i, k := range guardapi.Kinds {
+		parts[i] = k.APIVersion() + " " + k.Kind
 	}
 	return strings.Join(parts, ", ")
 }()

@@ -544,29 +544,25 @@ func auditPolicyFor(users []string) string {
 	return strings.Replace(auditPolicy, "rules:\n", `rules:
 - level: Request
   users: [`+strings.Join(quoted, ", ")+`]
-  resources:
+`+auditedResources, 1)
+}
+
+// auditedResources are the guarded kinds' resources, as an audit rule's.
+const auditedResources = `  resources:
   - group: admissionregistration.k8s.io
     resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
   - group: apiextensions.k8s.io
     resources: ["customresourcedefinitions"]
   - group: apiregistration.k8s.io
     resources: ["apiservices"]
-`, 1)
-}
+`
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  resources:
-  - group: admissionregistration.k8s.io
-    resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
-  - group: apiextensions.k8s.io
-    resources: ["customresourcedefinitions"]
-  - group: apiregistration.k8s.io
-    resources: ["apiservices"]
-- level: None
+` + auditedResources + `- level: None
 `
 
 // AuditEvent is the part of a kube-apiserver audit event the tests read.

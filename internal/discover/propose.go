@@ -317,7 +317,7 @@ func (inf *inference) bundle() ([]cabundle.Fingerprint, bool) {
 		}
 		fps, err := cabundle.Parse(w.CABundle)
 		if err != nil {
-			inf.reasons = append(inf.reasons, fmt.Sprintf("%s %v", EntryField(inf.cfg.Kind, i, "clientConfig.caBundle"), err))
+			inf.reasons = append(inf.reasons, fmt.Sprintf("%s %v", policy.EntryField(inf.cfg.Kind, i, "clientConfig.caBundle"), err))
 			return nil, false
 		}
 		bundle = append(bundle, fps...)

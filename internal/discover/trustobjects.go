@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // TrustObject is a CustomResourceDefinition with a conversion webhook or an
@@ -41,7 +42,10 @@ type TrustObject struct {
 // converted to its API type; an APIService is read field by field.
 var (
 	crdList        = apiextv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList")
-	apiServiceList = schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIServiceList"}
+	apiServiceList = func() schema.GroupVersionKind {
+		info, _ := guardapi.KindInfoOf(guardapi.KindAPIService)
+		return schema.GroupVersionKind{Group: info.Group, Version: info.Version, Kind: info.Kind + "List"}
+	}()
 )
 
 // ListTrustObjects reads the CRDs that have a conversion webhook and the
@@ -164,24 +168,6 @@ func trustBundlePath(kind policy.ConfigKind) []string {
 		return []string{"f:spec", "f:conversion", "f:webhook", "f:clientConfig", "f:caBundle"}
 	}
 	return []string{"f:spec", "f:caBundle"}
-}
-
-// EntryField is the path of a field of entry i of an object of the kind;
-// field is spelled as in a webhooks[] entry (clientConfig.caBundle,
-// clientConfig.service, timeoutSeconds), and i < 0 names every entry. A
-// CRD's entry is its conversion webhook, an APIService's its spec, where
-// the service and caBundle are no clientConfig's.
-func EntryField(kind policy.ConfigKind, i int, field string) string {
-	switch {
-	case kind == policy.KindCRD:
-		return "spec.conversion.webhook." + field
-	case kind == policy.KindAPIService:
-		return "spec." + strings.TrimPrefix(field, "clientConfig.")
-	case i < 0:
-		return "webhooks[]." + field
-	default:
-		return fmt.Sprintf("webhooks[%d].%s", i, field)
-	}
 }
 
 // entryLabel names entry i of an object of the kind in a sentence.

@@ -134,27 +134,6 @@ func Test_ListTrustObjects(t *testing.T) {
 	}
 }
 
-func Test_EntryField(t *testing.T) {
-	tests := map[string]struct {
-		kind  policy.ConfigKind
-		index int
-		field string
-		want  string
-	}{
-		"a webhook configuration's entry is its webhooks[i]":   {policy.KindMutating, 2, "clientConfig.caBundle", "webhooks[2].clientConfig.caBundle"},
-		"every entry of a webhook configuration":               {policy.KindValidating, -1, "clientConfig.caBundle", "webhooks[].clientConfig.caBundle"},
-		"a CRD's entry is its conversion webhook":              {policy.KindCRD, 0, "clientConfig.caBundle", "spec.conversion.webhook.clientConfig.caBundle"},
-		"an APIService's caBundle is in its spec":              {policy.KindAPIService, 0, "clientConfig.caBundle", "spec.caBundle"},
-		"an APIService's service is in its spec":               {policy.KindAPIService, 0, "clientConfig.service", "spec.service"},
-		"an APIService's insecureSkipTLSVerify is in its spec": {policy.KindAPIService, 0, "insecureSkipTLSVerify", "spec.insecureSkipTLSVerify"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, EntryField(tc.kind, tc.index, tc.field))
-		})
-	}
-}
-
 // Test_trustConfiguration: the caBundle's field managers are read at the
 // kind's own path, and both kinds' entries fail as failurePolicy Fail.
 func Test_trustConfiguration(t *testing.T) {

@@ -35,7 +35,7 @@ func Health(configs []discover.Configuration, c discover.Cluster, o Options) []F
 	for _, cfg := range configs {
 		for i, w := range cfg.Webhooks {
 			f := func(level Level, check, field, detail, fix string) Finding {
-				return Finding{Level: level, Check: check, Configuration: cfg.Ref(), Webhook: w.Name, Field: discover.EntryField(cfg.Kind, i, field), Detail: detail, Suggestion: fix}
+				return Finding{Level: level, Check: check, Configuration: cfg.Ref(), Webhook: w.Name, Field: policy.EntryField(cfg.Kind, i, field), Detail: detail, Suggestion: fix}
 			}
 			out = append(out, endpoints(cfg, w, c, f)...)
 			out = append(out, mountedServingCert(w, c, o, f)...)
@@ -46,7 +46,7 @@ func Health(configs []discover.Configuration, c discover.Cluster, o Options) []F
 			}
 		}
 		if len(cfg.CABundleManagers) > 1 {
-			out = append(out, Finding{Level: LevelWarn, Check: CheckCAWriters, Configuration: cfg.Ref(), Field: discover.EntryField(cfg.Kind, -1, "clientConfig.caBundle"),
+			out = append(out, Finding{Level: LevelWarn, Check: CheckCAWriters, Configuration: cfg.Ref(), Field: policy.EntryField(cfg.Kind, -1, "clientConfig.caBundle"),
 				Detail:     fmt.Sprintf("%d field managers own caBundle fields: %s", len(cfg.CABundleManagers), strings.Join(cfg.CABundleManagers, ", ")),
 				Suggestion: "keep one CA writer: every other manager is a second CA writer fighting the owner (map the owner and run the guard to see who writes)"})
 		}

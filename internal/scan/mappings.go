@@ -162,7 +162,7 @@ func (s *scanner) findingOf(owner string, t target, index int, webhook string) f
 	return func(level Level, check, field, detail, fix string) Finding {
 		f := Finding{Level: level, Check: check, Mapping: owner, Configuration: t.ref(), Webhook: webhook, Detail: detail, Suggestion: fix}
 		if field != "" && index >= 0 {
-			f.Field = discover.EntryField(t.kind, index, field)
+			f.Field = policy.EntryField(t.kind, index, field)
 		}
 		return f
 	}

@@ -19,8 +19,6 @@ const (
 	KindMutating          = guardapi.KindMutatingWebhookConfiguration
 	KindCRD               = guardapi.KindCustomResourceDefinition
 	KindAPIService        = guardapi.KindAPIService
-	crdGroup              = "apiextensions.k8s.io"
-	apiServiceGroup       = "apiregistration.k8s.io"
 	caBundleField         = "caBundle"
 	clientConfigField     = "clientConfig"
 	webhooksField         = "webhooks"
@@ -98,7 +96,7 @@ func OwnedFields(cfg *guardapi.GuardConfig) ([]Owned, []Kept, error) {
 		writer := writerOf(cfg, o)
 		for _, named := range o.Match.Named() {
 			for _, n := range named.Names {
-				owned = append(owned, Owned{Mapping: o.Name, Group: groupOf(named.Kind), Kind: named.Kind, Name: n, Writer: writer})
+				owned = append(owned, Owned{Mapping: o.Name, Group: named.Group, Kind: named.Kind, Name: n, Writer: writer})
 			}
 		}
 		if o.Match.LabelSelector != nil {
@@ -124,16 +122,4 @@ func writerOf(cfg *guardapi.GuardConfig, o *guardapi.Owner) string {
 		return cainjectorDescription + " (" + cfg.CertManager.CAInjectorServiceAccount + ")"
 	}
 	return "the writers of mapping " + o.Name + " (CA source " + string(o.CA.Kind()) + ")"
-}
-
-// groupOf is the API group of a kind a mapping names.
-func groupOf(kind string) string {
-	switch kind {
-	case KindCRD:
-		return crdGroup
-	case KindAPIService:
-		return apiServiceGroup
-	default:
-		return Group
-	}
 }

@@ -7,6 +7,7 @@ import (
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
@@ -19,11 +20,13 @@ type trustObject struct {
 
 func (in Input) trustObjects() []trustObject {
 	var out []trustObject
-	if len(in.CustomResourceDefinitions) > 0 {
-		out = append(out, trustObject{"apiextensions.k8s.io", "customresourcedefinitions", in.CustomResourceDefinitions})
-	}
-	if len(in.APIServices) > 0 {
-		out = append(out, trustObject{"apiregistration.k8s.io", "apiservices", in.APIServices})
+	for _, o := range []struct {
+		kind  string
+		names []string
+	}{{guardapi.KindCustomResourceDefinition, in.CustomResourceDefinitions}, {guardapi.KindAPIService, in.APIServices}} {
+		if info, _ := guardapi.KindInfoOf(o.kind); len(o.names) > 0 {
+			out = append(out, trustObject{info.Group, info.Resource, o.names})
+		}
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap/vapname"
 )
 
@@ -26,8 +27,6 @@ import (
 // trustKind is what differs between the two kinds in CEL.
 type trustKind struct {
 	kind           policy.ConfigKind
-	group          string
-	resource       string
 	suffix         string
 	names          func(m mappingPolicy) []string
 	bundle, entry  func(obj string) string
@@ -38,7 +37,7 @@ type trustKind struct {
 
 var trustKinds = []trustKind{
 	{
-		kind: policy.KindCRD, group: "apiextensions.k8s.io", resource: "customresourcedefinitions", suffix: vapname.CRDSuffix,
+		kind: policy.KindCRD, suffix: vapname.CRDSuffix,
 		names: func(m mappingPolicy) []string { return m.owner.Match.CustomResourceDefinitions },
 		entry: func(obj string) string {
 			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.conversion) && has(%[1]s.spec.conversion.webhook))`, obj)
@@ -51,7 +50,7 @@ var trustKinds = []trustKind{
 		entryFieldName: policy.EntryConversion,
 	},
 	{
-		kind: policy.KindAPIService, group: "apiregistration.k8s.io", resource: "apiservices", suffix: vapname.APIServiceSuffix,
+		kind: policy.KindAPIService, suffix: vapname.APIServiceSuffix,
 		names: func(m mappingPolicy) []string { return m.owner.Match.APIServices },
 		entry: func(obj string) string { return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.service))`, obj) },
 		bundle: func(obj string) string {
@@ -69,6 +68,7 @@ var trustKinds = []trustKind{
 // objects of kind k.
 func (m mappingPolicy) buildTrust(k trustKind, part policyPart) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	name := PolicyName(m.owner.Name) + k.suffix + part.suffix()
+	info, _ := guardapi.KindInfoOf(string(k.kind))
 	conds := []admv1.MatchCondition{{Name: "owned-object", Expression: RequestName + " in " + celList(k.names(m))}}
 	if bg, ok := SubjectsExpression(m.spec.BreakGlass); ok {
 		conds = append(conds, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + bg + ")"})
@@ -83,7 +83,7 @@ func (m mappingPolicy) buildTrust(k trustKind, part policyPart) (*admv1.Validati
 				ResourceRules: []admv1.NamedRuleWithOperations{{RuleWithOperations: admv1.RuleWithOperations{
 					Operations: []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete},
 					Rule: admv1.Rule{
-						APIGroups: []string{k.group}, APIVersions: []string{"v1"}, Resources: []string{k.resource},
+						APIGroups: []string{info.Group}, APIVersions: []string{info.Version}, Resources: []string{info.Resource},
 						Scope: ptr.To(admv1.AllScopes),
 					},
 				}}},

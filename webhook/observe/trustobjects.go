@@ -13,6 +13,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // CustomResourceDefinitions and APIServices carry the two caBundles
@@ -23,9 +24,15 @@ import (
 // the dynamic client: the guard does not depend on kube-aggregator's
 // typed APIService client.
 var (
-	crdResource        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	apiServiceResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	crdResource        = resourceOf(guardapi.KindCustomResourceDefinition)
+	apiServiceResource = resourceOf(guardapi.KindAPIService)
 )
+
+// resourceOf is where kube-apiserver serves kind (guardapi.Kinds).
+func resourceOf(kind string) schema.GroupVersionResource {
+	info, _ := guardapi.KindInfoOf(kind)
+	return schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
+}
 
 // Both kinds' one entry fails closed: there is no failurePolicy to set.
 // An APIService whose service cannot be reached, or whose serving

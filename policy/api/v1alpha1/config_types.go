@@ -155,8 +155,8 @@ const (
 
 // NamedObjects are the names a Match lists for one kind.
 type NamedObjects struct {
-	// Kind is one of the Kind constants.
-	Kind string
+	// KindInfo is the kind and where kube-apiserver serves it.
+	KindInfo
 	// Field is the Match field that lists them (its JSON name).
 	Field string
 	Names []string
@@ -166,10 +166,10 @@ type NamedObjects struct {
 // that enumerates the kinds a mapping can name.
 func (m *Match) Named() []NamedObjects {
 	return []NamedObjects{
-		{Kind: KindValidatingWebhookConfiguration, Field: "validating", Names: m.Validating},
-		{Kind: KindMutatingWebhookConfiguration, Field: "mutating", Names: m.Mutating},
-		{Kind: KindCustomResourceDefinition, Field: "customResourceDefinitions", Names: m.CustomResourceDefinitions},
-		{Kind: KindAPIService, Field: "apiServices", Names: m.APIServices},
+		{KindInfo: Kinds[0], Field: "validating", Names: m.Validating},
+		{KindInfo: Kinds[1], Field: "mutating", Names: m.Mutating},
+		{KindInfo: Kinds[2], Field: "customResourceDefinitions", Names: m.CustomResourceDefinitions},
+		{KindInfo: Kinds[3], Field: "apiServices", Names: m.APIServices},
 	}
 }
 
