@@ -489,15 +489,15 @@ func TestDiscoverAndScanScale(t *testing.T) {
 	kubeconfig := env.Kubeconfig(t, envtest.User{Name: "e2e-scale", Groups: []string{"system:masters"}})
 
 	start := time.Now()
-	proposal, code := cli(t, "discover", "--format", "config", "--kubeconfig", kubeconfig)
+	proposal, discoverErr, code := runCLI(t, "discover", "--format", "config", "--kubeconfig", kubeconfig)
 	discoverTook := time.Since(start)
 	start = time.Now()
-	scanOut, scanCode := cli(t, "scan", "--expiry-threshold", "1h", "--kubeconfig", kubeconfig)
+	scanOut, scanErr, scanCode := runCLI(t, "scan", "--expiry-threshold", "1h", "--kubeconfig", kubeconfig)
 	scanTook := time.Since(start)
 	t.Logf("%d configurations: discover %s, scan %s (each a whole CLI process)", controllers*perController, discoverTook.Round(time.Millisecond), scanTook.Round(time.Millisecond))
 
 	if code != 0 {
-		t.Fatalf("discover exited %d", code)
+		t.Fatalf("discover exited %d:\n%s", code, discoverErr)
 	}
 	cfg, err := policy.Load([]byte(proposal))
 	if err != nil {
@@ -511,6 +511,6 @@ func TestDiscoverAndScanScale(t *testing.T) {
 		t.Errorf("discover proposed %d mappings covering %d configurations; want %d covering %d", len(cfg.Spec.Owners), mapped, controllers, controllers*perController)
 	}
 	if scanCode != 0 || !strings.Contains(scanOut, "No findings.") {
-		t.Errorf("scan of healthy configurations exited %d:\n%s", scanCode, lastLines(scanOut, 10))
+		t.Errorf("scan of healthy configurations exited %d:\n%s\n%s", scanCode, scanOut, scanErr)
 	}
 }

@@ -50,6 +50,7 @@ func TestTrustEmptyCABundlePolicyShape(t *testing.T) {
 	opts.Config = trustConfig()
 	f := newFixture(t, opts)
 	waitPolicyActive(t, f)
+	waitMappingEnforced(t, f, trustMapping, trustName)
 	// The policy's message does not name the entries (docs/policy-shape.md
 	// says why).
 	runTrustScenario(t, f, false, func(t testing.TB, err error, mapping string, want ...string) {

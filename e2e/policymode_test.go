@@ -159,6 +159,22 @@ func waitPolicyActive(t testing.TB, f *fixture) {
 	})
 }
 
+// waitMappingEnforced waits until kube-apiserver enforces the generated
+// policy of a mapping besides the fixture's two (waitPolicyActive waits
+// for those): kube-apiserver loads each policy and binding on its own, so
+// one being enforced says nothing of another written a moment later. The
+// probe is a dry-run CREATE of the mapping's configuration name by the
+// intruder, which that policy denies as not-owner.
+func waitMappingEnforced(t testing.TB, f *fixture, mapping, name string) {
+	t.Helper()
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	from := "ValidatingAdmissionPolicy '" + vap.PolicyName(mapping) + "'"
+	framework.Eventually(t, 20*time.Second, "kube-apiserver enforces the policy of mapping "+mapping, func() bool {
+		_, err := f.intruder.Create(t.Context(), framework.Spec{Kind: framework.Validating, Name: name}, dryRun)
+		return err != nil && strings.Contains(err.Error(), from) && strings.Contains(err.Error(), "not-owner")
+	})
+}
+
 // requirePolicyDenied asserts a 403 from a generated ValidatingAdmissionPolicy
 // whose message holds every want.
 func requirePolicyDenied(t testing.TB, err error, policyName string, want ...string) {
