@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -94,17 +93,6 @@ func Cleanup() {
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
 	}
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Guard is a running `webhook-guard serve` process.
