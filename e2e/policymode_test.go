@@ -168,11 +168,17 @@ func waitPolicyActive(t testing.TB, f *fixture) {
 func waitMappingEnforced(t testing.TB, f *fixture, mapping, name string) {
 	t.Helper()
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	from := "ValidatingAdmissionPolicy '" + vap.PolicyName(mapping) + "'"
+	from := policyRef(vap.PolicyName(mapping))
 	framework.Eventually(t, 20*time.Second, "kube-apiserver enforces the policy of mapping "+mapping, func() bool {
 		_, err := f.intruder.Create(t.Context(), framework.Spec{Kind: framework.Validating, Name: name}, dryRun)
 		return err != nil && strings.Contains(err.Error(), from) && strings.Contains(err.Error(), "not-owner")
 	})
+}
+
+// policyRef is how kube-apiserver names a ValidatingAdmissionPolicy in the
+// message of a denial it caused.
+func policyRef(name string) string {
+	return "ValidatingAdmissionPolicy '" + name + "'"
 }
 
 // requirePolicyDenied asserts a 403 from a generated ValidatingAdmissionPolicy
@@ -192,7 +198,7 @@ func requirePolicyDenied(t testing.TB, err error, policyName string, want ...str
 	}
 	// A mapping whose CA is a Secret key checks caBundles in a second
 	// policy that reads the Secret as its param.
-	if !strings.Contains(msg, "ValidatingAdmissionPolicy '"+policyName+"'") && !strings.Contains(msg, "ValidatingAdmissionPolicy '"+vap.CAPolicyName(policyName)+"'") {
+	if !strings.Contains(msg, policyRef(policyName)) && !strings.Contains(msg, policyRef(vap.CAPolicyName(policyName))) {
 		t.Fatalf("the 403 is not from ValidatingAdmissionPolicy %s: %s", policyName, msg)
 	}
 	for _, w := range want {

@@ -35,9 +35,9 @@ func FreePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	if top := ephemeralLow(); top > lowestPort+1000 {
+	if lo, hi, ok := drawRange(); ok {
 		for range 200 {
-			p := lowestPort + rand.IntN(top-lowestPort)
+			p := lo + rand.IntN(hi-lo)
 			if given[p] {
 				continue
 			}
@@ -60,15 +60,16 @@ func FreePort(t testing.TB) int {
 	return p
 }
 
-// ephemeralLow is the first port of the kernel's ephemeral range.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return defaultEphemeral
+// drawRange is [lo, hi), the ports below the kernel's ephemeral range that
+// FreePort draws from; ok is false when the range leaves too little room
+// there (FreePort then asks for port 0).
+func drawRange() (lo, hi int, ok bool) {
+	hi = defaultEphemeral
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var first int
+		if _, err := fmt.Sscan(string(b), &first); err == nil {
+			hi = first
+		}
 	}
-	var lo, hi int
-	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
-		return defaultEphemeral
-	}
-	return lo
+	return lowestPort, hi, hi > lowestPort+1000
 }
