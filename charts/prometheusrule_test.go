@@ -80,6 +80,7 @@ func registeredLabels(t *testing.T) map[string][]string {
 	webhook.NewMetrics(reg)
 	records.NewMetrics(reg)
 	metrics.NewObserver(reg)
+	metrics.NewProbe(reg)
 	descs := make(chan *prometheus.Desc)
 	go func() {
 		for _, c := range reg.all {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/webhook-guard/webhook-guard/internal/valuesdoc"
+	"github.com/webhook-guard/webhook-guard/hack/valuesdoc/valuesdoc"
 )
 
 // Test_valuesReferenceIsCurrent: the README's values reference is what

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
@@ -280,7 +280,9 @@ func TestDiscoverProposesOwners(t *testing.T) {
 	want := []guardapi.Owner{
 		{Name: "app-controller", Match: guardapi.Match{Validating: []string{"app-validating"}},
 			Writers: guardapi.Subjects{ServiceAccounts: []string{"app-system/app-controller"}},
-			CA:      guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}},
+			CA: guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{
+				Certificate: &guardapi.ObjectRef{Namespace: "app-system", Name: "app-serving-cert"},
+			}}},
 		{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"koord-validating-webhook-configuration"}, Mutating: []string{"koord-mutating-webhook-configuration"}},
 			Writers: guardapi.Subjects{ServiceAccounts: []string{"koordinator-system/koord-manager"}},
 			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},

@@ -16,7 +16,10 @@ import (
 
 // The trust tests' injectedByCertManager mapping: its configuration names
 // the Secret cainjector copies the CA from (inject-ca-from-secret), so no
-// cert-manager CRD is needed.
+// cert-manager CRD is needed. The mapping pins that Secret: an entry may
+// wait empty for cainjector only while the CA it will bring can be read,
+// and the policy shape knows an unpinned mapping's CA only from the
+// configurations it already saw, none before the first is created.
 const (
 	trustMapping = "trust-injected"
 	trustName    = "trust-injected-webhooks"
@@ -26,7 +29,8 @@ const (
 // trustConfig is guardConfig plus the injected mapping, with cainjector's
 // service account as its writer (besides the owner).
 func trustConfig() *guardapi.GuardConfig {
-	cfg := guardConfig(mapping(trustMapping, guardapi.ModeEnforce, trustName, guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}}))
+	pin := &guardapi.InjectedByCertManager{Secret: &guardapi.ObjectRef{Namespace: appNamespace, Name: trustSecret}}
+	cfg := guardConfig(mapping(trustMapping, guardapi.ModeEnforce, trustName, guardapi.CASource{InjectedByCertManager: pin}))
 	cfg.CertManager.CAInjectorServiceAccount = "cert-manager/cert-manager-cainjector"
 	return cfg
 }
@@ -121,9 +125,13 @@ func runTrustScenario(t *testing.T, f *fixture, namesEntries bool, denied denyFu
 	inject := map[string]string{"cert-manager.io/inject-ca-from-secret": appNamespace + "/" + trustSecret}
 
 	t.Run("the owner creates a configuration with no caBundle and cainjector's annotation under an injectedByCertManager mapping: allowed", func(t *testing.T) {
-		if _, err := f.owner.Create(ctx, framework.Spec{Kind: framework.Validating, Name: trustName, Annotations: inject, Bundles: [][]byte{nil, nil}}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("the owner's CREATE awaiting cainjector's fill was rejected: %v", err)
-		}
+		// The fill is allowed once the CA it will bring can be read: the
+		// policy shape learns it at the guard's next pass after the
+		// Secret's creation. A refused CREATE stores nothing: retry it.
+		framework.Eventually(t, 20*time.Second, "the owner's CREATE awaiting cainjector's fill is admitted", func() bool {
+			_, err := f.owner.Create(ctx, framework.Spec{Kind: framework.Validating, Name: trustName, Annotations: inject, Bundles: [][]byte{nil, nil}}, metav1.CreateOptions{})
+			return err == nil
+		})
 	})
 
 	t.Run("cainjector fills it: allowed; emptying it afterwards: denied, the window closed at the fill", func(t *testing.T) {

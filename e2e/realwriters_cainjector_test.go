@@ -96,6 +96,11 @@ type injectorRunOptions struct {
 	// beforeInjector runs after the configurations exist and before
 	// cainjector starts (the policy shape waits for its policies there).
 	beforeInjector func(t *testing.T, r *injectorRun)
+	// injectorFirst starts cainjector before the configurations are
+	// created, once the guard's policies are enforced, as in a cluster
+	// where cert-manager and the guard run before the product is
+	// installed (beforeInjector is not called).
+	injectorFirst bool
 }
 
 // startInjectorRun starts the environment (with cert-manager's CRDs and
@@ -117,6 +122,22 @@ func startInjectorRun(t *testing.T, o injectorRunOptions) *injectorRun {
 	ann := map[string]string{"cert-manager.io/inject-ca-from": r.cert.InjectCAFrom()}
 	if o.fromSecret {
 		ann = map[string]string{"cert-manager.io/inject-ca-from-secret": r.cert.InjectCAFromSecret()}
+	}
+	if o.injectorFirst {
+		framework.BuildBinary(t, "./e2e/writers/cainjector")
+		r.injector = framework.StartCAInjector(t, f.env, framework.CAInjectorOptions{TrustObjects: o.targets != nil})
+		if o.opts.NoStaticManifest {
+			waitPolicyActive(t, f)
+		}
+		start := time.Now()
+		for _, tg := range r.targets {
+			f.admin.MustCreate(t, framework.Spec{Kind: tg.kind, Name: tg.name, Annotations: ann, Bundles: make([][]byte, tg.entries)})
+		}
+		r.inject()
+		d := r.waitConverged(t, "the initial injection", start, 10*time.Second)
+		r.waitIdle(t)
+		t.Logf("initial injection of %s: every entry held the CA %s after the configurations were created", r.cert.CA, d.Round(time.Millisecond))
+		return r
 	}
 	for _, tg := range r.targets {
 		f.admin.MustCreate(t, framework.Spec{Kind: tg.kind, Name: tg.name, Annotations: ann, Bundles: make([][]byte, tg.entries)})

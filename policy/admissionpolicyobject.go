@@ -12,13 +12,13 @@ import (
 // webhook receives their writes because they are exempt from admission
 // policies but not from static webhooks.
 const (
-	KindAdmissionPolicy        ConfigKind = "ValidatingAdmissionPolicy"
-	KindAdmissionPolicyBinding ConfigKind = "ValidatingAdmissionPolicyBinding"
+	KindAdmissionPolicy        GuardedKind = "ValidatingAdmissionPolicy"
+	KindAdmissionPolicyBinding GuardedKind = "ValidatingAdmissionPolicyBinding"
 )
 
 // IsAdmissionPolicyObject reports whether k is one of policy mode's
 // generated kinds rather than a webhook configuration.
-func (k ConfigKind) IsAdmissionPolicyObject() bool {
+func (k GuardedKind) IsAdmissionPolicyObject() bool {
 	return k == KindAdmissionPolicy || k == KindAdmissionPolicyBinding
 }
 
@@ -30,7 +30,7 @@ const RuleAdmissionPolicyObject Rule = "policy-object"
 // binding, as far as the decision reads it.
 type AdmissionPolicyObjectInput struct {
 	Operation Operation
-	Kind      ConfigKind
+	Kind      GuardedKind
 	Name      string
 	User      User
 	DryRun    bool

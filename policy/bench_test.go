@@ -27,8 +27,8 @@ func BenchmarkDecide(b *testing.B) {
 			}
 			for i := range n {
 				name := fmt.Sprintf("webhook-%d.koord.io", i)
-				in.OldWebhooks = append(in.OldWebhooks, Webhook{Name: name, CABundle: f.Owner.PEM})
-				in.Webhooks = append(in.Webhooks, Webhook{Name: name, CABundle: f.OwnerNew.PEM})
+				in.OldEntries = append(in.OldEntries, Entry{Name: name, CABundle: f.Owner.PEM})
+				in.Entries = append(in.Entries, Entry{Name: name, CABundle: f.OwnerNew.PEM})
 			}
 			if d := c.Decide(&in); d.Outcome != OutcomeAllow || len(d.Changes) != n {
 				b.Fatalf("got outcome %q with %d changes, want allow with %d", d.Outcome, len(d.Changes), n)

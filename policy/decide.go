@@ -11,16 +11,18 @@ import (
 )
 
 // Decide applies the single-ownership rules (docs/design.md) to one
-// request. It is pure: the owner's CA arrives in in.CA, resolved by the
-// caller when NeedsCA(in) is true.
+// request whose owner's CA, if the decision needs it, is already in in.CA:
+// the rules alone, for tables of cases and for generators that compare
+// their output with them. Callers that serve requests use Evaluate, which
+// looks the CA up.
 func (c *Mappings) Decide(in *Input) Decision {
-	return c.DecideMatched(c.MatchInput(in), in)
+	return c.decideMatched(c.MatchInput(in), in)
 }
 
-// DecideMatched is Decide for a caller that already matched the input (to
-// know whose CA to resolve), so the admission path matches once, not once
-// per decision. m must come from c.MatchInput for the same input.
-func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
+// decideMatched is Decide for an input already matched (Evaluate matches
+// once to know whose CA to look up). m must come from c.MatchInput for the
+// same input.
+func (c *Mappings) decideMatched(m MatchResult, in *Input) Decision {
 	if in.Observed {
 		return c.decideObserved(m, in)
 	}
@@ -59,11 +61,11 @@ func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
 	d.Mapping, d.Mode = m.Owner.Name, m.Mode
 	co := &c.owners[m.index]
 	if !breakGlass && !co.writers.matches(in.User) {
-		if in.Kind.OwnsTrustOnly() && !ChangesTrust(in, d.Changes) {
+		if in.Kind.OwnsTrustOnly() && !ChangesTrust(co.spec.CA, in, d.Changes) {
 			// The object's installer writing what is not the mapping's
 			// (a CRD's schema): only the entry rules apply, so that it
 			// cannot add an entry trusting the system roots either.
-			d.Violations = append(d.Violations, checkUnfilled(co, in)...)
+			d.Violations = append(d.Violations, checkUnfilled(co, in, false)...)
 			d.finish(d.Mode, false)
 			return d
 		}
@@ -80,8 +82,9 @@ func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
 			// Break-glass may leave entries empty as before (an
 			// administrator creating a configuration ahead of its
 			// controller); a writer may not, unless a fill is coming.
-			d.Violations = append(d.Violations, checkUnfilled(co, in)...)
+			d.Violations = append(d.Violations, checkUnfilled(co, in, true)...)
 			d.Violations = append(d.Violations, checkInsecure(in)...)
+			d.Violations = append(d.Violations, checkPointer(co, in)...)
 		}
 	}
 	// Break-glass subjects are always allowed, writers or not (the static
@@ -91,17 +94,27 @@ func (c *Mappings) DecideMatched(m MatchResult, in *Input) Decision {
 	return d
 }
 
-// NeedsOwnerCA reports whether deciding the matched input needs the owner's
-// CA from its source: only for a writer or break-glass subject whose request
-// sets a caBundle to something non-empty, and only when the CA is not inline.
-// The caller resolves the CA only then.
-func (c *Mappings) NeedsOwnerCA(m MatchResult, in *Input) bool {
-	if m.index < 0 || c.owners[m.index].inlineCA != nil || !NeedsCA(in) {
+// needsOwnerCA reports whether deciding the matched input needs the owner's
+// CA from its source, which is not inline: for a writer or break-glass
+// subject whose request sets a caBundle to something non-empty, and for a
+// request that leaves an entry empty for cainjector to fill (the fill is
+// allowed only while the CA it will bring can be read). The caller resolves
+// the CA only then.
+func (c *Mappings) needsOwnerCA(m MatchResult, in *Input) bool {
+	if m.index < 0 || c.owners[m.index].inlineCA != nil {
 		return false
 	}
-	// An observed change has no user to rule out: its caBundles are always
-	// checked against the owner's CA.
-	return in.Observed || c.IsBreakGlass(in.User) || c.owners[m.index].writers.matches(in.User)
+	co := &c.owners[m.index]
+	if in.Observed {
+		// An observed change has no user to rule out: its caBundles are
+		// always checked against the owner's CA.
+		return NeedsCA(in)
+	}
+	if c.IsBreakGlass(in.User) {
+		return NeedsCA(in)
+	}
+	writer := co.writers.matches(in.User)
+	return writer && NeedsCA(in) || claimsFill(co, in, writer)
 }
 
 func notOwner(co *compiledOwner, in *Input) Violation {

@@ -26,8 +26,8 @@ func Test_Decide_rotation(t *testing.T) {
 	update := func(oldName string, old []byte, newName string, next []byte) Input {
 		return Input{
 			Operation: OperationUpdate, Name: "koord", User: koordSA, CA: rotated,
-			OldWebhooks: []Webhook{{Name: oldName, CABundle: old}},
-			Webhooks:    []Webhook{{Name: newName, CABundle: next}},
+			OldEntries: []Entry{{Name: oldName, CABundle: old}},
+			Entries:    []Entry{{Name: newName, CABundle: next}},
 		}
 	}
 	foreignHere := func(index int, webhook string, found ...string) Violation {
@@ -87,22 +87,22 @@ func Test_Decide_rotation(t *testing.T) {
 		"if a new entry copies another entry's old certificate, deny: already trusted means by the same entry": {
 			input: Input{
 				Operation: OperationUpdate, Name: "koord", User: koordSA, CA: rotated,
-				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
-				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)}},
+				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}},
+				Entries:    []Entry{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)}},
 			},
 			expViolations: []Violation{foreignHere(1, whB, f.Owner.Short())},
 		},
 		"if a CREATE carries an old certificate beside the current CA, deny: nothing is stored yet": {
 			input: Input{
 				Operation: OperationCreate, Name: "koord", User: koordSA, CA: rotated,
-				Webhooks: []Webhook{{Name: whA, CABundle: slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)}},
+				Entries: []Entry{{Name: whA, CABundle: slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)}},
 			},
 			expViolations: []Violation{foreignHere(0, whA, f.Owner.Short())},
 		},
 		"if a CREATE carries the current CA, allow": {
 			input: Input{
 				Operation: OperationCreate, Name: "koord", User: koordSA, CA: rotated,
-				Webhooks: []Webhook{{Name: whA, CABundle: f.OwnerNew.PEM}},
+				Entries: []Entry{{Name: whA, CABundle: f.OwnerNew.PEM}},
 			},
 		},
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
@@ -192,12 +192,12 @@ func Test_Decide(t *testing.T) {
 	// update writes webhooks over old; both have entries whA and whB.
 	update := func(name string, user User, old, next [2][]byte, ca CAResult) Input {
 		return Input{
-			Operation:   OperationUpdate,
-			Name:        name,
-			User:        user,
-			OldWebhooks: []Webhook{{Name: whA, CABundle: old[0]}, {Name: whB, CABundle: old[1]}},
-			Webhooks:    []Webhook{{Name: whA, CABundle: next[0]}, {Name: whB, CABundle: next[1]}},
-			CA:          ca,
+			Operation:  OperationUpdate,
+			Name:       name,
+			User:       user,
+			OldEntries: []Entry{{Name: whA, CABundle: old[0]}, {Name: whB, CABundle: old[1]}},
+			Entries:    []Entry{{Name: whA, CABundle: next[0]}, {Name: whB, CABundle: next[1]}},
+			CA:         ca,
 		}
 	}
 	same := [2][]byte{f.Owner.PEM, f.Owner.PEM}
@@ -241,13 +241,13 @@ func Test_Decide(t *testing.T) {
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 		"if the owner creates the configuration with empty caBundles and no fill is coming, deny: kube-apiserver would trust its system roots": {
-			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Webhooks: []Webhook{{Name: whA}, {Name: whB, CABundle: []byte{}}}},
+			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Entries: []Entry{{Name: whA}, {Name: whB, CABundle: []byte{}}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caUnfilled(0, whA), caUnfilled(1, whB)},
 			expRecord:     true,
 		},
 		"if the owner creates the configuration with its CA, allow": {
-			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Webhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}, CA: koordCA},
+			input:      Input{Operation: OperationCreate, Name: "koord", User: koordSA, Entries: []Entry{{Name: whA, CABundle: f.Owner.PEM}}, CA: koordCA},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 			expChanges: []string{"webhooks[0].clientConfig.caBundle"},
 		},
@@ -258,15 +258,15 @@ func Test_Decide(t *testing.T) {
 		"if UPDATE adds an entry with an empty caBundle and no fill is coming, deny: kube-apiserver would trust its system roots": {
 			input: Input{
 				Operation: OperationUpdate, Name: "koord", User: koordSA,
-				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
-				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB}},
+				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}},
+				Entries:    []Entry{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB}},
 			},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caUnfilled(1, whB)},
 			expRecord:     true,
 		},
 		"if the owner deletes the configuration, allow": {
-			input:      Input{Operation: OperationDelete, Name: "koord", User: koordSA, OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
+			input:      Input{Operation: OperationDelete, Name: "koord", User: koordSA, OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 
@@ -375,20 +375,20 @@ func Test_Decide(t *testing.T) {
 			expRecord:     true,
 		},
 		"if a non-owner creates a guarded name, deny: a create can be a takeover": {
-			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Webhooks: []Webhook{{Name: whA}}},
+			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Entries: []Entry{{Name: whA}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerUser("bob", "koordinator")},
 			expRecord:     true,
 		},
 		"if a non-owner creates a guarded name with a caBundle, deny with not-owner only: its CA is never resolved": {
-			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Webhooks: []Webhook{{Name: whA, CABundle: f.Foreign.PEM}}},
+			input:      Input{Operation: OperationCreate, Name: "koord", User: User{Username: "bob"}, Entries: []Entry{{Name: whA, CABundle: f.Foreign.PEM}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{notOwnerUser("bob", "koordinator")},
 			expChanges:    []string{"webhooks[0].clientConfig.caBundle"},
 			expRecord:     true,
 		},
 		"if a non-owner deletes a guarded configuration, deny and call it a takeover": {
-			input:      Input{Operation: OperationDelete, Name: "koord", User: intruder, OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
+			input:      Input{Operation: OperationDelete, Name: "koord", User: intruder, OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 			expViolations: []Violation{{
 				Rule:   RuleNotOwner,
@@ -619,8 +619,8 @@ func Test_Decide(t *testing.T) {
 		},
 		"if the owner removes an entry that carried a caBundle, deny with ca-mismatch: removing it empties it": {
 			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
-				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: f.Owner.PEM}},
-				Webhooks:    []Webhook{{Name: whA, CABundle: f.Owner.PEM}}},
+				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: f.Owner.PEM}},
+				Entries:    []Entry{{Name: whA, CABundle: f.Owner.PEM}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caRemoved(whB)},
 			expChanges:    []string{"webhooks"},
@@ -628,8 +628,8 @@ func Test_Decide(t *testing.T) {
 		},
 		"if the owner renames an entry that carried a caBundle and leaves the new one empty, deny with ca-mismatch": {
 			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
-				OldWebhooks: []Webhook{{Name: whA, CABundle: f.Owner.PEM}},
-				Webhooks:    []Webhook{{Name: "renamed.koord.io"}}},
+				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}},
+				Entries:    []Entry{{Name: "renamed.koord.io"}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
 			expViolations: []Violation{caRemoved(whA), caUnfilled(0, "renamed.koord.io")},
 			expChanges:    []string{"webhooks"},
@@ -675,7 +675,7 @@ func Test_Decide(t *testing.T) {
 			if test.config != nil {
 				c = test.config
 			}
-			for _, kind := range []ConfigKind{KindValidating, KindMutating} {
+			for _, kind := range []GuardedKind{KindValidating, KindMutating} {
 				t.Run(string(kind), func(t *testing.T) {
 					in := test.input
 					in.Kind = kind
@@ -723,7 +723,6 @@ func assertResponse(t *testing.T, d *Decision) {
 	switch d.Outcome {
 	case OutcomeAllow:
 		assert.True(t, d.Allowed())
-		assert.Equal(t, int32(200), d.Code())
 		assert.Empty(t, d.Message())
 		assert.Nil(t, warnings)
 		assert.Nil(t, annotations)
@@ -731,7 +730,6 @@ func assertResponse(t *testing.T, d *Decision) {
 		return
 	case OutcomeDeny:
 		assert.False(t, d.Allowed())
-		assert.Equal(t, int32(403), d.Code())
 		assert.Nil(t, warnings)
 		msg := d.Message()
 		require.NotEmpty(t, d.Violations)
@@ -741,7 +739,6 @@ func assertResponse(t *testing.T, d *Decision) {
 		}
 	case OutcomeAudit:
 		assert.True(t, d.Allowed())
-		assert.Equal(t, int32(200), d.Code())
 		require.NotEmpty(t, d.Violations)
 		assert.Len(t, warnings, len(d.Violations))
 		for _, w := range warnings {
@@ -750,7 +747,6 @@ func assertResponse(t *testing.T, d *Decision) {
 		assert.True(t, strings.HasPrefix(d.Message(), "webhook-guard would deny (audit mode) "), d.Message())
 	case OutcomeBreakGlass:
 		assert.True(t, d.Allowed())
-		assert.Equal(t, int32(200), d.Code())
 		require.NotEmpty(t, warnings)
 		for _, w := range warnings {
 			assert.True(t, strings.HasPrefix(w, "webhook-guard break-glass: "), w)
@@ -773,13 +769,13 @@ func Test_Decide_withFingerprintCache(t *testing.T) {
 	f := testFixtures(t)
 	c := mustLoad(t, decideDoc(f))
 	in := Input{
-		Operation:   OperationUpdate,
-		Kind:        KindValidating,
-		Name:        "koord",
-		User:        User{Username: sa("koordinator-system", "koord-manager")},
-		CA:          CAResult{Set: cabundle.NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP), Resolved: true},
-		OldWebhooks: []Webhook{{Name: "a", CABundle: f.Owner.PEM}, {Name: "b", CABundle: f.Owner.PEM}},
-		Webhooks:    []Webhook{{Name: "a", CABundle: f.Foreign.PEM}, {Name: "b", CABundle: []byte("garbage")}},
+		Operation:  OperationUpdate,
+		Kind:       KindValidating,
+		Name:       "koord",
+		User:       User{Username: sa("koordinator-system", "koord-manager")},
+		CA:         CAResult{Set: cabundle.NewCASetFromFingerprints("secret koordinator-system/webhook-certs", f.Owner.FP), Resolved: true},
+		OldEntries: []Entry{{Name: "a", CABundle: f.Owner.PEM}, {Name: "b", CABundle: f.Owner.PEM}},
+		Entries:    []Entry{{Name: "a", CABundle: f.Foreign.PEM}, {Name: "b", CABundle: []byte("garbage")}},
 	}
 	want := c.Decide(&in)
 	in.Fingerprints = cabundle.NewFingerprintCache(0)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 )
 
 // trustKindsDoc maps a CRD's conversion webhook and an APIService to the
@@ -42,15 +42,15 @@ func Test_Decide_trustKinds(t *testing.T) {
 	owner := User{Username: sa("widgets-system", "controller")}
 	installer := User{Username: sa("argocd", "argocd-application-controller")}
 	admin := User{Username: "kubernetes-admin", Groups: []string{"system:masters"}}
-	crd := func(op Operation, user User, old, next []Webhook) Input {
-		return Input{Operation: op, Kind: KindCRD, Name: "widgets.example.com", User: user, Labels: map[string]string{"team": "a"}, OldWebhooks: old, Webhooks: next}
+	crd := func(op Operation, user User, old, next []Entry) Input {
+		return Input{Operation: op, Kind: KindCRD, Name: "widgets.example.com", User: user, Labels: map[string]string{"team": "a"}, OldEntries: old, Entries: next}
 	}
-	apisvc := func(op Operation, user User, old, next []Webhook) Input {
-		return Input{Operation: op, Kind: KindAPIService, Name: "v1beta1.metrics.example.com", User: user, OldWebhooks: old, Webhooks: next}
+	apisvc := func(op Operation, user User, old, next []Entry) Input {
+		return Input{Operation: op, Kind: KindAPIService, Name: "v1beta1.metrics.example.com", User: user, OldEntries: old, Entries: next}
 	}
-	conv := func(b []byte) []Webhook { return []Webhook{{Name: EntryConversion, CABundle: b}} }
-	svc := func(b []byte, insecure bool) []Webhook {
-		return []Webhook{{Name: EntryService, CABundle: b, InsecureSkipTLSVerify: insecure}}
+	conv := func(b []byte) []Entry { return []Entry{{Name: EntryConversion, CABundle: b}} }
+	svc := func(b []byte, insecure bool) []Entry {
+		return []Entry{{Name: EntryService, CABundle: b, InsecureSkipTLSVerify: insecure}}
 	}
 
 	tests := map[string]struct {
@@ -89,7 +89,7 @@ func Test_Decide_trustKinds(t *testing.T) {
 			input: crd(OperationDelete, installer, conv(f.Inline.PEM), nil), expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 		"if the CRD carries a label a selector mapping selects, that mapping does not claim it": {
-			input:      Input{Operation: OperationUpdate, Kind: KindCRD, Name: "other.example.com", User: installer, Labels: map[string]string{"team": "a"}, OldWebhooks: conv(nil), Webhooks: conv(f.Foreign.PEM)},
+			input:      Input{Operation: OperationUpdate, Kind: KindCRD, Name: "other.example.com", User: installer, Labels: map[string]string{"team": "a"}, OldEntries: conv(nil), Entries: conv(f.Foreign.PEM)},
 			expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
 		"if the owner writes its CA into the APIService, allow": {
@@ -170,7 +170,7 @@ func Test_Load_trustKinds(t *testing.T) {
 // Test_EntryField: each kind's entry fields, as messages and findings name them.
 func Test_EntryField(t *testing.T) {
 	tests := map[string]struct {
-		kind  ConfigKind
+		kind  GuardedKind
 		index int
 		field string
 		want  string

@@ -15,19 +15,45 @@ const (
 	AnnotationInjectCAFromSecret = cmapi.WantInjectFromSecretAnnotation
 )
 
-// FillComing reports whether cainjector will fill the empty caBundles of a
-// configuration with these annotations under this CA source: only under
-// injectedByCertManager (cainjector is then a writer of the mapping, and
-// the CA it injects is the one the guard checks), and only while the object
-// carries an annotation naming that CA. cert-manager.io/inject-apiserver-ca
-// does not count: the guard cannot name kube-apiserver's CA, so it denies
-// that fill (ca-unavailable), and an entry allowed empty for it would stay
-// empty, trusting the system roots, for good.
+// FillComing reports whether cainjector will fill the empty caBundles of an
+// object with these annotations (the object's after the request) under this
+// CA source: only under injectedByCertManager (cainjector is then a writer
+// of the mapping, and the CA it injects is the one the guard checks), only
+// while the object carries an annotation naming a CA the guard can read
+// (cert-manager.io/inject-apiserver-ca does not count: the guard cannot
+// name kube-apiserver's CA, so an entry allowed empty for it would stay
+// empty, trusting the system roots, for good), and, under a pin, only while
+// that annotation is the pin. The decision also requires the CA to be
+// readable now (claimsFill).
 func FillComing(ca guardapi.CASource, annotations map[string]string) bool {
 	if ca.InjectedByCertManager == nil {
 		return false
 	}
-	return annotations[AnnotationInjectCAFrom] != "" || annotations[AnnotationInjectCAFromSecret] != ""
+	p := PointerOf(annotations)
+	if pin, ok := PinOf(ca); ok {
+		return p == pin
+	}
+	return p.NamesSource()
+}
+
+// claimsFill reports whether the request leaves an entry empty under a
+// coming fill, which the decision allows only while the CA the fill will
+// bring can be read. needsOwnerCA asks it to know whether to resolve the
+// CA; checkUnfilled, which has listed the entries already, asks fillFor.
+func claimsFill(co *compiledOwner, in *Input, writer bool) bool {
+	return fillFor(co, in, writer) && len(UnfilledEntries(in)) > 0
+}
+
+// fillFor reports whether an empty entry of this request may wait for
+// cainjector's fill: for a writer, or for a subject that may not write the
+// trust when the mapping pins the CA (the object's installer creating it
+// with the pinned annotation chooses nothing).
+func fillFor(co *compiledOwner, in *Input, writer bool) bool {
+	if !FillComing(co.spec.CA, in.newAnnotations()) {
+		return false
+	}
+	_, pinned := PinOf(co.spec.CA)
+	return writer || pinned
 }
 
 // UnfilledEntries lists the indexes of the entries of the new object that
@@ -41,7 +67,7 @@ func UnfilledEntries(in *Input) []int {
 	}
 	var out []int
 	p := pairOld(in)
-	for i, w := range in.Webhooks {
+	for i, w := range in.Entries {
 		if len(w.CABundle) == 0 && !p.stored(i) {
 			out = append(out, i)
 		}
@@ -57,18 +83,29 @@ func UnfilledEntries(in *Input) []int {
 // empty only while a fill by cainjector is coming (FillComing); the window
 // closes at the first fill, because a stored non-empty caBundle may never be
 // emptied by a writer (checkBundles).
-func checkUnfilled(co *compiledOwner, in *Input) []Violation {
+func checkUnfilled(co *compiledOwner, in *Input, writer bool) []Violation {
 	unfilled := UnfilledEntries(in)
-	if len(unfilled) == 0 || FillComing(co.spec.CA, in.Annotations) {
+	if len(unfilled) == 0 {
 		return nil
+	}
+	why := ""
+	if fillFor(co, in, writer) {
+		// The fill is coming only if cainjector can read the CA it will
+		// write: an annotation naming a missing Certificate would leave
+		// the entry empty, trusting the system roots, for good.
+		_, err := ownerCA(co, in)
+		if err == nil {
+			return nil
+		}
+		why = "; the fill cert-manager's cainjector would make cannot come: " + err.Error()
 	}
 	out := make([]Violation, 0, len(unfilled))
 	for _, i := range unfilled {
 		out = append(out, Violation{
 			Rule:    RuleCAMismatch,
 			Field:   entryField(in.Kind, i),
-			Webhook: in.Webhooks[i].Name,
-			Detail:  "the new entry has no caBundle; kube-apiserver would trust its system roots for it, so any host with a publicly trusted certificate could serve it",
+			Webhook: in.Entries[i].Name,
+			Detail:  "the new entry has no caBundle; kube-apiserver would trust its system roots for it, so any host with a publicly trusted certificate could serve it" + why,
 			Summary: "the new entry has no caBundle; kube-apiserver would trust its system roots",
 			Hint:    UnfilledHint,
 		})
@@ -77,4 +114,4 @@ func checkUnfilled(co *compiledOwner, in *Input) []Violation {
 }
 
 // UnfilledHint is the fix for an entry without a caBundle, in both shapes.
-const UnfilledHint = "write the owner's CA into the entry; only a mapping with ca.injectedByCertManager may leave it empty, on a configuration with a cert-manager.io/inject-ca-from or inject-ca-from-secret annotation, for cainjector to fill"
+const UnfilledHint = "write the owner's CA into the entry; only a mapping with ca.injectedByCertManager may leave it empty, on an object whose cert-manager.io/inject-ca-from or inject-ca-from-secret annotation names a CA that can be read (the pin, when the mapping pins one), for cainjector to fill"

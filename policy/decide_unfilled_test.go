@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
 // Test_Decide_unfilled is an entry without a caBundle at the decision
@@ -19,18 +22,23 @@ func Test_Decide_unfilled(t *testing.T) {
 	auditedSA := User{Username: sa("audited-system", "controller")}
 	admin := User{Username: "kubernetes-admin", Groups: []string{"system:masters"}}
 	injectFrom := map[string]string{AnnotationInjectCAFrom: "istio-system/istiod"}
+	// readable is the CA the annotation names, as the caller resolves it;
+	// a fill is allowed only while it can be read.
+	readable := CAResult{Set: cabundle.NewCASetFromFingerprints("Certificate istio-system/istiod", f.Owner.FP), Resolved: true}
+	missing := CAResult{Err: errors.New(`Certificate istio-system/istiod: certificates.cert-manager.io "istiod" not found`), Resolved: true}
+	withCA := func(in Input, ca CAResult) Input { in.CA = ca; return in }
 
 	create := func(name string, user User, annotations map[string]string, bundles ...[]byte) Input {
 		in := Input{Operation: OperationCreate, Kind: KindValidating, Name: name, User: user, Annotations: annotations}
 		for i, b := range bundles {
-			in.Webhooks = append(in.Webhooks, Webhook{Name: []string{whA, whB}[i], CABundle: b})
+			in.Entries = append(in.Entries, Entry{Name: []string{whA, whB}[i], CABundle: b})
 		}
 		return in
 	}
 	// update writes the object from old to next; the annotations are the
 	// stored object's, as the admission path reads them on UPDATE.
-	update := func(name string, user User, annotations map[string]string, old, next []Webhook) Input {
-		return Input{Operation: OperationUpdate, Kind: KindValidating, Name: name, User: user, Annotations: annotations, OldWebhooks: old, Webhooks: next}
+	update := func(name string, user User, annotations map[string]string, old, next []Entry) Input {
+		return Input{Operation: OperationUpdate, Kind: KindValidating, Name: name, User: user, Annotations: annotations, OldEntries: old, Entries: next}
 	}
 
 	tests := map[string]struct {
@@ -39,12 +47,23 @@ func Test_Decide_unfilled(t *testing.T) {
 		expViolations []Violation
 	}{
 		"if cainjector's mapping is injectedByCertManager and the configuration names its Certificate, a CREATE with empty caBundles is allowed: the fill is coming": {
-			input:      create("istio", cainjector, injectFrom, nil, []byte{}),
+			input:      withCA(create("istio", cainjector, injectFrom, nil, []byte{}), readable),
 			expOutcome: OutcomeAllow,
 		},
 		"if the annotation is inject-ca-from-secret, allow": {
-			input:      create("istio", cainjector, map[string]string{AnnotationInjectCAFromSecret: "istio-system/istio-ca"}, nil),
+			input:      withCA(create("istio", cainjector, map[string]string{AnnotationInjectCAFromSecret: "istio-system/istio-ca"}, nil), readable),
 			expOutcome: OutcomeAllow,
+		},
+		"if the annotation names a Certificate that cannot be read, deny: no fill will come and the entry would trust the system roots for good": {
+			input:      withCA(create("istio", cainjector, injectFrom, nil), missing),
+			expOutcome: OutcomeDeny,
+			expViolations: []Violation{withDetail(caUnfilled(0, whA),
+				"; the fill cert-manager's cainjector would make cannot come: "+missing.Err.Error())},
+		},
+		"if the CA the annotation names was not resolved, deny: the fill is allowed only while its CA is known to be readable": {
+			input:         create("istio", cainjector, injectFrom, nil),
+			expOutcome:    OutcomeDeny,
+			expViolations: []Violation{withDetail(caUnfilled(0, whA), "; the fill cert-manager's cainjector would make cannot come: the owner's CA was not resolved")},
 		},
 		"if the only annotation is inject-apiserver-ca, deny: the guard cannot name that CA, so it denies the fill and the entry would stay empty": {
 			input:         create("istio", cainjector, map[string]string{"cert-manager.io/inject-apiserver-ca": "true"}, nil),
@@ -72,28 +91,28 @@ func Test_Decide_unfilled(t *testing.T) {
 			expViolations: []Violation{caUnfilled(0, whA)},
 		},
 		"if a writer adds an empty entry while a fill is coming, allow": {
-			input: update("istio", cainjector, injectFrom,
-				[]Webhook{{Name: whA, CABundle: f.Owner.PEM}},
-				[]Webhook{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB}}),
+			input: withCA(update("istio", cainjector, injectFrom,
+				[]Entry{{Name: whA, CABundle: f.Owner.PEM}},
+				[]Entry{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB}}), readable),
 			expOutcome: OutcomeAllow,
 		},
 		"if a writer renames an empty entry and no fill is coming, deny the new name": {
 			input: update("koord", koordSA, nil,
-				[]Webhook{{Name: whA}},
-				[]Webhook{{Name: whB}}),
+				[]Entry{{Name: whA}},
+				[]Entry{{Name: whB}}),
 			expOutcome:    OutcomeDeny,
 			expViolations: []Violation{caUnfilled(0, whB)},
 		},
 		"if an entry stored empty stays empty, allow: nothing changes (the window it opened stays bounded by cainjector's first fill)": {
 			input: update("koord", koordSA, nil,
-				[]Webhook{{Name: whA}, {Name: whB}},
-				[]Webhook{{Name: whB}, {Name: whA}}),
+				[]Entry{{Name: whA}, {Name: whB}},
+				[]Entry{{Name: whB}, {Name: whA}}),
 			expOutcome: OutcomeAllow,
 		},
 		"if a writer empties a filled entry while the inject annotation is there, deny: the window ends at the first fill": {
 			input: update("istio", cainjector, injectFrom,
-				[]Webhook{{Name: whA, CABundle: f.Owner.PEM}},
-				[]Webhook{{Name: whA}}),
+				[]Entry{{Name: whA, CABundle: f.Owner.PEM}},
+				[]Entry{{Name: whA}}),
 			expOutcome:    OutcomeDeny,
 			expViolations: []Violation{caEmptied(0, whA)},
 		},
@@ -125,22 +144,22 @@ func Test_UnfilledEntries(t *testing.T) {
 		exp   []int
 	}{
 		"every empty entry of a CREATE": {
-			input: Input{Operation: OperationCreate, Webhooks: []Webhook{{Name: "a"}, {Name: "b", CABundle: pem}, {Name: "c", CABundle: []byte{}}}},
+			input: Input{Operation: OperationCreate, Entries: []Entry{{Name: "a"}, {Name: "b", CABundle: pem}, {Name: "c", CABundle: []byte{}}}},
 			exp:   []int{0, 2},
 		},
 		"a new empty entry of an UPDATE, not a stored one": {
-			input: Input{Operation: OperationUpdate, OldWebhooks: []Webhook{{Name: "a"}}, Webhooks: []Webhook{{Name: "a"}, {Name: "b"}}},
+			input: Input{Operation: OperationUpdate, OldEntries: []Entry{{Name: "a"}}, Entries: []Entry{{Name: "a"}, {Name: "b"}}},
 			exp:   []int{1},
 		},
 		"a renamed empty entry": {
-			input: Input{Operation: OperationUpdate, OldWebhooks: []Webhook{{Name: "a", CABundle: pem}}, Webhooks: []Webhook{{Name: "b"}}},
+			input: Input{Operation: OperationUpdate, OldEntries: []Entry{{Name: "a", CABundle: pem}}, Entries: []Entry{{Name: "b"}}},
 			exp:   []int{0},
 		},
 		"an emptied entry is not unfilled: ChangedBundles lists it": {
-			input: Input{Operation: OperationUpdate, OldWebhooks: []Webhook{{Name: "a", CABundle: pem}}, Webhooks: []Webhook{{Name: "a"}}},
+			input: Input{Operation: OperationUpdate, OldEntries: []Entry{{Name: "a", CABundle: pem}}, Entries: []Entry{{Name: "a"}}},
 		},
 		"a DELETE lists none": {
-			input: Input{Operation: OperationDelete, OldWebhooks: []Webhook{{Name: "a"}}},
+			input: Input{Operation: OperationDelete, OldEntries: []Entry{{Name: "a"}}},
 		},
 	}
 	for name, tt := range tests {
@@ -148,4 +167,10 @@ func Test_UnfilledEntries(t *testing.T) {
 			assert.Equal(t, tt.exp, UnfilledEntries(&tt.input))
 		})
 	}
+}
+
+// withDetail is v with more said after its detail.
+func withDetail(v Violation, more string) Violation {
+	v.Detail += more
+	return v
 }

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -96,11 +95,11 @@ func (v Violation) String() string {
 
 // Decision is the verdict on one request.
 type Decision struct {
-	Operation Operation  `json:"operation"`
-	Kind      ConfigKind `json:"kind"`
-	Name      string     `json:"name"`
-	Subject   string     `json:"subject"`
-	DryRun    bool       `json:"dryRun,omitempty"`
+	Operation Operation   `json:"operation"`
+	Kind      GuardedKind `json:"kind"`
+	Name      string      `json:"name"`
+	Subject   string      `json:"subject"`
+	DryRun    bool        `json:"dryRun,omitempty"`
 	// Mapping is the owning mapping's name; empty when unmanaged.
 	Mapping string `json:"mapping,omitempty"`
 	// Mode is the effective mode; empty when unmanaged.
@@ -110,6 +109,11 @@ type Decision struct {
 	// decision is counted under.
 	Rule       Rule        `json:"rule"`
 	Violations []Violation `json:"violations,omitempty"`
+	// Notices are warnings that are no violation: the write breaks no
+	// rule, but the writer should know (a caBundle that does not verify
+	// what its endpoint served at the last probe). kubectl prints them
+	// whatever the outcome.
+	Notices []string `json:"notices,omitempty"`
 	// Changes are the caBundle writes the request makes.
 	Changes []BundleChange `json:"-"`
 	// Record says whether the decision must be recorded: every would-deny,
@@ -129,23 +133,21 @@ type Decision struct {
 
 // newDecision starts the decision on a request with what identifies it, the
 // same for a webhook configuration and a generated policy object.
-func newDecision(op Operation, kind ConfigKind, name string, user User, dryRun bool) Decision {
+func newDecision(op Operation, kind GuardedKind, name string, user User, dryRun bool) Decision {
 	return Decision{Operation: op, Kind: kind, Name: name, Subject: user.Username, DryRun: dryRun}
 }
 
 // Allowed reports whether the request goes through.
 func (d *Decision) Allowed() bool { return d.Outcome != OutcomeDeny }
 
-// Code is the HTTP status code of the admission response: 429 for a write
-// over its budget (the client may retry), 403 for any other denial.
-func (d *Decision) Code() int32 {
-	switch {
-	case d.Allowed():
-		return http.StatusOK
-	case d.Rule == RuleWriteBudget:
-		return http.StatusTooManyRequests
+// HasRule reports whether the decision broke rule.
+func (d *Decision) HasRule(rule Rule) bool {
+	for _, v := range d.Violations {
+		if v.Rule == rule {
+			return true
+		}
 	}
-	return http.StatusForbidden
+	return false
 }
 
 // ExceedWriteBudget turns a decision that allowed a writer's caBundle
@@ -156,7 +158,7 @@ func (d *Decision) ExceedWriteBudget(perMinute int32, retryAfter time.Duration) 
 	d.Violations = append(d.Violations, Violation{
 		Rule:  RuleWriteBudget,
 		Field: "webhooks[].clientConfig.caBundle",
-		Detail: fmt.Sprintf("more than %d caBundle-changing writes to this configuration within a minute (owners[%s].writeBudget.perMinute)",
+		Detail: fmt.Sprintf("more than %d caBundle-changing writes by this writer to this configuration within a minute (owners[%s].writeBudget.perMinute)",
 			perMinute, d.Mapping),
 		Hint: fmt.Sprintf("retry after %ds; if the owner's controller writes caBundle in a loop, fix the loop", d.RetryAfterSeconds),
 	})
@@ -213,8 +215,18 @@ func listed(vs []Violation) ([]Violation, int) {
 // for webhook warnings, so kubectl prints it whole.
 const maxWarningLen = 250
 
-// Warnings are what kubectl prints for an allowed request that broke a rule.
+// Warnings are what kubectl prints for an allowed request: the rules it
+// broke (audit, break-glass) and the decision's notices.
 func (d *Decision) Warnings() []string {
+	out := d.violationWarnings()
+	for _, n := range d.Notices {
+		out = append(out, truncate(n))
+	}
+	return out
+}
+
+// violationWarnings are the warnings of the rules an allowed request broke.
+func (d *Decision) violationWarnings() []string {
 	var prefix string
 	switch d.Outcome {
 	case OutcomeAudit:

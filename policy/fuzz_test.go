@@ -21,7 +21,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		for _, kind := range []ConfigKind{KindValidating, KindMutating} {
+		for _, kind := range []GuardedKind{KindValidating, KindMutating} {
 			for _, o := range cfg.Spec.Owners {
 				names := o.Match.Validating
 				if kind == KindMutating {
@@ -32,7 +32,7 @@ func FuzzLoad(f *testing.F) {
 						t.Fatalf("%s %q is listed by owners[%s] but matches %+v", kind, n, o.Name, m.Owner)
 					}
 					in := &Input{Operation: OperationUpdate, Kind: kind, Name: n, User: User{Username: "fuzz:nobody"},
-						Webhooks: []Webhook{{Name: "a.b.c"}}, OldWebhooks: []Webhook{{Name: "a.b.c"}}}
+						Entries: []Entry{{Name: "a.b.c"}}, OldEntries: []Entry{{Name: "a.b.c"}}}
 					d1, d2 := cfg.Decide(in), cfg.Decide(in)
 					if d1.Allowed() != d2.Allowed() || d1.Rule != d2.Rule {
 						t.Fatalf("two decisions of one input differ: %v/%s vs %v/%s", d1.Allowed(), d1.Rule, d2.Allowed(), d2.Rule)

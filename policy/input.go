@@ -16,23 +16,40 @@ const (
 	OperationDelete Operation = "DELETE"
 )
 
-// Webhook is the part of one trusted entry the decision needs: a
+// Entry is the part of one trusted entry the decision needs: a
 // webhooks[] entry of a webhook configuration, or the one entry of a
 // CustomResourceDefinition's conversion webhook (EntryConversion) or of an
 // APIService (EntryService).
-type Webhook struct {
+type Entry struct {
 	Name     string
 	CABundle []byte
 	// InsecureSkipTLSVerify is an APIService's: kube-apiserver then trusts
 	// any serving certificate.
 	InsecureSkipTLSVerify bool
+	// Endpoint is where kube-apiserver sends the entry's traffic. It is
+	// decoded for the kinds whose trust alone a mapping owns (a CRD's
+	// conversion webhook, an APIService), where moving it is a trust change
+	// a non-writer may not make; a webhook configuration's entries are all
+	// its writers', endpoints included, so it is left zero there.
+	Endpoint Endpoint
+}
+
+// Endpoint is where kube-apiserver sends an entry's traffic: a URL, or a
+// Service (namespace, name, port, and for webhooks a path). Comparable: two
+// entries are served at the same place when their Endpoints are equal.
+type Endpoint struct {
+	URL       string
+	Namespace string
+	Name      string
+	Path      string
+	Port      int32
 }
 
 // Input is everything a decision depends on. The caller decodes it from the
 // AdmissionReview and resolves the owner's CA when NeedsCA says so.
 type Input struct {
 	Operation Operation
-	Kind      ConfigKind
+	Kind      GuardedKind
 	Name      string
 	// Labels and Annotations of the stored object (UPDATE, DELETE), or of
 	// the object created (CREATE).
@@ -42,12 +59,17 @@ type Input struct {
 	// selector matches Labels or UpdatedLabels decides the request, so a
 	// configuration cannot be relabelled into (or out of) a mapping unseen.
 	UpdatedLabels map[string]string
-	User          User
-	DryRun        bool
-	// Webhooks is the object after the request; nil on DELETE.
-	Webhooks []Webhook
-	// OldWebhooks is the object before the request; nil on CREATE.
-	OldWebhooks []Webhook
+	// UpdatedAnnotations are the annotations an UPDATE writes, where the CA
+	// pointer of cert-manager's cainjector is (pointer.go); a decoder sets
+	// it to a non-nil map on every UPDATE. nil means the request leaves the
+	// annotations as stored (the observer's and tests' inputs).
+	UpdatedAnnotations map[string]string
+	User               User
+	DryRun             bool
+	// Entries is the object after the request; nil on DELETE.
+	Entries []Entry
+	// OldEntries is the object before the request; nil on CREATE.
+	OldEntries []Entry
 	// CA is the owner's resolved CA, or why it could not be resolved.
 	CA CAResult
 	// Fingerprints memoizes caBundle parsing across requests; nil parses
@@ -95,7 +117,7 @@ type BundleChange struct {
 	// carried a caBundle: for kube-apiserver that CA is gone, as if emptied.
 	Removed bool
 	// kind is the object's, for the field paths.
-	kind ConfigKind
+	kind GuardedKind
 	// Hash is the SHA-256 of the new raw caBundle bytes, for flapping detection.
 	Hash [sha256.Size]byte
 }
@@ -125,14 +147,14 @@ func ChangedBundles(in *Input) []BundleChange {
 	}
 	var changes []BundleChange
 	p := pairOld(in)
-	for i, w := range in.Webhooks {
+	for i, w := range in.Entries {
 		old, changed := p.change(i)
 		if !changed {
 			continue
 		}
 		changes = append(changes, BundleChange{Index: i, Webhook: w.Name, Old: old, New: w.CABundle, Hash: in.Fingerprints.Sum(w.CABundle), kind: in.Kind})
 	}
-	for j, w := range in.OldWebhooks {
+	for j, w := range in.OldEntries {
 		if len(w.CABundle) > 0 && !p.isKept(j) {
 			changes = append(changes, BundleChange{Index: j, Webhook: w.Name, Old: w.CABundle, Removed: true, Hash: in.Fingerprints.Sum(nil), kind: in.Kind})
 		}
@@ -154,10 +176,10 @@ type pairing struct {
 // checked first; otherwise an index by name pairs them (a reordered object
 // costs one map, not n² comparisons).
 func pairOld(in *Input) pairing {
-	if len(in.Webhooks) == len(in.OldWebhooks) {
+	if len(in.Entries) == len(in.OldEntries) {
 		same := true
-		for i := range in.Webhooks {
-			if in.Webhooks[i].Name != in.OldWebhooks[i].Name {
+		for i := range in.Entries {
+			if in.Entries[i].Name != in.OldEntries[i].Name {
 				same = false
 				break
 			}
@@ -166,15 +188,15 @@ func pairOld(in *Input) pairing {
 			return pairing{in: in}
 		}
 	}
-	byName := make(map[string]int, len(in.OldWebhooks))
-	for j := range in.OldWebhooks {
-		if _, dup := byName[in.OldWebhooks[j].Name]; !dup {
-			byName[in.OldWebhooks[j].Name] = j
+	byName := make(map[string]int, len(in.OldEntries))
+	for j := range in.OldEntries {
+		if _, dup := byName[in.OldEntries[j].Name]; !dup {
+			byName[in.OldEntries[j].Name] = j
 		}
 	}
-	p := pairing{in: in, old: make([]int, len(in.Webhooks)), kept: make([]bool, len(in.OldWebhooks))}
-	for i := range in.Webhooks {
-		j, ok := byName[in.Webhooks[i].Name]
+	p := pairing{in: in, old: make([]int, len(in.Entries)), kept: make([]bool, len(in.OldEntries))}
+	for i := range in.Entries {
+		j, ok := byName[in.Entries[i].Name]
 		if !ok {
 			j = -1
 		} else {
@@ -185,31 +207,31 @@ func pairOld(in *Input) pairing {
 	return p
 }
 
-// change returns the old caBundle of in.Webhooks[i] and whether the request
+// change returns the old caBundle of in.Entries[i] and whether the request
 // changes it.
 func (p pairing) change(i int) (old []byte, changed bool) {
 	j := i
 	if p.old != nil {
 		j = p.old[i]
 	}
-	if j >= 0 && j < len(p.in.OldWebhooks) {
-		old = p.in.OldWebhooks[j].CABundle
+	if j >= 0 && j < len(p.in.OldEntries) {
+		old = p.in.OldEntries[j].CABundle
 	}
 	// bytes.Equal treats nil and empty alike: an entry that stays empty is no change.
-	return old, !bytes.Equal(old, p.in.Webhooks[i].CABundle)
+	return old, !bytes.Equal(old, p.in.Entries[i].CABundle)
 }
 
-// stored reports whether in.Webhooks[i] has an entry of the same name in
+// stored reports whether in.Entries[i] has an entry of the same name in
 // the object before the request.
 func (p pairing) stored(i int) bool { return p.oldIndex(i) >= 0 }
 
-// oldIndex is the index of in.Webhooks[i]'s entry in the object before the
+// oldIndex is the index of in.Entries[i]'s entry in the object before the
 // request; -1 when it has none.
 func (p pairing) oldIndex(i int) int {
 	if p.old != nil {
 		return p.old[i]
 	}
-	if i < len(p.in.OldWebhooks) {
+	if i < len(p.in.OldEntries) {
 		return i
 	}
 	return -1
@@ -228,10 +250,19 @@ func NeedsCA(in *Input) bool {
 		return false
 	}
 	p := pairOld(in)
-	for i := range in.Webhooks {
-		if _, changed := p.change(i); changed && len(in.Webhooks[i].CABundle) > 0 {
+	for i := range in.Entries {
+		if _, changed := p.change(i); changed && len(in.Entries[i].CABundle) > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// newAnnotations are the annotations of the object after the request: those
+// an UPDATE writes, or the created object's. On DELETE, the stored ones.
+func (in *Input) newAnnotations() map[string]string {
+	if in.Operation == OperationUpdate && in.UpdatedAnnotations != nil {
+		return in.UpdatedAnnotations
+	}
+	return in.Annotations
 }

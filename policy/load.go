@@ -18,7 +18,7 @@ type Mappings struct {
 	Spec guardapi.GuardConfig
 
 	owners     []compiledOwner
-	byName     map[ConfigKind]map[string]int
+	byName     map[GuardedKind]map[string]int
 	selectors  []int
 	breakGlass subjectSet
 }
@@ -54,7 +54,7 @@ func Load(data []byte) (*Mappings, error) {
 func compile(spec guardapi.GuardConfig) *Mappings {
 	c := &Mappings{
 		Spec:       spec,
-		byName:     map[ConfigKind]map[string]int{},
+		byName:     map[GuardedKind]map[string]int{},
 		breakGlass: compileSubjects(spec.BreakGlass),
 	}
 	c.owners = make([]compiledOwner, len(spec.Owners))
@@ -70,7 +70,7 @@ func compile(spec guardapi.GuardConfig) *Mappings {
 			co.inlineCA = &set
 		}
 		for _, named := range o.Match.Named() {
-			kind := ConfigKind(named.Kind)
+			kind := GuardedKind(named.Kind)
 			if c.byName[kind] == nil {
 				c.byName[kind] = map[string]int{}
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
@@ -297,6 +297,17 @@ owners:
 		},
 		"if a mapping has no writers but its CA is injected by cert-manager, load it: cainjector writes": {
 			input: ownerDoc("name: istio\nmatch: {mutating: [istio-sidecar-injector]}\nca: {injectedByCertManager: {}}"),
+		},
+		"if an injectedByCertManager source pins both a certificate and a secret, refuse: cainjector reads one annotation": {
+			input:  owner(validMatch, validWriters, "ca: {injectedByCertManager: {certificate: {namespace: a, name: b}, secret: {namespace: a, name: c}}}"),
+			expErr: `owners[0].ca.injectedByCertManager: Invalid value: "certificate and secret": pin at most one of certificate or secret: cainjector reads one annotation`,
+		},
+		"if an injectedByCertManager pin has no namespace, require one": {
+			input:  owner(validMatch, validWriters, "ca: {injectedByCertManager: {certificate: {name: b}}}"),
+			expErr: `owners[0].ca.injectedByCertManager.certificate.namespace: Required value`,
+		},
+		"if a mapping pins its injected CA, load it": {
+			input: ownerDoc("name: istio\nmatch: {mutating: [istio-sidecar-injector]}\nca: {injectedByCertManager: {secret: {namespace: istio-system, name: istio-ca}}}"),
 		},
 		"if a mapping has no name, require one": {
 			input:  ownerDoc(validMatch + "\n" + validWriters + "\n" + validCA),

@@ -10,19 +10,19 @@ import (
 	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
-// ConfigKind is the kind of object a request is about: one of the four
+// GuardedKind is the kind of object a request is about: one of the four
 // kinds whose caBundles kube-apiserver trusts, or an object the policy
 // shape generates.
-type ConfigKind string
+type GuardedKind string
 
 const (
-	KindValidating ConfigKind = guardapi.KindValidatingWebhookConfiguration
-	KindMutating   ConfigKind = guardapi.KindMutatingWebhookConfiguration
+	KindValidating GuardedKind = guardapi.KindValidatingWebhookConfiguration
+	KindMutating   GuardedKind = guardapi.KindMutatingWebhookConfiguration
 	// KindCRD and KindAPIService carry one caBundle each: a CRD's
 	// conversion webhook's, an APIService's. A mapping owns that trust,
 	// not the whole object (OwnsTrustOnly).
-	KindCRD        ConfigKind = guardapi.KindCustomResourceDefinition
-	KindAPIService ConfigKind = guardapi.KindAPIService
+	KindCRD        GuardedKind = guardapi.KindCustomResourceDefinition
+	KindAPIService GuardedKind = guardapi.KindAPIService
 )
 
 // OwnsTrustOnly reports whether a mapping owns only the caBundle of an
@@ -31,13 +31,13 @@ const (
 // Argo CD), who is not the controller that injects the CA. A write by a
 // subject that is not a writer is then the mapping's to decide only when
 // it changes the trust (a caBundle, insecureSkipTLSVerify).
-func (k ConfigKind) OwnsTrustOnly() bool { return k == KindCRD || k == KindAPIService }
+func (k GuardedKind) OwnsTrustOnly() bool { return k == KindCRD || k == KindAPIService }
 
 // ShortName abbreviates the kind in report names and tables: vwc, mwc and
 // crd as kubectl's short names do, apiservice as kubectl names the
 // resource, vap and vapb for policy mode's generated objects (which
 // kubectl does not abbreviate).
-func (k ConfigKind) ShortName() string {
+func (k GuardedKind) ShortName() string {
 	switch k {
 	case KindValidating:
 		return "vwc"
@@ -83,7 +83,7 @@ func (c *Mappings) MatchInput(in *Input) MatchResult {
 // mapping matches when its selector matches any of the label sets. Name
 // matches are an index lookup; only selector mappings are evaluated, so the
 // cost does not grow with the number of name-matched mappings.
-func (c *Mappings) Match(kind ConfigKind, name string, labelSets ...map[string]string) MatchResult {
+func (c *Mappings) Match(kind GuardedKind, name string, labelSets ...map[string]string) MatchResult {
 	matched := -1
 	if i, ok := c.byName[kind][name]; ok {
 		matched = i
@@ -127,7 +127,7 @@ func (c *Mappings) Match(kind ConfigKind, name string, labelSets ...map[string]s
 // NamesConfiguration reports whether a mapping lists the configuration by
 // name: a name the configuration bounds, unlike the names a selector
 // mapping claims, which requests choose.
-func (c *Mappings) NamesConfiguration(kind ConfigKind, name string) bool {
+func (c *Mappings) NamesConfiguration(kind GuardedKind, name string) bool {
 	_, ok := c.byName[kind][name]
 	return ok
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	cabundle "github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
@@ -41,7 +41,7 @@ func Test_Match(t *testing.T) {
 	owners := c.Spec.Owners
 
 	tests := map[string]struct {
-		kind   ConfigKind
+		kind   GuardedKind
 		name   string
 		labels map[string]string
 		exp    MatchResult

@@ -22,8 +22,8 @@ func Test_decideObserved(t *testing.T) {
 	observed := func(name string, old, next []byte, ca CAResult) Input {
 		return Input{
 			Operation: OperationUpdate, Kind: KindValidating, Name: name, User: manager, Observed: true, CA: ca,
-			OldWebhooks: []Webhook{{Name: whA, CABundle: old}},
-			Webhooks:    []Webhook{{Name: whA, CABundle: next}},
+			OldEntries: []Entry{{Name: whA, CABundle: old}},
+			Entries:    []Entry{{Name: whA, CABundle: next}},
 		}
 	}
 	tests := map[string]struct {
@@ -66,7 +66,7 @@ func Test_decideObserved(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := tc.input
 			m := cfg.MatchInput(&in)
-			assert.Equal(t, m.Owner != nil && m.Owner.CA.PEM == "" && NeedsCA(&in), cfg.NeedsOwnerCA(m, &in),
+			assert.Equal(t, m.Owner != nil && m.Owner.CA.PEM == "" && NeedsCA(&in), cfg.needsOwnerCA(m, &in),
 				"an observed caBundle change needs the owner's CA although its subject is no writer")
 			d := cfg.Decide(&in)
 			assert.True(t, d.Observed)

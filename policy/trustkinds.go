@@ -21,7 +21,7 @@ const (
 // this kind in (owner references, Events): guardapi.Kinds' for the kinds a
 // mapping names, admissionregistration.k8s.io/v1 for the policy shape's
 // generated objects.
-func (k ConfigKind) APIVersion() string {
+func (k GuardedKind) APIVersion() string {
 	if info, ok := guardapi.KindInfoOf(string(k)); ok {
 		return info.APIVersion()
 	}
@@ -33,7 +33,7 @@ func (k ConfigKind) APIVersion() string {
 // clientConfig.service, timeoutSeconds), and i < 0 names every entry. A
 // CRD's entry is its conversion webhook, an APIService's its spec, where
 // the service and caBundle are no clientConfig's.
-func EntryField(kind ConfigKind, i int, field string) string {
+func EntryField(kind GuardedKind, i int, field string) string {
 	switch {
 	case kind == KindCRD:
 		return "spec.conversion.webhook." + field
@@ -47,11 +47,11 @@ func EntryField(kind ConfigKind, i int, field string) string {
 }
 
 // entryField is the path of entry i's caBundle in an object of this kind.
-func entryField(kind ConfigKind, i int) string { return EntryField(kind, i, "clientConfig.caBundle") }
+func entryField(kind GuardedKind, i int) string { return EntryField(kind, i, "clientConfig.caBundle") }
 
 // entriesField is the path of the entries of an object of this kind, where
 // a removed entry was.
-func entriesField(kind ConfigKind) string {
+func entriesField(kind GuardedKind) string {
 	switch kind {
 	case KindCRD:
 		return "spec.conversion.webhook"
@@ -70,16 +70,16 @@ func entriesField(kind ConfigKind) string {
 func InsecureEntries(in *Input) []int {
 	// Only an APIService has the field: every other write, the admission
 	// path's common one, returns here without pairing the entries.
-	if in.Operation == OperationDelete || !slices.ContainsFunc(in.Webhooks, func(w Webhook) bool { return w.InsecureSkipTLSVerify }) {
+	if in.Operation == OperationDelete || !slices.ContainsFunc(in.Entries, func(w Entry) bool { return w.InsecureSkipTLSVerify }) {
 		return nil
 	}
 	var out []int
 	p := pairOld(in)
-	for i, w := range in.Webhooks {
+	for i, w := range in.Entries {
 		if !w.InsecureSkipTLSVerify {
 			continue
 		}
-		if j := p.oldIndex(i); j >= 0 && in.OldWebhooks[j].InsecureSkipTLSVerify {
+		if j := p.oldIndex(i); j >= 0 && in.OldEntries[j].InsecureSkipTLSVerify {
 			continue
 		}
 		out = append(out, i)
@@ -89,11 +89,33 @@ func InsecureEntries(in *Input) []int {
 
 // ChangesTrust reports whether the request changes whom kube-apiserver
 // trusts to serve the object: a caBundle added, changed, emptied or
-// removed, or insecureSkipTLSVerify set. For a kind whose trust alone a
-// mapping owns (ConfigKind.OwnsTrustOnly), only such a write is decided
-// by who the subject is.
-func ChangesTrust(in *Input, changes []BundleChange) bool {
-	return len(changes) > 0 || len(InsecureEntries(in)) > 0
+// removed, insecureSkipTLSVerify set, the entry's endpoint moved, or the CA
+// pointer moved off the mapping's pin (ca, the mapping's CA source). For a
+// kind whose trust alone a mapping owns (GuardedKind.OwnsTrustOnly), only
+// such a write is decided by who the subject is.
+func ChangesTrust(ca guardapi.CASource, in *Input, changes []BundleChange) bool {
+	return len(changes) > 0 || len(InsecureEntries(in)) > 0 || EndpointMoves(in) || PointerMoves(ca, in)
+}
+
+// EndpointMoves reports whether an UPDATE sends an entry's traffic
+// somewhere else: an entry whose endpoint differs from the stored entry of
+// the same name, or an entry the stored object did not have (a CRD switched
+// to strategy Webhook). kube-apiserver sends that endpoint whole objects (a
+// conversion) or a whole API group's requests (an APIService), trusting any
+// server with a certificate under the unchanged caBundle. A CREATE moves
+// nothing: nothing was trusted before.
+func EndpointMoves(in *Input) bool {
+	if in.Operation != OperationUpdate {
+		return false
+	}
+	p := pairOld(in)
+	for i := range in.Entries {
+		j := p.oldIndex(i)
+		if j < 0 || in.OldEntries[j].Endpoint != in.Entries[i].Endpoint {
+			return true
+		}
+	}
+	return false
 }
 
 // checkInsecure denies insecureSkipTLSVerify to every writer: no CA source
@@ -104,7 +126,7 @@ func checkInsecure(in *Input) []Violation {
 		out = append(out, Violation{
 			Rule:    RuleCAMismatch,
 			Field:   "spec.insecureSkipTLSVerify",
-			Webhook: in.Webhooks[i].Name,
+			Webhook: in.Entries[i].Name,
 			Detail:  "insecureSkipTLSVerify is set; kube-apiserver would trust any serving certificate for it",
 			Summary: "insecureSkipTLSVerify trusts any serving certificate",
 			Hint:    "unset insecureSkipTLSVerify and write the owner's CA into spec.caBundle; skipping verification is a break-glass change",

@@ -22,11 +22,11 @@ import (
 // 400, not something to allow.
 const guardedGroup, guardedVersion = "admissionregistration.k8s.io", "v1"
 
-// webhookConfiguration holds only what the decision reads from a
+// guardedObject holds only what the decision reads from a
 // Validating- or MutatingWebhookConfiguration. Decoding into it is
 // case-sensitive (sigs.k8s.io/json, as kube-apiserver decodes), and it skips
 // everything else, so it costs a fraction of decoding the full typed object.
-type webhookConfiguration struct {
+type guardedObject struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
@@ -90,9 +90,9 @@ type reviewRequest struct {
 		Username string   `json:"username"`
 		Groups   []string `json:"groups"`
 	} `json:"userInfo"`
-	Object    *webhookConfiguration `json:"object"`
-	OldObject *webhookConfiguration `json:"oldObject"`
-	DryRun    *bool                 `json:"dryRun"`
+	Object    *guardedObject `json:"object"`
+	OldObject *guardedObject `json:"oldObject"`
+	DryRun    *bool          `json:"dryRun"`
 }
 
 // decodeReview decodes an AdmissionReview body: the only decoder of the
@@ -149,7 +149,7 @@ const fieldObject, fieldOldObject = "request.object", "request.oldObject"
 // policy mode's generated kinds (a ValidatingAdmissionPolicy or binding).
 func (r *reviewRequest) isAdmissionPolicyObject() bool {
 	k := r.Kind
-	return k.Group == guardedGroup && k.Version == guardedVersion && policy.ConfigKind(k.Kind).IsAdmissionPolicyObject()
+	return k.Group == guardedGroup && k.Version == guardedVersion && policy.GuardedKind(k.Kind).IsAdmissionPolicyObject()
 }
 
 // admissionPolicyObjectInput builds the decision's input for a write of a
@@ -157,7 +157,7 @@ func (r *reviewRequest) isAdmissionPolicyObject() bool {
 func (r *reviewRequest) admissionPolicyObjectInput(writer string) *policy.AdmissionPolicyObjectInput {
 	return &policy.AdmissionPolicyObjectInput{
 		Operation: policy.Operation(r.Operation),
-		Kind:      policy.ConfigKind(r.Kind.Kind),
+		Kind:      policy.GuardedKind(r.Kind.Kind),
 		Name:      r.Name,
 		User:      policy.User{Username: r.UserInfo.Username, Groups: r.UserInfo.Groups},
 		DryRun:    r.DryRun != nil && *r.DryRun,
@@ -168,7 +168,7 @@ func (r *reviewRequest) admissionPolicyObjectInput(writer string) *policy.Admiss
 
 // generatedByGuard reports whether a decoded object carries policy mode's
 // managed-by label (its metadata is all a policy object is read for).
-func generatedByGuard(obj *webhookConfiguration) bool {
+func generatedByGuard(obj *guardedObject) bool {
 	return obj != nil && obj.Metadata.Labels[vap.LabelManagedBy] == vap.ManagedBy
 }
 
@@ -197,21 +197,21 @@ func (r *reviewRequest) input() (*policy.Input, error) {
 	if err := setMetadata(in, obj, old); err != nil {
 		return nil, err
 	}
-	in.Webhooks, in.OldWebhooks = webhooks(kind, obj), webhooks(kind, old)
+	in.Entries, in.OldEntries = webhooks(kind, obj), webhooks(kind, old)
 	in.Write = writeID(in.Operation, obj, old)
 	return in, nil
 }
 
 // guardedKind checks the request's envelope (there is a request, it has a
 // uid, and its kind is one the guard decides on) and returns that kind.
-func (r *reviewRequest) guardedKind() (policy.ConfigKind, error) {
+func (r *reviewRequest) guardedKind() (policy.GuardedKind, error) {
 	if r.UID == "" && r.Kind.Kind == "" && r.Operation == "" && r.UserInfo.Username == "" {
 		return "", inputErrorf("the body holds no admission request: expected an admission.k8s.io/v1 AdmissionReview with a request")
 	}
 	if r.UID == "" {
 		return "", inputErrorf("request.uid is missing")
 	}
-	kind := policy.ConfigKind(r.Kind.Kind)
+	kind := policy.GuardedKind(r.Kind.Kind)
 	if gv, ok := guardedKinds[kind]; !ok || r.Kind.Group != gv.Group || r.Kind.Version != gv.Version {
 		return "", inputErrorf("request.kind %s is not guarded: expected %s; check the rules of the webhook registration", r.Kind.String(), guardedKindList)
 	}
@@ -220,7 +220,7 @@ func (r *reviewRequest) guardedKind() (policy.ConfigKind, error) {
 
 // objects returns the request's object and old object, each checked when
 // the operation reads it and nil when it does not.
-func (r *reviewRequest) objects(kind policy.ConfigKind) (obj, old *webhookConfiguration, err error) {
+func (r *reviewRequest) objects(kind policy.GuardedKind) (obj, old *guardedObject, err error) {
 	switch policy.Operation(r.Operation) {
 	case policy.OperationCreate:
 		obj, err = checkObject(fieldObject, r.Object, kind)
@@ -241,7 +241,7 @@ func (r *reviewRequest) objects(kind policy.ConfigKind) (obj, old *webhookConfig
 
 // setMetadata fills the input's name, labels and annotations from the
 // objects the operation reads (at least one of them is set).
-func setMetadata(in *policy.Input, obj, old *webhookConfiguration) error {
+func setMetadata(in *policy.Input, obj, old *guardedObject) error {
 	meta := obj
 	if meta == nil {
 		meta = old
@@ -261,13 +261,23 @@ func setMetadata(in *policy.Input, obj, old *webhookConfiguration) error {
 		in.Labels, in.Annotations = old.Metadata.Labels, old.Metadata.Annotations
 		// Relabelling into a selector mapping is decided by that mapping too.
 		in.UpdatedLabels = meta.Metadata.Labels
+		// A change of the CA pointer is decided as a trust change.
+		in.UpdatedAnnotations = meta.Metadata.Annotations
+		if in.UpdatedAnnotations == nil {
+			in.UpdatedAnnotations = noAnnotations
+		}
 	}
 	return nil
 }
 
+// noAnnotations is the annotations of an UPDATE whose object has none:
+// non-nil, so that the decision sees them removed, and shared, as nothing
+// writes to it.
+var noAnnotations = map[string]string{}
+
 // writeID names the write the records count: the stored object's version
 // on an update, the new object on a create.
-func writeID(op policy.Operation, obj, old *webhookConfiguration) string {
+func writeID(op policy.Operation, obj, old *guardedObject) string {
 	switch op {
 	case policy.OperationCreate:
 		return policy.WriteID(obj.Metadata.UID, "")
@@ -281,7 +291,7 @@ func writeID(op policy.Operation, obj, old *webhookConfiguration) string {
 
 // checkObject checks a decoded request.object or request.oldObject (the
 // operation reads it, so it must be there) against request.kind.
-func checkObject(field string, obj *webhookConfiguration, kind policy.ConfigKind) (*webhookConfiguration, error) {
+func checkObject(field string, obj *guardedObject, kind policy.GuardedKind) (*guardedObject, error) {
 	if obj == nil {
 		return nil, inputErrorf("%s is missing", field)
 	}
@@ -297,16 +307,16 @@ func checkObject(field string, obj *webhookConfiguration, kind policy.ConfigKind
 // webhooks are the entries of the object whose caBundles kube-apiserver
 // trusts: a webhook configuration's webhooks[], the one entry of a CRD's
 // conversion webhook or an APIService (trustkinds.go).
-func webhooks(kind policy.ConfigKind, obj *webhookConfiguration) []policy.Webhook {
+func webhooks(kind policy.GuardedKind, obj *guardedObject) []policy.Entry {
 	if obj == nil {
 		return nil
 	}
 	if kind.OwnsTrustOnly() {
 		return obj.Spec.entries(kind)
 	}
-	out := make([]policy.Webhook, len(obj.Webhooks))
+	out := make([]policy.Entry, len(obj.Webhooks))
 	for i, w := range obj.Webhooks {
-		out[i] = policy.Webhook{Name: w.Name, CABundle: w.ClientConfig.CABundle}
+		out[i] = policy.Entry{Name: w.Name, CABundle: w.ClientConfig.CABundle}
 	}
 	return out
 }

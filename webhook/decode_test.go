@@ -229,7 +229,7 @@ func Test_decodeInput(t *testing.T) {
 				Labels:      koord.Labels,
 				Annotations: koord.Annotations,
 				User:        policy.User{Username: koordManager, Groups: groups},
-				Webhooks:    []policy.Webhook{{Name: "koord-0.example.com", CABundle: f.Owner.PEM}, {Name: "koord-1.example.com"}},
+				Entries:     []policy.Entry{{Name: "koord-0.example.com", CABundle: f.Owner.PEM}, {Name: "koord-1.example.com"}},
 			},
 		},
 		"if a MutatingWebhookConfiguration is created as a dry run, return DryRun": {
@@ -247,7 +247,7 @@ func Test_decodeInput(t *testing.T) {
 				Annotations: koord.Annotations,
 				User:        policy.User{Username: intruder, Groups: groups},
 				DryRun:      true,
-				Webhooks:    koord.webhooks(),
+				Entries:     koord.webhooks(),
 			},
 		},
 		"if dryRun is false, return DryRun false": {
@@ -264,7 +264,7 @@ func Test_decodeInput(t *testing.T) {
 				Labels:      koord.Labels,
 				Annotations: koord.Annotations,
 				User:        policy.User{Username: intruder, Groups: groups},
-				Webhooks:    koord.webhooks(),
+				Entries:     koord.webhooks(),
 			},
 		},
 		"if a ValidatingWebhookConfiguration is updated, return both webhooks lists, with labels and annotations of the stored (old) object and the labels it writes": {
@@ -279,9 +279,12 @@ func Test_decodeInput(t *testing.T) {
 				Labels:        koord.Labels,
 				UpdatedLabels: koordRotated.Labels,
 				Annotations:   koord.Annotations,
-				User:          policy.User{Username: intruder, Groups: groups},
-				Webhooks:      koordRotated.webhooks(),
-				OldWebhooks:   koord.webhooks(),
+				// The annotations it writes, where a change of the CA
+				// pointer is decided.
+				UpdatedAnnotations: koordRotated.Annotations,
+				User:               policy.User{Username: intruder, Groups: groups},
+				Entries:            koordRotated.webhooks(),
+				OldEntries:         koord.webhooks(),
 			},
 		},
 		"if a MutatingWebhookConfiguration is updated, return both webhooks lists, with labels and annotations of the stored (old) object and the labels it writes": {
@@ -296,9 +299,12 @@ func Test_decodeInput(t *testing.T) {
 				Labels:        koord.Labels,
 				UpdatedLabels: koordRotated.Labels,
 				Annotations:   koord.Annotations,
-				User:          policy.User{Username: koordManager, Groups: groups},
-				Webhooks:      koordRotated.webhooks(),
-				OldWebhooks:   koord.webhooks(),
+				// The annotations it writes, where a change of the CA
+				// pointer is decided.
+				UpdatedAnnotations: koordRotated.Annotations,
+				User:               policy.User{Username: koordManager, Groups: groups},
+				Entries:            koordRotated.webhooks(),
+				OldEntries:         koord.webhooks(),
 			},
 		},
 		"if a ValidatingWebhookConfiguration is deleted, return the old object's webhooks, labels and annotations and no new webhooks": {
@@ -312,7 +318,7 @@ func Test_decodeInput(t *testing.T) {
 				Labels:      koordRotated.Labels,
 				Annotations: koordRotated.Annotations,
 				User:        policy.User{Username: intruder, Groups: groups},
-				OldWebhooks: koordRotated.webhooks(),
+				OldEntries:  koordRotated.webhooks(),
 			},
 		},
 		"if a MutatingWebhookConfiguration is deleted, return the old object's webhooks": {
@@ -326,7 +332,7 @@ func Test_decodeInput(t *testing.T) {
 				Labels:      koord.Labels,
 				Annotations: koord.Annotations,
 				User:        policy.User{Username: intruder, Groups: groups},
-				OldWebhooks: koord.webhooks(),
+				OldEntries:  koord.webhooks(),
 			},
 		},
 		"if request.name is empty, take the name from metadata.name": {
@@ -343,7 +349,7 @@ func Test_decodeInput(t *testing.T) {
 				Labels:      koord.Labels,
 				Annotations: koord.Annotations,
 				User:        policy.User{Username: koordManager, Groups: groups},
-				Webhooks:    koord.webhooks(),
+				Entries:     koord.webhooks(),
 			},
 		},
 		"if the object has no apiVersion, kind or metadata.name, take the request's": {
@@ -355,7 +361,7 @@ func Test_decodeInput(t *testing.T) {
 				Kind:      policy.KindValidating,
 				Name:      "koord",
 				User:      policy.User{Username: koordManager, Groups: groups},
-				Webhooks:  []policy.Webhook{{Name: "a", CABundle: f.Owner.PEM}},
+				Entries:   []policy.Entry{{Name: "a", CABundle: f.Owner.PEM}},
 			},
 		},
 		"if a field is spelled Webhooks, do not read it: decoding is case-sensitive as in kube-apiserver": {
@@ -367,7 +373,7 @@ func Test_decodeInput(t *testing.T) {
 				Kind:      policy.KindValidating,
 				Name:      "koord",
 				User:      policy.User{Username: koordManager, Groups: groups},
-				Webhooks:  []policy.Webhook{},
+				Entries:   []policy.Entry{},
 			},
 		},
 		"if a field is spelled CaBundle, do not read it: decoding is case-sensitive as in kube-apiserver": {
@@ -379,7 +385,7 @@ func Test_decodeInput(t *testing.T) {
 				Kind:      policy.KindValidating,
 				Name:      "koord",
 				User:      policy.User{Username: koordManager, Groups: groups},
-				Webhooks:  []policy.Webhook{{Name: "a"}},
+				Entries:   []policy.Entry{{Name: "a"}},
 			},
 		},
 		"if metadata and Kind are spelled in another case, do not read them": {
@@ -391,7 +397,7 @@ func Test_decodeInput(t *testing.T) {
 				Kind:      policy.KindValidating,
 				Name:      "koord",
 				User:      policy.User{Username: koordManager, Groups: groups},
-				Webhooks:  []policy.Webhook{},
+				Entries:   []policy.Entry{},
 			},
 		},
 	}

@@ -113,27 +113,19 @@ func FuzzTypedReview(f *testing.F) {
 			User: policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
 		switch operation {
 		case admissionv1.Create:
-			in.Labels, in.Annotations, in.Webhooks = next.Labels, next.Annotations, next.webhooks()
+			in.Labels, in.Annotations, in.Entries = next.Labels, next.Annotations, next.webhooks()
 		case admissionv1.Update:
 			in.Labels, in.Annotations, in.UpdatedLabels = old.Labels, old.Annotations, next.Labels
-			in.Webhooks, in.OldWebhooks = next.webhooks(), old.webhooks()
-			if rename && len(in.Webhooks) > 0 {
-				in.Webhooks[0].Name = "renamed.example.com"
+			in.Entries, in.OldEntries = next.webhooks(), old.webhooks()
+			if rename && len(in.Entries) > 0 {
+				in.Entries[0].Name = "renamed.example.com"
 			}
 		case admissionv1.Delete:
-			in.Labels, in.Annotations, in.OldWebhooks = old.Labels, old.Annotations, old.webhooks()
+			in.Labels, in.Annotations, in.OldEntries = old.Labels, old.Annotations, old.webhooks()
 		default:
 			t.Fatalf("operation %s is never generated", operation)
 		}
-		m := cfg.MatchInput(&in)
-		if set, ok := cfg.InlineCA(m); ok {
-			in.CA = policy.CAResult{Set: set, Resolved: true}
-		} else if cfg.NeedsOwnerCA(m, &in) {
-			set := ownerSet
-			set.Source = "Secret " + secretOf(m.Owner) + " (key ca.crt)"
-			in.CA = policy.CAResult{Set: set, Resolved: true}
-		}
-		exp := cfg.DecideMatched(m, &in)
+		exp := cfg.Evaluate(&in, policy.Env{CA: fixedCA{ownerSet}})
 
 		body, err := json.Marshal(admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
@@ -191,4 +183,14 @@ func secretOf(o *guardapi.Owner) string {
 		return ""
 	}
 	return o.CA.Secret.Namespace + "/" + o.CA.Secret.Name
+}
+
+// fixedCA answers every owner's CA with one set, named after the owner's
+// Secret as the resolver names it.
+type fixedCA struct{ set cabundle.CASet }
+
+func (f fixedCA) LookupCA(q policy.CAQuery) policy.CAAnswer {
+	set := f.set
+	set.Source = "Secret " + secretOf(q.Owner) + " (key ca.crt)"
+	return policy.CAAnswer{CAResult: policy.CAResult{Set: set, Resolved: true}}
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -49,6 +50,10 @@ type HandlerOptions struct {
 	// ~12 µs to parse; a hit, a map lookup); a cache of
 	// cabundle.DefaultFingerprintCacheSize by default.
 	Fingerprints *cabundle.FingerprintCache
+	// Serving compares a written caBundle with what the entry's endpoint
+	// served at the prober's last round (ProbedServing), to warn the
+	// writer; nil warns of nothing.
+	Serving policy.ServingCheck
 	// Log is the base logger; per-request fields are added to it.
 	// controller-runtime's "admission" logger by default.
 	Log logr.Logger
@@ -102,68 +107,32 @@ func NewHandler(o HandlerOptions) (*Handler, error) {
 // builds the response.
 func (h *Handler) decideAndRespond(ctx context.Context, in *policy.Input) (policy.Decision, admissionv1.AdmissionResponse) {
 	start := time.Now()
-	d, owner := h.decide(ctx, in)
+	d := h.evaluate(ctx, in, limiterBudget{h})
 	d.Write = in.Write
-	h.applyWriteBudget(ctx, &d, owner)
+	if d.Rule == policy.RuleWriteBudget {
+		h.Metrics.WriteBudgetExceeded.WithLabelValues(d.Mapping, string(d.Mode)).Inc()
+		requestLog(ctx).V(1).Info("write budget exceeded", "mapping", d.Mapping, "retryAfterSeconds", d.RetryAfterSeconds)
+	}
 	h.Metrics.DecisionDuration.WithLabelValues(string(d.Outcome)).Observe(time.Since(start).Seconds())
 	h.observe(ctx, &d)
 	return d, Response(&d)
 }
 
-// Decide resolves the owner's CA when a writer (or break-glass) sets a
-// caBundle, and decides. A subject that may not write is decided on who it
-// is: the guard reads nothing for it. A ca-mismatch is re-decided once the
-// CA source has caught up (casource: a live read, or a short wait for the
-// watch), so a CA rotation racing the cache is never denied.
+// Decide decides in as admission does (policy.Evaluate with admission's CA
+// lookup, see admissionLookup), without counting it against a write
+// budget, observing or recording it.
 func (h *Handler) Decide(ctx context.Context, in *policy.Input) policy.Decision {
-	d, _ := h.decide(ctx, in)
-	return d
+	return h.evaluate(ctx, in, nil)
 }
 
-// decide is Decide that also returns the owning mapping it matched (nil
-// for none), from the same configuration: what else the handler applies
-// to the write (its write budget) must come from the mapping that decided
-// it, not from a configuration reloaded since.
-func (h *Handler) decide(ctx context.Context, in *policy.Input) (policy.Decision, *guardapi.Owner) {
+// evaluate is policy.Evaluate with admission's CA lookup and budget.
+func (h *Handler) evaluate(ctx context.Context, in *policy.Input, budget policy.Budget) policy.Decision {
 	if in.Fingerprints == nil {
 		in.Fingerprints = h.Fingerprints
 	}
-	cfg := h.Config.Current()
-	m := cfg.MatchInput(in)
-	return h.decideMatched(ctx, cfg, m, in), m.Owner
-}
-
-// decideMatched decides in against its match m, resolving the owner's CA
-// first when the decision needs it.
-func (h *Handler) decideMatched(ctx context.Context, cfg *policy.Mappings, m policy.MatchResult, in *policy.Input) policy.Decision {
-	if !cfg.NeedsOwnerCA(m, in) {
-		return cfg.DecideMatched(m, in)
-	}
-	req := casource.Request{Owner: m.Owner, Annotations: in.Annotations, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}
-	res := h.resolve(ctx, m.Owner, req, false)
-	in.CA = res.CAResult
-	d := cfg.DecideMatched(m, in)
-	if !res.Cached && !res.Watched || !hasRule(&d, policy.RuleCAMismatch) {
-		return d
-	}
-	// The same foreign CA was confirmed moments ago against this same CA
-	// set: the source had that long to deliver a rotation, so deny without
-	// waiting again (a storm of replicas each writing its own CA waits once
-	// per CA, not per write). A source that has rotated since is waited for.
-	if h.mismatches.recent(mismatchKey(&d, res.Set), time.Now()) {
-		h.Metrics.CALiveRereads.WithLabelValues("recent").Inc()
-		return d
-	}
-	live := h.resolve(ctx, m.Owner, req, true)
-	in.CA = live.CAResult
-	d = cfg.DecideMatched(m, in)
-	outcome := "confirmed"
-	if !hasRule(&d, policy.RuleCAMismatch) {
-		outcome = "rotated"
-	} else {
-		h.mismatches.add(mismatchKey(&d, live.Set), time.Now())
-	}
-	h.Metrics.CALiveRereads.WithLabelValues(outcome).Inc()
+	lookup := &admissionLookup{ctx: ctx, h: h}
+	d := h.Config.Current().Evaluate(in, policy.Env{CA: lookup, Budget: budget, Serving: h.Serving})
+	lookup.settle(&d)
 	return d
 }
 
@@ -234,6 +203,18 @@ func (h *Handler) flapDetector() *flapping.Detector {
 
 func (h *Handler) now() time.Time { return h.Now() }
 
+// statusCode is the HTTP status code of the admission response: 429 for a
+// write over its budget (the client may retry), 403 for any other denial.
+func statusCode(d *policy.Decision) int32 {
+	switch {
+	case d.Allowed():
+		return http.StatusOK
+	case d.Rule == policy.RuleWriteBudget:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusForbidden
+}
+
 // Response turns a decision into the admission response: enforce denials
 // are 403s with the full message; audit and break-glass are allowed with
 // warnings kubectl prints; every non-trivial decision carries audit
@@ -243,7 +224,7 @@ func Response(d *policy.Decision) admissionv1.AdmissionResponse {
 		Allowed:          d.Allowed(),
 		Warnings:         d.Warnings(),
 		AuditAnnotations: d.AuditAnnotations(),
-		Result:           &metav1.Status{Code: d.Code()},
+		Result:           &metav1.Status{Code: statusCode(d)},
 	}
 	if !d.Allowed() {
 		r.Result.Status = metav1.StatusFailure
@@ -258,15 +239,6 @@ func Response(d *policy.Decision) admissionv1.AdmissionResponse {
 		r.Result.Details = &metav1.StatusDetails{Name: d.Name, Kind: string(d.Kind), RetryAfterSeconds: d.RetryAfterSeconds}
 	}
 	return r
-}
-
-func hasRule(d *policy.Decision, rule policy.Rule) bool {
-	for _, v := range d.Violations {
-		if v.Rule == rule {
-			return true
-		}
-	}
-	return false
 }
 
 // IsInputError reports whether err is a malformed-request error.

@@ -138,7 +138,7 @@ func Test_Handler_Review(t *testing.T) {
 
 	sourceErr := &casource.SourceError{Source: koordSource, Reason: "it does not exist", Definitive: true}
 
-	koordDenial := func(op string, kind policy.ConfigKind, violations ...string) string {
+	koordDenial := func(op string, kind policy.GuardedKind, violations ...string) string {
 		msg := fmt.Sprintf(`webhook-guard denied %s of %s "koord" by %q (mapping "koordinator", enforce)`, op, kind, intruder)
 		for _, v := range violations {
 			msg += "; " + v
@@ -641,9 +641,9 @@ func Test_Handler_Decide_confirmedMismatchIsNotWaitedForAgain(t *testing.T) {
 			var outcomes []policy.Outcome
 			for _, b := range test.writes {
 				in := &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: "koord",
-					User:        policy.User{Username: koordManager},
-					OldWebhooks: []policy.Webhook{{Name: "w", CABundle: f.Owner.PEM}},
-					Webhooks:    []policy.Webhook{{Name: "w", CABundle: b}}}
+					User:       policy.User{Username: koordManager},
+					OldEntries: []policy.Entry{{Name: "w", CABundle: f.Owner.PEM}},
+					Entries:    []policy.Entry{{Name: "w", CABundle: b}}}
 				d := h.Decide(t.Context(), in)
 				outcomes = append(outcomes, d.Outcome)
 			}

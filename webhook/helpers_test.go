@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
@@ -134,7 +134,7 @@ type object struct {
 
 // encode marshals the typed Kubernetes object of kind, so that caBundle is
 // base64 in the JSON exactly as kube-apiserver sends it.
-func (o object) encode(tb testing.TB, kind policy.ConfigKind) []byte {
+func (o object) encode(tb testing.TB, kind policy.GuardedKind) []byte {
 	tb.Helper()
 	meta := metav1.ObjectMeta{Name: o.Name, Labels: o.Labels, Annotations: o.Annotations, UID: "0c1b8d3c-0000-4000-8000-000000000001", ResourceVersion: "42"}
 	var v any
@@ -176,17 +176,17 @@ func (o object) encode(tb testing.TB, kind policy.ConfigKind) []byte {
 func (o object) webhookName(i int) string { return fmt.Sprintf("%s-%d.example.com", o.Name, i) }
 
 // webhooks is what the decoder makes of o's webhooks entries.
-func (o object) webhooks() []policy.Webhook {
-	out := make([]policy.Webhook, len(o.Bundles))
+func (o object) webhooks() []policy.Entry {
+	out := make([]policy.Entry, len(o.Bundles))
 	for i, b := range o.Bundles {
-		out[i] = policy.Webhook{Name: o.webhookName(i), CABundle: b}
+		out[i] = policy.Entry{Name: o.webhookName(i), CABundle: b}
 	}
 	return out
 }
 
 // request builds an AdmissionRequest as kube-apiserver sends it. obj or old
 // nil leaves request.object or request.oldObject out.
-func request(tb testing.TB, op admissionv1.Operation, kind policy.ConfigKind, user string, obj, old *object) *admissionv1.AdmissionRequest {
+func request(tb testing.TB, op admissionv1.Operation, kind policy.GuardedKind, user string, obj, old *object) *admissionv1.AdmissionRequest {
 	tb.Helper()
 	resource := "validatingwebhookconfigurations"
 	if kind == policy.KindMutating {

@@ -94,9 +94,9 @@ func Test_Handler_Decide_confirmedMismatchForgottenOnRotation(t *testing.T) {
 			h := newHandler(t, HandlerOptions{Config: StaticConfig{Config: cfg}, CA: res, Metrics: m, Recorder: &fakeRecorder{}})
 			write := func() policy.Decision {
 				return h.Decide(t.Context(), &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: "koord",
-					User:        policy.User{Username: koordManager},
-					OldWebhooks: []policy.Webhook{{Name: "w", CABundle: f.Owner.PEM}},
-					Webhooks:    []policy.Webhook{{Name: "w", CABundle: f.Foreign.PEM}}})
+					User:       policy.User{Username: koordManager},
+					OldEntries: []policy.Entry{{Name: "w", CABundle: f.Owner.PEM}},
+					Entries:    []policy.Entry{{Name: "w", CABundle: f.Foreign.PEM}}})
 			}
 			require.Equal(t, policy.OutcomeDeny, write().Outcome, "the foreign CA is confirmed foreign first")
 

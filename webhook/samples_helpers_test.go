@@ -28,7 +28,7 @@ func testHandler(t testing.TB) (*Handler, []byte) {
 		t.Fatal(err)
 	}
 	owner := sampleReview(t, "owner.json")
-	var obj webhookConfiguration
+	var obj guardedObject
 	if err := json.Unmarshal(owner.Request.Object.Raw, &obj); err != nil {
 		t.Fatal(err)
 	}

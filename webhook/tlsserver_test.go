@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 )
 
 // runningServer is the real webhook server (NewServer, `serve`'s TLS policy,

@@ -14,10 +14,10 @@ import (
 // kube-apiserver trusts. kube-apiserver sends an object in the version the
 // registration's rules name (matchPolicy Equivalent converts), so another
 // version means a misconfigured registration.
-var guardedKinds = func() map[policy.ConfigKind]schema.GroupVersion {
-	out := make(map[policy.ConfigKind]schema.GroupVersion, len(guardapi.Kinds))
+var guardedKinds = func() map[policy.GuardedKind]schema.GroupVersion {
+	out := make(map[policy.GuardedKind]schema.GroupVersion, len(guardapi.Kinds))
 	for _, k := range guardapi.Kinds {
-		out[policy.ConfigKind(k.Kind)] = schema.GroupVersion{Group: k.Group, Version: k.Version}
+		out[policy.GuardedKind(k.Kind)] = schema.GroupVersion{Group: k.Group, Version: k.Version}
 	}
 	return out
 }()
@@ -39,35 +39,54 @@ type trustSpec struct {
 	Conversion *struct {
 		Webhook *struct {
 			ClientConfig struct {
-				CABundle caBundle `json:"caBundle"`
+				CABundle caBundle    `json:"caBundle"`
+				URL      string      `json:"url"`
+				Service  *serviceRef `json:"service"`
 			} `json:"clientConfig"`
 		} `json:"webhook"`
 	} `json:"conversion"`
 	// Service, CABundle and InsecureSkipTLSVerify are an APIService's. A
 	// local APIService (served by kube-apiserver itself) has no service
 	// and no caBundle: nothing to trust.
-	Service *struct {
-		Name string `json:"name"`
-	} `json:"service"`
-	CABundle              caBundle `json:"caBundle"`
-	InsecureSkipTLSVerify bool     `json:"insecureSkipTLSVerify"`
+	Service               *serviceRef `json:"service"`
+	CABundle              caBundle    `json:"caBundle"`
+	InsecureSkipTLSVerify bool        `json:"insecureSkipTLSVerify"`
 }
 
 // entries are the object's trusted entries: none, or one named as the
 // decision names it (policy.EntryConversion, policy.EntryService).
-func (s *trustSpec) entries(kind policy.ConfigKind) []policy.Webhook {
+func (s *trustSpec) entries(kind policy.GuardedKind) []policy.Entry {
 	switch kind {
 	case policy.KindCRD:
 		if s.Conversion == nil || s.Conversion.Webhook == nil {
 			return nil
 		}
-		return []policy.Webhook{{Name: policy.EntryConversion, CABundle: s.Conversion.Webhook.ClientConfig.CABundle}}
+		cc := &s.Conversion.Webhook.ClientConfig
+		return []policy.Entry{{Name: policy.EntryConversion, CABundle: cc.CABundle, Endpoint: cc.Service.endpoint(cc.URL)}}
 	case policy.KindAPIService:
 		if s.Service == nil {
 			return nil
 		}
-		return []policy.Webhook{{Name: policy.EntryService, CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify}}
+		return []policy.Entry{{Name: policy.EntryService, CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, Endpoint: s.Service.endpoint("")}}
 	default:
 		return nil
 	}
+}
+
+// serviceRef is a Service reference of a CRD's conversion webhook (with a
+// path) or an APIService (without).
+type serviceRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	Port      int32  `json:"port"`
+}
+
+// endpoint is the entry's endpoint: the service's, or the URL when there is
+// no service.
+func (r *serviceRef) endpoint(url string) policy.Endpoint {
+	if r == nil {
+		return policy.Endpoint{URL: url}
+	}
+	return policy.Endpoint{URL: url, Namespace: r.Namespace, Name: r.Name, Path: r.Path, Port: r.Port}
 }

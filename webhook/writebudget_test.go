@@ -61,7 +61,7 @@ func Test_Handler_Review_writeBudget(t *testing.T) {
 		Code:   429,
 		Reason: metav1.StatusReasonTooManyRequests,
 		Message: `webhook-guard denied UPDATE of ValidatingWebhookConfiguration "koord" by "` + koordManager + `" (mapping "koordinator", enforce); ` +
-			`write-budget: webhooks[].clientConfig.caBundle: more than 2 caBundle-changing writes to this configuration within a minute (owners[koordinator].writeBudget.perMinute); hint: retry after 40s; if the owner's controller writes caBundle in a loop, fix the loop`,
+			`write-budget: webhooks[].clientConfig.caBundle: more than 2 caBundle-changing writes by this writer to this configuration within a minute (owners[koordinator].writeBudget.perMinute); hint: retry after 40s; if the owner's controller writes caBundle in a loop, fix the loop`,
 		Details: &metav1.StatusDetails{Name: "koord", Kind: "ValidatingWebhookConfiguration", RetryAfterSeconds: 40},
 	}, resp.Result)
 
@@ -78,7 +78,7 @@ func Test_Handler_Review_writeBudget(t *testing.T) {
 		resp := write("audited", auditedOwner, i, false)
 		require.True(t, resp.Allowed, "audit mode allows write %d", i)
 		if i == 2 {
-			assert.Equal(t, []string{"webhook-guard (audit) would deny: write-budget: webhooks[].clientConfig.caBundle: more than 2 caBundle-changing writes to this configuration within a minute (owners[audited].writeBudget.perMinute)"}, resp.Warnings,
+			assert.Equal(t, []string{"webhook-guard (audit) would deny: write-budget: webhooks[].clientConfig.caBundle: more than 2 caBundle-changing writes by this writer to this configuration within a minute (owners[audited].writeBudget.perMinute)"}, resp.Warnings,
 				"the warning drops the hint to fit; the record keeps it")
 		}
 	}
@@ -90,4 +90,33 @@ func Test_Handler_Review_writeBudget(t *testing.T) {
 	// The window drains: a minute after the first writes, one fits again.
 	now = now.Add(41 * time.Second)
 	assert.True(t, write("koord", koordManager, 0, false).Allowed)
+}
+
+// Test_Handler_Review_writeBudget_perWriter: each writer of a mapping has
+// its own budget, so one writer churning between valid bundles cannot get
+// another writer's genuine rotation refused.
+func Test_Handler_Review_writeBudget_perWriter(t *testing.T) {
+	f := testFixtures(t)
+	const injector = "system:serviceaccount:cert-manager:cainjector"
+	doc := strings.Replace(budgetDoc(f), "writers: {serviceAccounts: [koordinator-system/koord-manager]}",
+		"writers: {serviceAccounts: [koordinator-system/koord-manager, cert-manager/cainjector]}", 1)
+	store := NewConfigStore(mustLoad(t, doc))
+	res := &fakeResolver{Cached: caResult(t, koordSource, false, f.Owner.PEM, f.OwnerNew.PEM)}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	h := newHandler(t, HandlerOptions{Config: store, CA: res, Metrics: NewMetrics(prometheus.NewRegistry()), Recorder: &fakeRecorder{},
+		Now: func() time.Time { return now }})
+	bundles := [][]byte{f.Owner.PEM, f.OwnerNew.PEM}
+	write := func(user string, i int) admissionv1.AdmissionResponse {
+		old := object{Name: "koord", Bundles: [][]byte{bundles[i%2]}}
+		obj := object{Name: "koord", Bundles: [][]byte{bundles[(i+1)%2]}}
+		return answer(t, h, request(t, admissionv1.Update, policy.KindValidating, user, &obj, &old))
+	}
+
+	for i := range 2 {
+		require.True(t, write(koordManager, i).Allowed, "the churning writer's write %d is within its budget", i)
+	}
+	require.False(t, write(koordManager, 2).Allowed, "the churning writer has spent its budget")
+	assert.True(t, write(injector, 0).Allowed, "another writer's rotation has a budget of its own")
+	assert.True(t, write(injector, 1).Allowed)
+	assert.False(t, write(injector, 2).Allowed, "and is limited by it")
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 )
 
 // CA is a self-signed ECDSA certificate authority: a testpki.CA whose Issue

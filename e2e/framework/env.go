@@ -8,14 +8,11 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +85,17 @@ type Options struct {
 	afterRender func(t testing.TB, renderDir string)
 }
 
+// setDefaults fills what a test leaves unset: the static webhook's
+// failure policy and timeout.
+func (o *Options) setDefaults() {
+	if o.FailurePolicy == "" {
+		o.FailurePolicy = "Fail"
+	}
+	if o.TimeoutSeconds == 0 {
+		o.TimeoutSeconds = 5
+	}
+}
+
 // Env is one control plane with one guard.
 type Env struct {
 	t testing.TB
@@ -153,12 +161,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if opts.Config == nil {
 		t.Fatal("framework.Start: Options.Config is required")
 	}
-	if opts.FailurePolicy == "" {
-		opts.FailurePolicy = "Fail"
-	}
-	if opts.TimeoutSeconds == 0 {
-		opts.TimeoutSeconds = 5
-	}
+	opts.setDefaults()
 	e := &Env{t: t, Root: RepoRoot(), Dir: t.TempDir(), APIServerLog: &Buffer{}, guardRules: opts.GuardRules}
 	guardBin := GuardBinary(t)
 
@@ -200,6 +203,20 @@ func Start(t testing.TB, opts Options) *Env {
 		}
 	}
 
+	e.startControlPlane(t, binDir, admissionConfig, opts)
+
+	e.installGuardIdentity(t, leaf)
+	if opts.GuardAPIProxy {
+		e.proxyGuardAPI(t)
+	}
+	g.Start(t)
+	return e
+}
+
+// startControlPlane starts etcd and kube-apiserver, with admissionConfig
+// when set, and stops them in t.Cleanup; e.Admin is its admin.
+func (e *Env) startControlPlane(t testing.TB, binDir, admissionConfig string, opts Options) {
+	t.Helper()
 	e.testEnv = &envtest.Environment{
 		BinaryAssetsDirectory:    binDir,
 		ControlPlaneStartTimeout: 60 * time.Second,
@@ -214,14 +231,7 @@ func Start(t testing.TB, opts Options) *Env {
 		api.Configure().Set("admission-control-config-file", admissionConfig)
 	}
 	if opts.AuditLog {
-		policyPath := filepath.Join(e.Dir, "audit-policy.yaml")
-		if err := os.WriteFile(policyPath, []byte(auditPolicyFor(opts.AuditRequestsOf)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		e.auditLogPath = filepath.Join(e.Dir, "audit.log")
-		api.Configure().Set("audit-policy-file", policyPath)
-		api.Configure().Set("audit-log-path", e.auditLogPath)
-		api.Configure().Set("audit-log-mode", "blocking")
+		e.configureAuditLog(t, api, opts.AuditRequestsOf)
 	}
 	if opts.CertManagerCRDs {
 		e.testEnv.CRDInstallOptions.Paths = CertManagerCRDPaths(t)
@@ -251,13 +261,6 @@ func Start(t testing.TB, opts Options) *Env {
 	})
 	e.Admin = cfg
 	e.AdminKube = kubernetes.NewForConfigOrDie(cfg)
-
-	e.installGuardIdentity(t, leaf)
-	if opts.GuardAPIProxy {
-		e.proxyGuardAPI(t)
-	}
-	g.Start(t)
-	return e
 }
 
 func (e *Env) render(t testing.TB, bin, outDir, url, caFile, configPath string, opts Options) {
@@ -425,28 +428,6 @@ func WriteFileAtomic(t testing.TB, path string, data []byte) {
 	}
 }
 
-// ReportCRDPaths are the OpenReports CRD files from the
-// github.com/openreports/reports-api module in the module cache.
-func ReportCRDPaths(t testing.TB) []string {
-	t.Helper()
-	dir := filepath.Join(moduleDir(t, "github.com/openreports/reports-api"), "config", "crd")
-	return []string{filepath.Join(dir, "openreports.io_clusterreports.yaml"), filepath.Join(dir, "openreports.io_reports.yaml")}
-}
-
-func moduleDir(t testing.TB, module string) string {
-	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
-	cmd.Dir = RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			err = fmt.Errorf("%w: %s", err, ee.Stderr)
-		}
-		t.Fatalf("locate the %s module (go list -m): %v", module, err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // Kubeconfig writes a kubeconfig acting as user (for running the
 // webhook-guard CLI against the environment) and returns its path.
 func (e *Env) Kubeconfig(t testing.TB, user envtest.User) string {
@@ -470,83 +451,6 @@ func (e *Env) Kubeconfig(t testing.TB, user envtest.User) string {
 	return f.Name()
 }
 
-// CertManagerCRDPaths are cert-manager's CRD files from the
-// github.com/cert-manager/cert-manager module in the module cache.
-func CertManagerCRDPaths(t testing.TB) []string {
-	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cert-manager/cert-manager")
-	cmd.Dir = RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			err = fmt.Errorf("%w: %s", err, ee.Stderr)
-		}
-		t.Fatalf("locate the cert-manager module (go list -m): %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "deploy", "crds")
-	var paths []string
-	for _, f := range []string{"cert-manager.io_certificates.yaml", "cert-manager.io_issuers.yaml", "cert-manager.io_clusterissuers.yaml", "cert-manager.io_certificaterequests.yaml"} {
-		paths = append(paths, filepath.Join(dir, f))
-	}
-	return paths
-}
-
-// PrometheusOperatorVersion is the prometheus-operator release whose CRDs
-// the chart's ServiceMonitor and PrometheusRule are created against. The
-// CRD files are in the root module (example/prometheus-operator-crd), which
-// nothing imports, so it is fetched by version rather than through go.mod.
-const PrometheusOperatorVersion = "v0.85.0"
-
-// PrometheusOperatorCRDPaths are the ServiceMonitor and PrometheusRule CRD
-// files of github.com/prometheus-operator/prometheus-operator, downloaded
-// through the Go module proxy (checksum-verified by the Go command).
-func PrometheusOperatorCRDPaths(t testing.TB) []string {
-	t.Helper()
-	dir := filepath.Join(DownloadModule(t, "github.com/prometheus-operator/prometheus-operator@"+PrometheusOperatorVersion), "example", "prometheus-operator-crd")
-	return []string{
-		filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
-		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
-	}
-}
-
-// DownloadModule downloads module@version through the Go module proxy
-// (checksum-verified by the Go command), outside this module so nothing is
-// added to go.mod, and returns its directory in the module cache.
-func DownloadModule(t testing.TB, mod string) string {
-	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", mod)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.Output()
-	var dl struct {
-		Dir   string `json:"Dir"`
-		Error string `json:"Error"`
-	}
-	if jerr := json.Unmarshal(out, &dl); err != nil || jerr != nil || dl.Error != "" {
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			err = fmt.Errorf("%w: %s", err, ee.Stderr)
-		}
-		t.Fatalf("download %s (go mod download): %v %s", mod, err, dl.Error)
-	}
-	return dl.Dir
-}
-
-// auditPolicyFor records writes of the guarded kinds at Metadata level
-// (which carries admission webhooks' auditAnnotations), those of users at
-// Request level (with the object they sent), and nothing else.
-func auditPolicyFor(users []string) string {
-	if len(users) == 0 {
-		return auditPolicy
-	}
-	quoted := make([]string, len(users))
-	for i, u := range users {
-		quoted[i] = strconv.Quote(u)
-	}
-	return strings.Replace(auditPolicy, "rules:\n", `rules:
-- level: Request
-  users: [`+strings.Join(quoted, ", ")+`]
-`+auditedResources, 1)
-}
-
 // auditedResources are the guarded kinds' resources, as an audit rule's.
 const auditedResources = `  resources:
   - group: admissionregistration.k8s.io
@@ -564,73 +468,3 @@ rules:
 - level: Metadata
 ` + auditedResources + `- level: None
 `
-
-// AuditEvent is the part of a kube-apiserver audit event the tests read.
-type AuditEvent struct {
-	Verb      string `json:"verb"`
-	Stage     string `json:"stage"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Resource string `json:"resource"`
-		Name     string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"responseStatus"`
-	RequestReceivedTimestamp metav1.MicroTime  `json:"requestReceivedTimestamp"`
-	Annotations              map[string]string `json:"annotations"`
-	// RequestObject is the object the request sent (Options.AuditRequestsOf).
-	RequestObject json.RawMessage `json:"requestObject"`
-}
-
-// IsCompletedWrite reports whether the event is the answer to a create,
-// update, patch or delete by user (the log is written before the answer is
-// sent, so a request that returned is in it).
-func (ev AuditEvent) IsCompletedWrite(user string) bool {
-	if ev.Stage != "ResponseComplete" || ev.User.Username != user {
-		return false
-	}
-	switch ev.Verb {
-	case "create", "update", "patch", "delete":
-		return true
-	}
-	return false
-}
-
-// AuditLogPath is the file kube-apiserver writes its audit log to
-// (Options.AuditLog), for commands that read it (review --audit-log).
-func (e *Env) AuditLogPath(t testing.TB) string {
-	t.Helper()
-	if e.auditLogPath == "" {
-		t.Fatal("AuditLogPath needs Options.AuditLog")
-	}
-	return e.auditLogPath
-}
-
-// AuditEvents reads kube-apiserver's audit log (Options.AuditLog).
-func (e *Env) AuditEvents(t testing.TB) []AuditEvent {
-	t.Helper()
-	if e.auditLogPath == "" {
-		t.Fatal("AuditEvents needs Options.AuditLog")
-	}
-	data, err := os.ReadFile(e.auditLogPath)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatalf("read the audit log: %v", err)
-	}
-	var out []AuditEvent
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var ev AuditEvent
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			continue // a line being written
-		}
-		out = append(out, ev)
-	}
-	return out
-}

@@ -154,3 +154,21 @@ func (c *Client) deleteTrustObject(ctx context.Context, kind Kind, name string, 
 	}
 	return r.Delete(ctx, name, opts)
 }
+
+// UpdateTrustObject reads a CRD or APIService, lets fn change it (its
+// endpoint, annotations, any field) and writes it back as the client's
+// user: the writes of an installer, which the framework's WebhookConfig
+// view (labels, annotations, caBundles) cannot express.
+func (c *Client) UpdateTrustObject(ctx context.Context, kind Kind, name string, fn func(u *unstructured.Unstructured)) error {
+	r, err := c.trustResource(kind)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	u, err := r.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fn(u)
+	_, err = r.Update(ctx, u, metav1.UpdateOptions{})
+	return err
+}

@@ -40,7 +40,7 @@ func (g GenericHandler) Handle(ctx context.Context, req admission.Request) admis
 func GenericInput(req *admissionv1.AdmissionRequest) (*policy.Input, error) {
 	in := &policy.Input{
 		Operation: policy.Operation(req.Operation),
-		Kind:      policy.ConfigKind(req.Kind.Kind),
+		Kind:      policy.GuardedKind(req.Kind.Kind),
 		Name:      req.Name,
 		User:      policy.User{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups},
 		DryRun:    req.DryRun != nil && *req.DryRun,
@@ -50,21 +50,21 @@ func GenericInput(req *admissionv1.AdmissionRequest) (*policy.Input, error) {
 		return nil, fmt.Errorf("request.object: %w", err)
 	}
 	in.Labels, in.Annotations = obj.Metadata.Labels, obj.Metadata.Annotations
-	in.Webhooks = genericWebhooks(&obj)
+	in.Entries = genericWebhooks(&obj)
 	if len(req.OldObject.Raw) > 0 {
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.OldObject.Raw, &old); err != nil {
 			return nil, fmt.Errorf("request.oldObject: %w", err)
 		}
 		in.Labels, in.Annotations = old.Metadata.Labels, old.Metadata.Annotations
-		in.OldWebhooks = genericWebhooks(&old)
+		in.OldEntries = genericWebhooks(&old)
 	}
 	return in, nil
 }
 
-func genericWebhooks(o *minimalConfig) []policy.Webhook {
-	out := make([]policy.Webhook, len(o.Webhooks))
+func genericWebhooks(o *minimalConfig) []policy.Entry {
+	out := make([]policy.Entry, len(o.Webhooks))
 	for i, w := range o.Webhooks {
-		out[i] = policy.Webhook{Name: w.Name, CABundle: w.ClientConfig.CABundle}
+		out[i] = policy.Entry{Name: w.Name, CABundle: w.ClientConfig.CABundle}
 	}
 	return out
 }

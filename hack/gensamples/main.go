@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 )
 
 // newCA is a CA in PEM valid for a century from a fixed date, so that the
@@ -85,9 +85,18 @@ func main() {
 	dir := "config/samples"
 	reviews := filepath.Join(dir, "reviews")
 	must(os.MkdirAll(reviews, 0o755))
-	owner, next, foreign, istio := newCA("koordinator-webhook-ca"), newCA("koordinator-webhook-ca-next"), newCA("replica-7-self-signed-ca"), newCA("istio-webhook-ca")
+	c := cas{owner: newCA("koordinator-webhook-ca"), next: newCA("koordinator-webhook-ca-next"), foreign: newCA("replica-7-self-signed-ca"), istio: newCA("istio-webhook-ca")}
+	objects := fmt.Sprintf(objectsTemplate, indent(c.owner, "    "), indent(c.next, "    "), indent(c.istio, "    "))
+	must(os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(objects), 0o644))
+	writeReviews(reviews, c)
+}
 
-	objects := fmt.Sprintf(`# Objects the sample GuardConfigs' CA sources resolve against:
+// cas are the samples' CAs, in PEM: the owner's, its next one, a foreign
+// one and istiod's.
+type cas struct{ owner, next, foreign, istio string }
+
+// objectsTemplate is objects.yaml, given the owner's, next and istiod's CA.
+const objectsTemplate = `# Objects the sample GuardConfigs' CA sources resolve against:
 # webhook-guard check --config config/samples/guard-koordinator.yaml \
 #   --objects config/samples/objects.yaml --review config/samples/reviews/owner.json
 # The koordinator Secret is mid-rotation: ca.crt holds the current and the next CA.
@@ -134,9 +143,11 @@ metadata:
   namespace: broken
 stringData:
   ca.crt: "this is not a certificate"
-`, indent(owner, "    "), indent(next, "    "), indent(istio, "    "))
-	must(os.WriteFile(filepath.Join(dir, "objects.yaml"), []byte(objects), 0o644))
+`
 
+// writeReviews writes the sample AdmissionReviews into dir.
+func writeReviews(reviews string, c cas) {
+	owner, next, foreign, istio := c.owner, c.next, c.foreign, c.istio
 	const (
 		vwc, mwc = "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
 		koordV   = "koord-validating-webhook-configuration"

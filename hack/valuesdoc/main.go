@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/webhook-guard/webhook-guard/internal/valuesdoc"
+	"github.com/webhook-guard/webhook-guard/hack/valuesdoc/valuesdoc"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 )
 
 // The fuzz target runs its committed seed corpus (testdata/fuzz/<target>)

@@ -15,7 +15,7 @@ import (
 // than a rotation ever needs. It is the signature of several replicas, each
 // with its own CA, fighting over one configuration.
 type Report struct {
-	Kind            policy.ConfigKind
+	Kind            policy.GuardedKind
 	Name            string
 	DistinctBundles int
 	Window          time.Duration
@@ -46,7 +46,7 @@ type Detector struct {
 }
 
 type flapKey struct {
-	kind policy.ConfigKind
+	kind policy.GuardedKind
 	name string
 }
 
@@ -145,7 +145,7 @@ func (c *Current) For(settings guardapi.FlappingSettings) *Detector {
 
 // Forget drops what is tracked for a configuration (it was deleted), so
 // that memory follows the configurations that exist.
-func (f *Detector) Forget(kind policy.ConfigKind, name string) {
+func (f *Detector) Forget(kind policy.GuardedKind, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.writes, flapKey{kind, name})

@@ -1,8 +1,6 @@
 package vap
 
 import (
-	"fmt"
-
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -18,9 +16,9 @@ import (
 //     from the object CEL sees) on a CREATE, or new or renamed in an UPDATE,
 //     makes kube-apiserver trust its system roots for the webhook. A writer
 //     may leave one only while cainjector will fill it: the mapping's CA is
-//     injectedByCertManager and the object carries one of cainjector's
-//     annotations (read from the stored object on UPDATE, from the created
-//     one on CREATE, as the static shape reads them).
+//     injectedByCertManager, the guard's last sync read it, and the new
+//     object's annotation names a source (the pin, when the mapping pins
+//     one; fillComing in pointer.go).
 //   - An entry that carried a caBundle and is gone from the object (removed,
 //     or renamed: names are unique in a configuration) takes its CA away
 //     with it, as if emptied.
@@ -48,18 +46,7 @@ const (
 	// whose name is gone.
 	removedWebhooks = `request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) ? ` +
 		`oldObject.webhooks.filter(o, has(o.clientConfig) && has(o.clientConfig.caBundle) && !(o.name in variables.newNames)).map(o, o.name) : []`
-	// storedAnnotations are the annotations a fill is decided on: the
-	// stored object's on UPDATE, the created object's on CREATE.
-	storedAnnotations = `request.operation == "UPDATE" ? ` +
-		`(oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}) : ` +
-		`(object != null && has(object.metadata) && has(object.metadata.annotations) ? object.metadata.annotations : {})`
 )
-
-// fillComing is CEL that is true when cainjector will fill the object's
-// empty caBundles, as policy.FillComing decides it.
-var fillComing = fmt.Sprintf(`(%[1]s in variables.annotations && variables.annotations[%[1]s] != "") || `+
-	`(%[2]s in variables.annotations && variables.annotations[%[2]s] != "")`,
-	CELString(policy.AnnotationInjectCAFrom), CELString(policy.AnnotationInjectCAFromSecret))
 
 // injected says the mapping's CA is injectedByCertManager: only then can a
 // fill be coming.
@@ -76,16 +63,14 @@ func (m mappingPolicy) entryVariables() []admv1.Variable {
 	return append(vars, m.fillVariables()...)
 }
 
-// fillVariables decide whether cainjector will fill an empty caBundle:
-// only under injectedByCertManager.
+// fillVariables decide whether cainjector will fill an empty caBundle, and
+// whether a writer moves the CA pointer: only under injectedByCertManager
+// (pointer.go).
 func (m mappingPolicy) fillVariables() []admv1.Variable {
 	if !m.injected() {
 		return nil
 	}
-	return []admv1.Variable{
-		{Name: "annotations", Expression: storedAnnotations},
-		{Name: "fillComing", Expression: fillComing},
-	}
+	return append(m.pointerVariables(), admv1.Variable{Name: "fillComing", Expression: m.fillComing()})
 }
 
 // entriesKept is CEL that is true when neither entry rule fails. On an

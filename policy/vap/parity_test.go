@@ -2,8 +2,12 @@ package vap
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -17,7 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
@@ -25,8 +29,9 @@ import (
 )
 
 // parityConfig has one enforced mapping per kind of CA that changes the
-// policy: a Secret (which may also be the policy's param) and
-// injectedByCertManager (whose empty entries may wait for cainjector).
+// policy: a Secret (which may also be the policy's param),
+// injectedByCertManager (whose empty entries may wait for cainjector), and
+// the same pinned; the last two also own CRDs and APIServices.
 const parityConfig = `apiVersion: webhook-guard.io/v1alpha1
 kind: GuardConfig
 breakGlass: {groups: [system:masters]}
@@ -39,13 +44,25 @@ owners:
   - name: injected
     mode: enforce
     match: {validating: [injected]}
+    writers: {serviceAccounts: [app-system/controller]}
     ca: {injectedByCertManager: {}}
+  - name: pinned
+    mode: enforce
+    match: {validating: [pinned], customResourceDefinitions: [widgets.example.com], apiServices: [v1.widgets.example.com]}
+    writers: {serviceAccounts: [app-system/controller]}
+    ca: {injectedByCertManager: {certificate: {namespace: app-system, name: serving}}}
+  - name: objects
+    mode: enforce
+    match: {customResourceDefinitions: [gadgets.example.com], apiServices: [v1.gadgets.example.com]}
+    writers: {serviceAccounts: [app-system/controller]}
+    ca: {secret: {namespace: app-system, name: app-ca}}
 `
 
 // paritySource is where both shapes are told the owner's CA comes from.
 const paritySource = "Secret app-system/app-ca (key ca.crt)"
 
-// entry is one webhooks[] entry of a parity case.
+// entry is one webhooks[] entry of a parity case, or the one entry of a
+// CRD (its conversion webhook) or an APIService (its service).
 type entry struct {
 	name   string
 	bundle []byte
@@ -54,10 +71,19 @@ type entry struct {
 // parityCase is one request, decided by both shapes.
 type parityCase struct {
 	op          policy.Operation
-	config      string // the configuration's name: app or injected
+	kind        policy.GuardedKind // "": a ValidatingWebhookConfiguration
+	config      string             // the object's name
 	user        user.Info
 	annotations map[string]string // of the stored object on UPDATE, of the created one on CREATE
-	old, next   []entry
+	// written are the annotations an UPDATE writes; nil: the stored ones.
+	written   map[string]string
+	old, next []entry
+	// oldEndpoint and endpoint are where a CRD's or APIService's entry
+	// sends its traffic, before and after.
+	oldEndpoint, endpoint policy.Endpoint
+	// staticCAErr is why the static shape cannot read the owner's CA (the
+	// object's annotation names a source that does not exist); "": it can.
+	staticCAErr string
 }
 
 // verdict is what a shape did with a request: denied or not, and the rules
@@ -84,14 +110,15 @@ func parityCases(t *testing.T) (map[string]parityCase, *testpki.CA) {
 	cainjector := &user.DefaultInfo{Name: "system:serviceaccount:cert-manager:cert-manager-cainjector"}
 	intruder := &user.DefaultInfo{Name: "system:serviceaccount:other:intruder"}
 	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}
-	inject := map[string]string{policy.AnnotationInjectCAFrom: "app-system/serving"}
+	inject := map[string]string{policy.AnnotationInjectCAFrom: parityInject}
 	cat := slices.Concat[[]byte]
 	upd := func(u user.Info, old, next []entry) parityCase {
 		return parityCase{op: policy.OperationUpdate, config: "app", user: u, old: old, next: next}
 	}
 	a, b := "a.app.io", "b.app.io"
 
-	return map[string]parityCase{
+	cases := trustParityCases(writer, intruder, cur, foreign)
+	maps.Copy(cases, map[string]parityCase{
 		"writer writes the owner's CA":                    upd(writer, []entry{{a, prev.PEM}}, []entry{{a, cur.PEM}}),
 		"writer writes a foreign CA":                      upd(writer, []entry{{a, cur.PEM}}, []entry{{a, foreign.PEM}}),
 		"writer writes garbage":                           upd(writer, []entry{{a, cur.PEM}}, []entry{{a, []byte("not a certificate")}}),
@@ -139,11 +166,21 @@ func parityCases(t *testing.T) (map[string]parityCase, *testpki.CA) {
 		"break-glass writes a foreign CA":                      upd(admin, []entry{{a, cur.PEM}}, []entry{{a, foreign.PEM}}),
 		"break-glass creates a configuration with no caBundle": {op: policy.OperationCreate, config: "app", user: admin, next: []entry{{a, nil}}},
 
+		// A foreign block kube-apiserver skips while stored (its END line
+		// ends in "x"), whose line a merge's mixed base64 group would end
+		// with a newline: the static shape parses the new bundle to the
+		// foreign certificate, and the policy shape accepts only exact
+		// merges after a whole footer line.
+		"writer merges after a foreign block whose END line is broken": upd(writer,
+			[]entry{{a, withResidue(prev.PEM, brokenEnd(foreign.PEM), 1)}},
+			[]entry{{a, cat(bytes.TrimSuffix(withResidue(prev.PEM, brokenEnd(foreign.PEM), 1), []byte("x")), []byte("\n"), cur.PEM)}}),
+
 		// Where CEL, which cannot parse PEM, compares bytes.
 		"writer puts the owner's CA before the stored certificates": upd(writer, []entry{{a, prev.PEM}}, []entry{{a, cat(cur.PEM, prev.PEM)}}),
 		"writer writes the owner's CA with a trailing newline":      upd(writer, []entry{{a, prev.PEM}}, []entry{{a, cat(cur.PEM, []byte("\n"))}}),
 		"writer drops a certificate from a merged bundle":           upd(writer, []entry{{a, cat(prev.PEM, foreign.PEM, cur.PEM)}}, []entry{{a, cat(prev.PEM, cur.PEM)}}),
-	}, cur
+	})
+	return cases, cur
 }
 
 // Test_shapeParity walks every parity case through the static decision
@@ -171,7 +208,9 @@ func Test_shapeParity(t *testing.T) {
 		param *guardapi.KeyRef
 	}{{"CA literal", nil}, {"CA Secret as param", param}} {
 		ca := CA{PEM: cur.PEM, Source: paritySource, Fingerprints: set.Short(), Param: layout.param}
-		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": ca, "injected": {PEM: cur.PEM, Source: paritySource, Fingerprints: set.Short()}}})
+		injected := CA{PEM: cur.PEM, Source: paritySource, Fingerprints: set.Short(), Pointers: []policy.Pointer{{CAFrom: parityInject}}}
+		pinned := CA{PEM: cur.PEM, Source: paritySource, Fingerprints: set.Short()}
+		objs, err := Generate(Input{Config: cfg, CAs: map[string]CA{"app": ca, "objects": ca, "injected": injected, "pinned": pinned}})
 		require.NoError(t, err)
 		ps := compileAll(t, objs)
 		for name, c := range cases {
@@ -196,14 +235,25 @@ func Test_shapeParity(t *testing.T) {
 // as the webhook resolves it.
 func staticVerdict(cfg *policy.Mappings, c parityCase, set cabundle.CASet) verdict {
 	in := &policy.Input{
-		Operation: c.op, Kind: policy.KindValidating, Name: c.config, Annotations: c.annotations,
-		User:        policy.User{Username: c.user.GetName(), Groups: c.user.GetGroups()},
-		Webhooks:    policyWebhooks(c.next),
-		OldWebhooks: policyWebhooks(c.old),
-		CA:          policy.CAResult{Set: set, Resolved: true},
+		Operation: c.op, Kind: c.configKind(), Name: c.config, Annotations: c.annotations,
+		User:       policy.User{Username: c.user.GetName(), Groups: c.user.GetGroups()},
+		Entries:    policyWebhooks(c.next, c.endpoint),
+		OldEntries: policyWebhooks(c.old, c.oldEndpoint),
+		CA:         policy.CAResult{Set: set, Resolved: true},
 	}
-	if c.op == policy.OperationDelete {
-		in.Webhooks = nil
+	if c.staticCAErr != "" {
+		in.CA = policy.CAResult{Err: errors.New(c.staticCAErr), Resolved: true}
+	}
+	switch c.op {
+	case policy.OperationDelete:
+		in.Entries = nil
+	case policy.OperationUpdate:
+		// The decoder sets the written annotations on every UPDATE.
+		in.UpdatedAnnotations = c.newAnnotations()
+		if in.UpdatedAnnotations == nil {
+			in.UpdatedAnnotations = map[string]string{}
+		}
+	case policy.OperationCreate:
 	}
 	d := cfg.Decide(in)
 	var rules []policy.Rule
@@ -230,24 +280,40 @@ func celVerdict(msgs []string) verdict {
 	return verdict{Denied: len(msgs) > 0, Rules: slices.Compact(rules)}
 }
 
-func policyWebhooks(es []entry) []policy.Webhook {
-	var out []policy.Webhook
+// policyWebhooks are the entries as the static shape decodes them; the
+// endpoint is decoded for CRDs and APIServices only (zero otherwise).
+func policyWebhooks(es []entry, endpoint policy.Endpoint) []policy.Entry {
+	var out []policy.Entry
 	for _, e := range es {
-		out = append(out, policy.Webhook{Name: e.name, CABundle: e.bundle})
+		out = append(out, policy.Entry{Name: e.name, CABundle: e.bundle, Endpoint: endpoint})
 	}
 	return out
+}
+
+// configKind is the kind of the case's object.
+func (c parityCase) configKind() policy.GuardedKind { return cmp.Or(c.kind, policy.KindValidating) }
+
+// newAnnotations are the annotations of the object after an UPDATE.
+func (c parityCase) newAnnotations() map[string]string {
+	if c.written != nil {
+		return c.written
+	}
+	return c.annotations
 }
 
 // request is the case as kube-apiserver hands it to CEL.
 func (c parityCase) request() vaptest.Request {
 	r := vaptest.Request{Operation: admission.Operation(c.op), Name: c.config, User: c.user}
+	obj := func(ann map[string]string, es []entry, e policy.Endpoint) *unstructured.Unstructured {
+		return parityObjectOf(c.configKind(), c.config, ann, es, e)
+	}
 	switch c.op {
 	case policy.OperationCreate:
-		r.Object = parityObject(c.config, c.annotations, c.next)
+		r.Object = obj(c.annotations, c.next, c.endpoint)
 	case policy.OperationUpdate:
-		r.Object, r.Old = parityObject(c.config, c.annotations, c.next), parityObject(c.config, c.annotations, c.old)
+		r.Object, r.Old = obj(c.newAnnotations(), c.next, c.endpoint), obj(c.annotations, c.old, c.oldEndpoint)
 	case policy.OperationDelete:
-		r.Old = parityObject(c.config, c.annotations, c.old)
+		r.Old = obj(c.annotations, c.old, c.oldEndpoint)
 	}
 	return r
 }

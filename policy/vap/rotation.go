@@ -52,12 +52,28 @@ import (
 // depends on the stored bundle's length modulo 3. With the stored bundle K of
 // q bytes, the new text is K's first q/3 groups, then (for q%3 = 1 or 2) one
 // group mixing K's last bytes with the CA's first, then the CA shifted by
-// 2 or 1 bytes. K ends with Go's PEM footer ("-----\n") and the CA starts
-// with "-----BEGIN", so the mixed group is always "\n--" ("Ci0t") or "-\n-"
-// ("LQot"). The shifted CA texts (caShift1, caShift2) are computed in CEL from
-// the CA's base64 text, one character from two neighbours; VAP variables are
-// evaluated lazily and once per request, so a write that is not a merge
-// never pays for them.
+// 2 or 1 bytes. The shifted CA texts (caShift1, caShift2) are literals when
+// the CA is (the generator encodes the CA's bytes without the first one or
+// two); for a CA read from a param they are computed in CEL from its base64
+// text, one character from two neighbours. VAP variables are evaluated
+// lazily and once per request, so a write that is not a merge never pays
+// for them.
+//
+// The mixed group is a constant, "\n--" ("Ci0t") or "-\n-" ("LQot"): it
+// takes K's last bytes to be the end of a PEM footer and the CA's first to
+// be a BEGIN line. Both are checked (endsWithFooter, caStartsWithHeader),
+// so a merge is accepted only when the new bytes are exactly K followed by
+// the CA, K ends with a whole footer line "\n-----END CERTIFICATE-----\n"
+// and the CA starts with "-----BEGIN CERTIFICATE-----". Without the checks
+// the constant rewrites K's last bytes: a foreign block stored behind a
+// broken END line ("-----END CERTIFICATE-----x", which kube-apiserver's PEM
+// parser skips) would come back whole in the "merge" and be trusted. With
+// them, Go's encoding/pem (kube-apiserver reads a caBundle with
+// x509.CertPool.AppendCertsFromPEM) parses the new bundle to exactly K's
+// certificates followed by the CA's: every block that starts in K finds its
+// END line in K (at the latest K's own last line, which no header or type
+// line can span), so nothing in K is decided differently, and the first
+// block after K is the CA's (Test_rotation_mergeActivatesNothing).
 //
 // Limits, documented in docs/policy-shape.md: other orders, other encodings
 // (CRLF, extra text), a CA source holding a certificate already in the stored
@@ -167,6 +183,32 @@ func (r rotation) caExpression(part policyPart) string {
 	return fmt.Sprintf(`params != null && has(params.data) && %s in params.data ? string(params.data[%s]) : %s`, key, key, lit)
 }
 
+// variables are the rotation rule's variables. The CA of a param is known
+// only to kube-apiserver, which derives the shifted texts from it in CEL: a
+// pass over every character of the CA, on each request that checks a merge
+// (the bulk of what a merge costs). A literal CA is known here, and so are
+// its shifted texts: the base64 text of its bytes without the first one, or
+// the first two, which is exactly what caShift1 and caShift2 compute.
+func (r rotation) variables(part policyPart) []admv1.Variable {
+	if part == partCA {
+		return rotationVariables(r.caExpression(part))
+	}
+	return []admv1.Variable{
+		{Name: "ca", Expression: r.caExpression(part)},
+		{Name: "caShift1", Expression: CELString(shiftedText(r.ca.PEM, 1))},
+		{Name: "caShift2", Expression: CELString(shiftedText(r.ca.PEM, 2))},
+	}
+}
+
+// shiftedText is the base64 text of pem without its first n bytes; "" when
+// fewer than n+1 bytes remain, as caShift1 and caShift2 answer.
+func shiftedText(pem []byte, n int) string {
+	if len(pem) < n+1 {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(pem[n:])
+}
+
 // paramKind is the param kind of a partCA policy: a Secret.
 func (r rotation) paramKind(part policyPart) *admv1.ParamKind {
 	if part != partCA {
@@ -212,13 +254,68 @@ func (r rotation) orLiteral(part policyPart) string {
 func mergedAfter(k string) string { return mergedAfterOf(k, newBundle) }
 
 // mergedAfterOf is mergedAfter for the caBundle whose base64 text is the
-// CEL expression nb.
+// CEL expression nb. The footer and header checks come first: they look at
+// a few characters, and fail at once for a K a merge cannot follow.
 func mergedAfterOf(k, nb string) string {
 	q := fmt.Sprintf(`(size(%[1]s) / 4 * 3 - (%[1]s.endsWith("==") ? 2 : %[1]s.endsWith("=") ? 1 : 0))`, k)
 	cut := q + ` / 3 * 4`
-	return fmt.Sprintf(`(%[1]s != "" && %[2]s.startsWith(%[1]s.substring(0, %[3]s)) && %[2]s.substring(%[3]s) == `+
+	return fmt.Sprintf(`(%[1]s != "" && %[5]s && %[6]s && %[2]s.startsWith(%[1]s.substring(0, %[3]s)) && %[2]s.substring(%[3]s) == `+
 		`(%[4]s %% 3 == 0 ? variables.ca : %[4]s %% 3 == 1 ? "Ci0t" + variables.caShift2 : "LQot" + variables.caShift1))`,
-		k, nb, cut, q)
+		k, nb, cut, q, endsWithFooter(k), caStartsWithHeader)
+}
+
+// pemFooter ends every bundle a merge may follow, and pemHeader starts every
+// CA a merge may append: the forms Go's encoding/pem writes, and the only
+// ones for which the merge parses to the stored certificates plus the CA.
+const (
+	pemFooter = "\n-----END CERTIFICATE-----\n"
+	pemHeader = "-----BEGIN CERTIFICATE-----"
+)
+
+// caStartsWithHeader is CEL that is true when the owner's CA starts with
+// pemHeader. pemHeader is 27 bytes, whole base64 groups: its text is a
+// prefix of the CA's.
+var caStartsWithHeader = `variables.ca.startsWith(` + CELString(base64.StdEncoding.EncodeToString([]byte(pemHeader))) + `)`
+
+// endsWithFooter is CEL that is true when the bytes whose base64 text is
+// the CEL expression k end with pemFooter. Where the footer starts depends
+// on k's length modulo 3 (told apart by the padding: none, "==" or "="):
+// its bytes from the first group boundary on are a fixed text, the
+// characters of the group before it that hold only footer bits are fixed
+// too, and one character holds both a byte before the footer and the
+// footer's first bits: its value modulo 2^bits must be theirs.
+func endsWithFooter(k string) string {
+	alts := make([]string, 0, 3)
+	for r := range 3 {
+		alts = append(alts, footerAt(k, r))
+	}
+	return `(size(` + k + `) >= 40 && (` + strings.Join(alts, " || ") + `))`
+}
+
+// footerAt is endsWithFooter for bytes whose length modulo 3 is r.
+func footerAt(k string, r int) string {
+	skip := (3 - r) % 3 // footer bytes before the first group boundary
+	tail := base64.StdEncoding.EncodeToString([]byte(pemFooter[skip:]))
+	if r == 0 {
+		return k + `.endsWith(` + CELString(tail) + `)`
+	}
+	// The group before tail: r bytes of k's own, then the footer's first
+	// skip bytes. Its characters from index 8r/6 + 1 on hold footer bits
+	// only; character 8r/6 holds its low 6(8r/6 + 1) - 8r bits from the
+	// footer.
+	group := base64.StdEncoding.EncodeToString(append(make([]byte, r), pemFooter[:skip]...))
+	mixed := 8 * r / 6
+	known := group[mixed+1:] + tail
+	mod := 1 << (6*(mixed+1) - 8*r)
+	want := strings.IndexByte(base64Alphabet, group[mixed]) % mod
+	var chars []string
+	for i, c := range base64Alphabet {
+		if i%mod == want {
+			chars = append(chars, string(c))
+		}
+	}
+	return fmt.Sprintf(`(%[1]s.endsWith(%[2]s) && %[1]s.substring(size(%[1]s) - %[3]d, size(%[1]s) - %[4]d) in %[5]s)`,
+		k, CELString(known), len(known)+1, len(known), celList(chars))
 }
 
 // mergedAfterLiteral accepts the CA the guard last synced followed by the
@@ -226,7 +323,9 @@ func mergedAfterOf(k, nb string) string {
 // stored bundle's expired certificates.
 // The literal's groups are cut in Go, not in CEL.
 func (r rotation) mergedAfterLiteral() string {
-	if len(r.ca.PEM) == 0 {
+	if len(r.ca.PEM) == 0 || !strings.HasSuffix(string(r.ca.PEM), pemFooter) {
+		// A literal that does not end with a whole footer line cannot be
+		// followed by a merge (see endsWithFooter).
 		return ""
 	}
 	lit := r.literal()
@@ -244,5 +343,5 @@ func (r rotation) mergedAfterLiteral() string {
 	// Only an entry that held a caBundle may keep older certificates: a new
 	// or renamed entry, and every entry of a CREATE, has nothing stored and
 	// may hold only the current CA, as in the static shape.
-	return fmt.Sprintf(` || (%[1]s.startsWith(%[2]s) && %[1]s.substring(%[3]d) == %[4]s && %[5]s)`, newBundle, CELString(lit[:cut]), cut, tail, oldHasBundle)
+	return fmt.Sprintf(` || (%[6]s && %[1]s.startsWith(%[2]s) && %[1]s.substring(%[3]d) == %[4]s && %[5]s)`, newBundle, CELString(lit[:cut]), cut, tail, oldHasBundle, caStartsWithHeader)
 }

@@ -15,7 +15,7 @@ import (
 // The policies of a mapping's CRDs (their conversion webhook) and
 // APIServices, one per kind: each object has one caBundle, so the checks
 // are the webhook configurations' for a single entry, with the same rules
-// as the static shape (policy.ConfigKind.OwnsTrustOnly): a subject that is
+// as the static shape (policy.GuardedKind.OwnsTrustOnly): a subject that is
 // not a writer may write the object as long as it leaves the trust alone.
 // Where the owner's CA is a Secret key and the guard may read Secrets as
 // params, the checks are split as the webhook configurations' are
@@ -26,11 +26,12 @@ import (
 
 // trustKind is what differs between the two kinds in CEL.
 type trustKind struct {
-	kind           policy.ConfigKind
+	kind           policy.GuardedKind
 	suffix         string
 	names          func(m mappingPolicy) []string
 	bundle, entry  func(obj string) string
 	insecure       func(obj string) string
+	endpoint       func(obj string) string
 	bundleField    string
 	entryFieldName string
 }
@@ -46,6 +47,7 @@ var trustKinds = []trustKind{
 			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.conversion) && has(%[1]s.spec.conversion.webhook) && has(%[1]s.spec.conversion.webhook.clientConfig) && has(%[1]s.spec.conversion.webhook.clientConfig.caBundle) ? string(%[1]s.spec.conversion.webhook.clientConfig.caBundle) : "")`, obj)
 		},
 		insecure:       func(string) string { return "false" },
+		endpoint:       crdEndpoint,
 		bundleField:    "spec.conversion.webhook.clientConfig.caBundle",
 		entryFieldName: policy.EntryConversion,
 	},
@@ -59,6 +61,7 @@ var trustKinds = []trustKind{
 		insecure: func(obj string) string {
 			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.insecureSkipTLSVerify) && %[1]s.spec.insecureSkipTLSVerify)`, obj)
 		},
+		endpoint:       apiServiceEndpoint,
 		bundleField:    "spec.caBundle",
 		entryFieldName: policy.EntryService,
 	},
@@ -120,16 +123,23 @@ func (m mappingPolicy) trustVariables(k trustKind, part policyPart) []admv1.Vari
 	if part == partCA {
 		return vars
 	}
-	return append(vars, m.fillVariables()...)
+	vars = append(vars, m.pointerVariables()...)
+	return append(vars,
+		admv1.Variable{Name: "endpointMoves", Expression: k.endpointMoves()},
+		// What a subject that is no writer may not do (rule 1 of the
+		// trust): change the caBundle or set insecureSkipTLSVerify, move
+		// the endpoint, or move the CA pointer off the mapping's pin.
+		admv1.Variable{Name: "movesTrust", Expression: `variables.changesTrust || variables.endpointMoves || variables.pointerMoves`},
+		admv1.Variable{Name: "fillComing", Expression: m.fillComing()},
+	)
 }
 
 // trustValidations: not-owner for a non-writer's trust change, the entry
 // rule for everyone, and the rotation rule for a writer's.
 func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Validation {
-	fill := `!variables.unfilled`
-	if m.injected() {
-		fill = `(!variables.unfilled || variables.fillComing)`
-	}
+	// A non-writer whose write moves the trust is denied not-owner alone,
+	// as in the static shape.
+	fill := `(!variables.isWriter && variables.movesTrust) || !variables.unfilled || variables.fillComing`
 	orLiteral := ""
 	if part == partCA && len(m.ca.PEM) > 0 {
 		// The CA the guard last synced, which a writer may still write.
@@ -148,7 +158,7 @@ func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Va
 	}
 	out := []admv1.Validation{
 		{
-			Expression:        `variables.isWriter || !variables.changesTrust`,
+			Expression:        `variables.isWriter || !variables.movesTrust`,
 			Message:           fallbackMessage(policy.RuleNotOwner, m.owner.Name),
 			MessageExpression: m.notOwnerMessage(),
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
@@ -159,6 +169,9 @@ func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Va
 			MessageExpression: m.prefix() + ` + ` + CELString(fmt.Sprintf("%s: %s: the %s entry has no caBundle (kube-apiserver would trust its system roots for it); hint: %s", policy.RuleCAMismatch, k.bundleField, k.entryFieldName, policy.UnfilledHint)),
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		},
+	}
+	if m.injected() {
+		out = append(out, m.pointerValidation())
 	}
 	if part == partAll {
 		out = append(out, caCheck)

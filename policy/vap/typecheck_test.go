@@ -72,6 +72,7 @@ func Test_generatedPoliciesTypeCheck(t *testing.T) {
 		"if mappings name configurations in both modes":                 namesConfig,
 		"if a mapping selects by label and another is injected":         selectorConfig,
 		"if a mapping has both names and a selector and no break-glass": bothConfig,
+		"if a mapping pins the CA cainjector injects":                   pinnedConfig,
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs := generate(t, cfg)
@@ -83,6 +84,18 @@ func Test_generatedPoliciesTypeCheck(t *testing.T) {
 		})
 	}
 }
+
+// pinnedConfig pins an injected mapping's CA: its policy compares the CA
+// pointer with the pin.
+const pinnedConfig = `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+owners:
+  - name: pinned
+    mode: enforce
+    match: {validating: [pinned-webhooks], mutating: [pinned-webhooks]}
+    writers: {serviceAccounts: [app/controller]}
+    ca: {injectedByCertManager: {secret: {namespace: app, name: serving}}}
+`
 
 // matchConditionsAsValidations is p with its matchConditions as its only
 // validations. The TypeChecker leaves matchConditions out (kube-apiserver

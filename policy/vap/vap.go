@@ -26,9 +26,11 @@
 //     (validationActions Audit) is the only record.
 //   - Break-glass writes pass silently (matchConditions skip them); the
 //     webhook warns about and records them.
-//   - injectedByCertManager: the CA is the one the mapping's named
-//     configurations' inject-ca-from annotation points at when the guard
-//     synced, not the one in the annotation of the request.
+//   - injectedByCertManager without a pin: the CA is the one the mapping's
+//     named configurations' inject-ca-from annotation points at when the
+//     guard synced, not the one in the annotation of the request (which a
+//     writer may not change anyway, pointer.go); a pinned CA is read from
+//     the pin in both shapes.
 //   - Ambiguous owners: two mappings whose selectors match one configuration
 //     are both enforced (each mapping's writers are denied by the other's
 //     policy), instead of an ambiguous-owner decision.
@@ -93,6 +95,12 @@ type CA struct {
 	// skips a binding whose param is missing, so the mapping's main policy
 	// then checks caBundles itself, against the literal.
 	ParamMissing bool
+	// Pointers are the CA pointers (cainjector's annotations) of the
+	// objects an unpinned injectedByCertManager CA was resolved from. An
+	// entry may stay empty for cainjector only on an object pointing at
+	// one of them: a pointer the guard did not resolve (a Certificate that
+	// does not exist) would leave the entry empty for good (pointer.go).
+	Pointers []policy.Pointer
 }
 
 // CAFromSet builds a CA from a resolved set.
@@ -254,6 +262,9 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part p
 	if len(nameConds) > 0 {
 		conds = append(conds, admv1.MatchCondition{Name: "owned-configuration", Expression: strings.Join(nameConds, " || ")})
 	}
+	if keeps, ok := m.writerKeepsTrust(part); ok {
+		conds = append(conds, admv1.MatchCondition{Name: "changes-trust", Expression: keeps})
+	}
 	if bg, ok := SubjectsExpression(m.spec.BreakGlass); ok {
 		// Break-glass is always allowed, as the static webhook's
 		// matchConditions skip it; unlike the webhook, nothing warns.
@@ -322,7 +333,9 @@ func (m mappingPolicy) subjectVariables() []admv1.Variable {
 }
 
 // rotationVariables are the rotation rule's: the owner's CA as base64 text
-// (the CEL expression ca) and what the merge check computes from it.
+// (the CEL expression ca) and what the merge check computes from it in CEL,
+// for a CA read from a param. A literal CA's are literals too (see
+// rotation.variables).
 func rotationVariables(ca string) []admv1.Variable {
 	return []admv1.Variable{
 		{Name: "ca", Expression: ca},
@@ -348,7 +361,7 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 	if part == partOwner {
 		return vars
 	}
-	vars = append(vars, rotationVariables(m.rotation.caExpression(part))...)
+	vars = append(vars, m.rotation.variables(part)...)
 	return append(vars,
 		// The webhooks[] entries whose caBundle the request added or
 		// changed to something the rotation rule does not allow
@@ -376,6 +389,9 @@ func (m mappingPolicy) validations(part policyPart) []admv1.Validation {
 			MessageExpression: m.notOwnerMessage(),
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
+		if m.injected() {
+			out = append(out, m.pointerValidation())
+		}
 	}
 	// A subject that is not a writer is denied not-owner, and on who it is
 	// alone (as the static shape decides it): the caBundle rules speak only

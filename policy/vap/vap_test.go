@@ -177,10 +177,11 @@ func Test_Generate(t *testing.T) {
 		require.Equal(t, "webhook-guard-koordinator", p.Name)
 		assert.Equal(t, []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, p.Spec.MatchConstraints.ResourceRules[0].Resources)
 		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
-		assert.Equal(t, []admv1.MatchCondition{
-			{Name: "owned-configuration", Expression: `(request.kind.kind == "MutatingWebhookConfiguration" && ` + RequestName + ` in ["koord-mutating"]) || (request.kind.kind == "ValidatingWebhookConfiguration" && ` + RequestName + ` in ["koord-validating"])`},
-			{Name: "not-break-glass", Expression: `!((has(request.userInfo.username) && request.userInfo.username in ["admin"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"])))`},
-		}, p.Spec.MatchConditions)
+		require.Equal(t, []string{"owned-configuration", "changes-trust", "not-break-glass"}, conditionNames(p))
+		assert.Equal(t, `(request.kind.kind == "MutatingWebhookConfiguration" && `+RequestName+` in ["koord-mutating"]) || (request.kind.kind == "ValidatingWebhookConfiguration" && `+RequestName+` in ["koord-validating"])`,
+			p.Spec.MatchConditions[0].Expression)
+		assert.Equal(t, `!((has(request.userInfo.username) && request.userInfo.username in ["admin"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"])))`,
+			p.Spec.MatchConditions[2].Expression)
 		assert.Equal(t, `(has(request.userInfo.username) && request.userInfo.username in ["system:serviceaccount:koordinator-system:koord-manager"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["koord-admins"]))`, variable(t, p, "isWriter"))
 	})
 	t.Run("if a mapping only names validating configurations, only that resource is matched", func(t *testing.T) {
@@ -193,8 +194,7 @@ func Test_Generate(t *testing.T) {
 		p := objs.Policies[1]
 		require.Equal(t, "webhook-guard-labelled", p.Name)
 		assert.Equal(t, map[string]string{"app.kubernetes.io/part-of": "labelled"}, p.Spec.MatchConstraints.ObjectSelector.MatchLabels)
-		require.Len(t, p.Spec.MatchConditions, 1)
-		assert.Equal(t, "not-break-glass", p.Spec.MatchConditions[0].Name)
+		assert.Equal(t, []string{"changes-trust", "not-break-glass"}, conditionNames(p))
 	})
 	t.Run("if the CA is injected by cert-manager, cainjector is a writer", func(t *testing.T) {
 		p := generate(t, selectorConfig).Policies[0]
@@ -207,7 +207,7 @@ func Test_Generate(t *testing.T) {
 		assert.Equal(t, "webhook-guard-both", objs.Policies[0].Name)
 		assert.Equal(t, "webhook-guard-both-selected", objs.Policies[1].Name)
 		assert.Equal(t, variable(t, objs.Policies[0], "badWebhooks"), variable(t, objs.Policies[1], "badWebhooks"))
-		assert.Empty(t, objs.Policies[1].Spec.MatchConditions, "no break-glass in this config")
+		assert.Equal(t, []string{"changes-trust"}, conditionNames(objs.Policies[1]), "no break-glass in this config")
 	})
 	t.Run("if an anchor is given, every generated object is owned by it; else none is owned", func(t *testing.T) {
 		c := load(t, namesConfig)
@@ -271,4 +271,13 @@ func Test_messagesNameTableRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// conditionNames are the names of p's matchConditions, in order.
+func conditionNames(p *admv1.ValidatingAdmissionPolicy) []string {
+	var names []string
+	for _, c := range p.Spec.MatchConditions {
+		names = append(names, c.Name)
+	}
+	return names
 }

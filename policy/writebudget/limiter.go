@@ -8,11 +8,20 @@ import (
 // Window is the span a budget counts writes over.
 const Window = time.Minute
 
-// Key names one budget: a configuration of one mapping.
+// Key names one budget: one writer's writes to a configuration of one
+// mapping. Each writer has its own budget, so that one writer's loop
+// cannot spend the budget of another writer of the same mapping (a
+// controller churning between valid bundles would otherwise get the
+// genuine rotation of cert-manager's cainjector refused). The writers are
+// the mapping's declared ones (only writes the decision allowed are
+// counted), so a configuration changes at most perMinute times a minute
+// per writer.
 type Key struct {
 	Mapping string
 	Kind    string
 	Name    string
+	// Writer is the user that made the write, as kube-apiserver names it.
+	Writer string
 }
 
 // Limiter keeps, per key, the times of the writes it allowed within the

@@ -1,6 +1,7 @@
 package writebudget
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,11 @@ func Test_Limiter_Take(t *testing.T) {
 			{at: 0, key: "b", perMinute: 1, ok: true},
 			{at: time.Second, key: "a", perMinute: 1, retryAfter: 59 * time.Second},
 		},
+		"writers are independent": {
+			{at: 0, key: "a", perMinute: 1, ok: true},
+			{at: 0, key: "a/other-writer", perMinute: 1, ok: true},
+			{at: time.Second, key: "a", perMinute: 1, retryAfter: 59 * time.Second},
+		},
 		"a cut budget applies at once": {
 			{at: 0, perMinute: 3, ok: true},
 			{at: 10 * time.Second, perMinute: 3, ok: true},
@@ -62,7 +68,8 @@ func Test_Limiter_Take(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := NewLimiter()
 			for i, tk := range takes {
-				ok, retry := l.Take(Key{Mapping: "app", Kind: "ValidatingWebhookConfiguration", Name: "cfg" + tk.key}, tk.perMinute, t0.Add(tk.at))
+				name, writer, _ := strings.Cut(tk.key, "/")
+				ok, retry := l.Take(Key{Mapping: "app", Kind: "ValidatingWebhookConfiguration", Name: "cfg" + name, Writer: writer}, tk.perMinute, t0.Add(tk.at))
 				assert.Equal(t, tk.ok, ok, "take %d", i)
 				assert.Equal(t, tk.retryAfter, retry, "take %d", i)
 			}

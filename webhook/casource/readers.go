@@ -55,7 +55,15 @@ var readers = map[guardapi.CASourceKind]reader{
 	guardapi.CASourceIssuer: func(ca *guardapi.CASource, req Request) (source, error) {
 		return issuerSource(ca.Issuer, req.ClusterResourceNamespace), nil
 	},
-	guardapi.CASourceInjectedByCertManager: func(_ *guardapi.CASource, req Request) (source, error) {
+	guardapi.CASourceInjectedByCertManager: func(ca *guardapi.CASource, req Request) (source, error) {
+		// A pin names the CA in the configuration: the object's annotation
+		// (which the decision requires to be the pin) is not read.
+		switch pin := ca.InjectedByCertManager; {
+		case pin.Certificate != nil:
+			return certificateSource(pin.Certificate.Namespace, pin.Certificate.Name, "pinned "+AnnotationInjectCAFrom+" -> "), nil
+		case pin.Secret != nil:
+			return injectedSecretSource(pin.Secret.Namespace, pin.Secret.Name, "pinned "+AnnotationInjectCAFromSecret+" -> "), nil
+		}
 		return injectedSource(req.Annotations)
 	},
 	guardapi.CASourcePEM: func(ca *guardapi.CASource, req Request) (source, error) {
@@ -143,18 +151,24 @@ func injectedSource(annotations map[string]string) (source, error) {
 		if !okRef || ns == "" || name == "" {
 			return source{}, &SourceError{Source: "annotation " + AnnotationInjectCAFromSecret, Reason: fmt.Sprintf("value %q is not \"namespace/name\"", v), Definitive: true}
 		}
-		desc := "annotation " + AnnotationInjectCAFromSecret + " -> " + secretDesc(ns, name, keyCA)
-		return source{key: desc, read: func(ctx context.Context, rd client.Reader) (cabundle.CASet, error) {
-			set, err := readSecretKeys(ctx, rd, ns, name, keyCA)
-			set.Source = desc
-			return set, err
-		}}, nil
+		return injectedSecretSource(ns, name, "annotation "+AnnotationInjectCAFromSecret+" -> "), nil
 	}
 	return source{}, &SourceError{
 		Source:     "injectedByCertManager",
 		Reason:     fmt.Sprintf("the configuration carries neither %s nor %s", AnnotationInjectCAFrom, AnnotationInjectCAFromSecret),
 		Definitive: true,
 	}
+}
+
+// injectedSecretSource is the ca.crt of the Secret cainjector injects from
+// directly; via says how the Secret was named.
+func injectedSecretSource(ns, name, via string) source {
+	desc := via + secretDesc(ns, name, keyCA)
+	return source{key: desc, read: func(ctx context.Context, rd client.Reader) (cabundle.CASet, error) {
+		set, err := readSecretKeys(ctx, rd, ns, name, keyCA)
+		set.Source = desc
+		return set, err
+	}}
 }
 
 // readSecretKeys reads the certificates in the given keys of a Secret. The

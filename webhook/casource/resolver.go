@@ -58,6 +58,12 @@ type Request struct {
 	// inject annotation), so a writer cannot make it start a watch and wait
 	// for its initial list per bogus annotation.
 	HeldOnly bool
+	// Since, when set, asks a watching resolver for every CA the source
+	// held from Since on, not only the one it holds now: the union of the
+	// current set and the sets of the versions its watches replaced since
+	// (kept for WatchOptions.HistoryWindow). The observer judges a write
+	// it sees after the fact against the CAs its writer could have read.
+	Since time.Time
 }
 
 // Result is a resolution and where it came from.
@@ -75,6 +81,8 @@ type Result struct {
 	Watched bool
 	// Source describes the source, for metrics and messages.
 	Source string
+	// watched are the watches a watched answer was read from.
+	watched []watchKey
 }
 
 // Resolver reads and caches owners' CAs. It is safe for concurrent use.
@@ -87,6 +95,8 @@ type Resolver struct {
 	mu      sync.Mutex
 	cache   map[string]cacheEntry
 	flights map[string]*flight
+	// past memoizes the sets read from the watches' history (Since).
+	past map[pastKey]cabundle.CASet
 }
 
 // flight coalesces reads of one source: under a storm of denials (the
@@ -169,7 +179,7 @@ func (r *Resolver) resolveWatched(ctx context.Context, src source, live bool) Re
 			}
 		}
 	}
-	res := Result{CAResult: policy.CAResult{Resolved: true, Set: a.set, Err: a.err}, Watched: true, Source: src.key}
+	res := Result{CAResult: policy.CAResult{Resolved: true, Set: a.set, Err: a.err}, Watched: true, Source: src.key, watched: a.watched}
 	// A watch this source was read from is failing (the API server
 	// unreachable, or the guard no longer allowed to read the object): its
 	// store serves for MaxStale (counted as stale), then caBundle changes
@@ -231,11 +241,16 @@ func (r *Resolver) Resolve(ctx context.Context, req Request, live bool) Result {
 		return Result{CAResult: policy.CAResult{Resolved: true, Err: err}, Source: "unknown"}
 	}
 	if r.watch != nil {
+		past := src
 		if req.HeldOnly {
 			// No grace wait either: a held answer is what the watch has now.
 			src, live = src.heldBy(r.watch), false
 		}
-		return r.resolveWatched(ctx, src, live)
+		res := r.resolveWatched(ctx, src, live)
+		if !req.Since.IsZero() && res.Err == nil {
+			res.Set = r.withPast(ctx, past, res.Set, res.watched, req.Since)
+		}
+		return res
 	}
 	return r.resolveCached(ctx, src, req.HeldOnly, live)
 }

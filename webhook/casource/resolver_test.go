@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
@@ -198,6 +198,14 @@ owners:
   match: {validating: [injected]}
   writers: {users: [owner]}
   ca: {injectedByCertManager: {}}
+- name: injected-pinned
+  match: {validating: [injected-pinned]}
+  writers: {users: [owner]}
+  ca: {injectedByCertManager: {certificate: {namespace: team-a, name: webhook}}}
+- name: injected-pinned-secret
+  match: {validating: [injected-pinned-secret]}
+  writers: {users: [owner]}
+  ca: {injectedByCertManager: {secret: {namespace: koordinator-system, name: webhook-certs}}}
 - name: inline
   match: {validating: [inline]}
   writers: {users: [owner]}
@@ -412,6 +420,16 @@ func Test_Resolver_Resolve(t *testing.T) {
 			req: e.request("injected", map[string]string{AnnotationInjectCAFromSecret: "koordinator-system/webhook-certs"}),
 			exp: ok("annotation cert-manager.io/inject-ca-from-secret -> "+koordSecret,
 				caSet("annotation cert-manager.io/inject-ca-from-secret -> "+koordSecret, e.ca)),
+		},
+		"if the injected CA is pinned to a Certificate, read the pin and ignore the annotation, which the decision requires to be the pin": {
+			req: e.request("injected-pinned", map[string]string{AnnotationInjectCAFrom: "koordinator-system/elsewhere"}),
+			exp: ok("pinned cert-manager.io/inject-ca-from -> Certificate team-a/webhook",
+				caSet("pinned cert-manager.io/inject-ca-from -> Certificate team-a/webhook -> Secret team-a/webhook-tls (key ca.crt)", e.ca)),
+		},
+		"if the injected CA is pinned to a Secret, read its ca.crt without any annotation": {
+			req: e.request("injected-pinned-secret", nil),
+			exp: ok("pinned cert-manager.io/inject-ca-from-secret -> "+koordSecret,
+				caSet("pinned cert-manager.io/inject-ca-from-secret -> "+koordSecret, e.ca)),
 		},
 		"if inject-ca-from-secret names a Secret that does not exist, fail naming the Secret": {
 			req:    e.request("injected", map[string]string{AnnotationInjectCAFromSecret: "koordinator-system/gone"}),

@@ -39,6 +39,9 @@ type WatchOptions struct {
 	// Now is the clock each watch's staleness is counted on; time.Now
 	// when nil.
 	Now func() time.Time
+	// HistoryWindow is how long the versions a watch replaced are kept
+	// (see Request.Since); DefaultHistoryWindow when zero.
+	HistoryWindow time.Duration
 }
 
 // WatchReader is a client.Reader that answers Get from watches: the first
@@ -63,6 +66,8 @@ type WatchReader struct {
 	watches map[watchKey]*objectWatch
 	gen     uint64
 	changed chan struct{} // closed (and replaced) on every change
+	// history holds the versions the watches replaced, oldest first.
+	history []replaced
 }
 
 var _ client.Reader = &WatchReader{}
@@ -106,6 +111,9 @@ func NewWatchReader(c client.WithWatch, opts WatchOptions) *WatchReader {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.HistoryWindow <= 0 {
+		opts.HistoryWindow = DefaultHistoryWindow
 	}
 	return &WatchReader{client: c, opts: opts, watches: map[watchKey]*objectWatch{}, changed: make(chan struct{})}
 }
@@ -338,11 +346,16 @@ func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, erro
 		w.lastErr = err
 		w.errMu.Unlock()
 	})
-	onChange := func(any) { r.bump() }
 	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    onChange,
-		UpdateFunc: func(any, any) { r.bump() },
-		DeleteFunc: onChange,
+		AddFunc: func(any) { r.bump() },
+		UpdateFunc: func(old, cur any) {
+			r.recordReplaced(k, old, cur)
+			r.bump()
+		},
+		DeleteFunc: func(old any) {
+			r.recordReplaced(k, old, nil)
+			r.bump()
+		},
 	}); err != nil {
 		stop()
 		return nil, err

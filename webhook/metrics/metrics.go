@@ -1,10 +1,10 @@
 // Package metrics defines every Prometheus series webhook-guard exports: its
 // name, help and labels, with the values each label takes. The packages that
-// count (webhook, webhook/observe, webhook/records, webhook/policysync) use
-// these definitions; `serve` registers them on controller-runtime's metrics
-// registry, beside controller-runtime's own webhook series
-// (controller_runtime_webhook_*: latency, requests total by code, in flight,
-// panics).
+// count (webhook, webhook/observe, webhook/records, webhook/policysync,
+// webhook/probe) use these definitions; `serve` registers them on
+// controller-runtime's metrics registry, beside controller-runtime's own
+// webhook series (controller_runtime_webhook_*: latency, requests total by
+// code, in flight, panics).
 //
 // The names are an interface: the e2e suite, the chart's PrometheusRules and
 // dashboards and docs/observability.md use them.
@@ -113,13 +113,16 @@ type Observer struct {
 	// Flapping counts flapping reports from observed changes, by mapping.
 	Flapping *prometheus.CounterVec
 	// Events counts the watch events handled, by type: add | update |
-	// delete (the initial list is not counted).
+	// delete (the initial list is not counted), and merged: a write folded
+	// into the one before it because maxPending writes of its
+	// configuration were already waiting (the worker is stuck).
 	Events *prometheus.CounterVec
 	// QueueDepth is how many configurations wait for a decision: at most
 	// one per configuration however often it is written.
 	QueueDepth prometheus.Gauge
-	// Decided counts configurations taken off the queue and decided (a
-	// burst of writes to one configuration is decided once or twice).
+	// Decided counts the writes the observer decided, each against the
+	// state it replaced (a burst of writes to one configuration is decided
+	// write by write).
 	Decided prometheus.Counter
 	// Health describes every webhook entry of every configuration the
 	// observer's watch holds, and the one entry of each CRD and APIService
@@ -137,12 +140,12 @@ func NewObserver(reg prometheus.Registerer) *Observer {
 			"Configurations the observer found flapping (too many distinct caBundles within the window), by owner mapping.",
 			"mapping"),
 		Events: counterVec("webhook_guard_observer_events_total",
-			"Watch events of webhook configurations the observer handled, by type (add, update, delete); the initial list is not counted.",
+			"Watch events of webhook configurations the observer handled, by type (add, update, delete; merged: folded into the write before it while too many waited); the initial list is not counted.",
 			"type"),
 		QueueDepth: gauge("webhook_guard_observer_queue_depth",
-			"Webhook configurations waiting for the observer's decision (one entry per configuration, latest state wins)."),
+			"Webhook configurations with writes waiting for the observer's decision (one entry per configuration, however many of its writes wait)."),
 		Decided: counter("webhook_guard_observer_decided_total",
-			"Changed webhook configurations the observer took off its queue and decided, latest state against the last decided."),
+			"Writes of webhook configurations the observer decided, each against the state it replaced."),
 	}
 	m.Health = NewWebhookHealth()
 	reg.MustRegister(m.Changes, m.Flapping, m.Events, m.QueueDepth, m.Decided, m.Health)
@@ -283,6 +286,39 @@ func (h *WebhookHealth) Collect(ch chan<- prometheus.Metric) {
 				e.Kind, e.Configuration, e.Webhook, e.ServiceNamespace, e.ServiceName)
 		}
 	}
+}
+
+// Probe are the trust path prober's collectors (webhook/probe), set by the
+// leader only. Their series exist for guarded entries alone (a webhook
+// entry, a CRD's conversion webhook, an APIService an owner mapping
+// claims), so they are bounded by the configuration; the series of an
+// entry no longer guarded are deleted.
+type Probe struct {
+	// Verified is 1 when the entry's caBundle verified the chain its
+	// endpoint served at the last probe, 0 when it did not.
+	//   kind: ValidatingWebhookConfiguration | MutatingWebhookConfiguration |
+	//         CustomResourceDefinition | APIService
+	//   configuration, webhook: the object's and the entry's name
+	//         (conversion for a CRD, service for an APIService)
+	Verified *prometheus.GaugeVec
+	// Failures counts failed probes by entry (as Verified) and reason:
+	//   unknown-authority | expired | name-mismatch | unreachable |
+	//   no-endpoints | no-ca-bundle
+	Failures *prometheus.CounterVec
+}
+
+// NewProbe creates the prober's collectors and registers them with reg.
+func NewProbe(reg prometheus.Registerer) *Probe {
+	m := &Probe{
+		Verified: gaugeVec("webhook_guard_trust_path_verified",
+			"1 when a guarded entry's caBundle verified the certificate chain its endpoint served at the leader's last probe, 0 when it did not.",
+			"kind", "configuration", "webhook"),
+		Failures: counterVec("webhook_guard_trust_path_probe_failures_total",
+			"Failed probes of guarded entries' trust paths, by entry and reason (unknown-authority, expired, name-mismatch, unreachable, no-endpoints, no-ca-bundle).",
+			"kind", "configuration", "webhook", "reason"),
+	}
+	reg.MustRegister(m.Verified, m.Failures)
+	return m
 }
 
 // Records count what the recorder writes, so the guard's own write load on

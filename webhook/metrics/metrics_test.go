@@ -42,6 +42,7 @@ func everySeries(t *testing.T) map[string]series {
 	NewObserver(reg)
 	NewRecords(reg)
 	NewPolicySync(reg)
+	NewProbe(reg)
 	out := map[string]series{}
 	for _, c := range reg.collectors {
 		ch := make(chan *prometheus.Desc, 1)
@@ -97,6 +98,8 @@ func Test_everySeries(t *testing.T) {
 		"webhook_guard_policy_mapping_refused":                    {"mapping"},
 		"webhook_guard_policy_anchor_present":                     {"anchor"},
 		"webhook_guard_policy_apply_conflicts_total":              {"mapping", "kind", "name"},
+		"webhook_guard_trust_path_verified":                       {"kind", "configuration", "webhook"},
+		"webhook_guard_trust_path_probe_failures_total":           {"kind", "configuration", "webhook", "reason"},
 	}
 	got := map[string][]string{}
 	for name, s := range everySeries(t) {

@@ -57,6 +57,7 @@ func Test_promlint(t *testing.T) {
 	NewObserver(rec)
 	NewRecords(rec)
 	NewPolicySync(rec)
+	NewProbe(rec)
 	for _, c := range rec.collectors {
 		touch(t, c)
 		require.NoError(t, reg.Register(c))

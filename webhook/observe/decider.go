@@ -50,6 +50,11 @@ type CADecider struct {
 	// StartInterval is the least time between two sources started in the
 	// background; DefaultStartInterval when zero.
 	StartInterval time.Duration
+	// Lookback is how long before the watch delivered a write the owner's
+	// CA may have been another and still count (DefaultLookback when zero):
+	// the writer read its CA before it wrote, and both it and the guard
+	// see a rotation of the source late.
+	Lookback time.Duration
 
 	mu        sync.Mutex
 	lastStart time.Time
@@ -61,34 +66,72 @@ type CADecider struct {
 // may make the guard start reading a new CA source.
 const DefaultStartInterval = time.Second
 
+// DefaultLookback covers the observer's own delay in seeing a write and a
+// writer's delay in seeing a rotation (both watches, each well under a
+// second in practice), with room for a loaded machine. It is shorter than
+// the CA source's history (casource.DefaultHistoryWindow) by more than the
+// mismatch grace, so the CAs it asks for are still held when the grace
+// ends.
+const DefaultLookback = 5 * time.Second
+
 // Decide implements Decider: it never starts reading a source.
-func (d *CADecider) Decide(ctx context.Context, in *policy.Input) policy.Decision {
-	dec, _ := d.DecideObserved(ctx, in, false)
+func (d *CADecider) Decide(ctx context.Context, in *policy.Input, written time.Time) policy.Decision {
+	dec, _ := d.DecideObserved(ctx, in, written, false)
 	return dec
 }
 
-// DecideObserved decides like Decide. When the inject annotation's source
-// is not held and mayStart is set, it instead starts reading the source in
-// the background (unless one was started less than StartInterval ago) and
-// returns false: the caller decides again later, without having waited.
-func (d *CADecider) DecideObserved(ctx context.Context, in *policy.Input, mayStart bool) (policy.Decision, bool) {
+// DecideObserved decides like Decide: the owner's CA is every CA its source
+// held from Lookback before written (when the watch delivered the write)
+// until now, so a write made under a CA that rotated again before the
+// observer got to it is judged against the CA its writer read. When the
+// inject annotation's source is not held and mayStart is set, it instead
+// starts reading the source in the background (unless one was started less
+// than StartInterval ago) and returns false: the caller decides again
+// later, without having waited.
+func (d *CADecider) DecideObserved(ctx context.Context, in *policy.Input, written time.Time, mayStart bool) (policy.Decision, bool) {
 	if in.Fingerprints == nil {
 		in.Fingerprints = d.Fingerprints
 	}
-	cfg := d.Config.Current()
-	m := cfg.MatchInput(in)
-	if !cfg.NeedsOwnerCA(m, in) {
-		return cfg.DecideMatched(m, in), true
-	}
-	injected := m.Owner.CA.InjectedByCertManager != nil
-	req := casource.Request{Owner: m.Owner, Annotations: in.Annotations, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace,
-		HeldOnly: injected}
-	res := d.CA.Resolve(ctx, req, false)
-	if injected && mayStart && casource.IsNotHeld(res.Err) && d.startReading(ctx, req) {
+	lookup := &observedLookup{ctx: ctx, d: d, since: written.Add(-d.lookback()), mayStart: mayStart}
+	dec := d.Config.Current().Evaluate(in, policy.Env{CA: lookup})
+	if lookup.started {
 		return policy.Decision{}, false
 	}
-	in.CA = res.CAResult
-	return cfg.DecideMatched(m, in), true
+	return dec, true
+}
+
+func (d *CADecider) lookback() time.Duration {
+	if d.Lookback <= 0 {
+		return DefaultLookback
+	}
+	return d.Lookback
+}
+
+// observedLookup is how the observer looks an owner's CA up for
+// policy.Evaluate, one per decision: one resolve, never live (its answers
+// do not lag: a change the observer sees has happened already), every CA
+// the source held since the write's lookback, and an injectedByCertManager
+// source only if held (or started in the background, see DecideObserved).
+type observedLookup struct {
+	ctx      context.Context //nolint:containedctx // one decision's lookup, discarded with it
+	d        *CADecider
+	since    time.Time
+	mayStart bool
+	// started is set when the lookup started reading the source instead
+	// of answering: the decision is to be made again later.
+	started bool
+}
+
+// LookupCA implements policy.CALookup.
+func (l *observedLookup) LookupCA(q policy.CAQuery) policy.CAAnswer {
+	injected := q.Owner.CA.InjectedByCertManager != nil
+	req := casource.Request{Owner: q.Owner, Annotations: q.Annotations, ClusterResourceNamespace: q.ClusterResourceNamespace,
+		HeldOnly: injected, Since: l.since}
+	res := l.d.CA.Resolve(l.ctx, req, false)
+	if injected && l.mayStart && casource.IsNotHeld(res.Err) && l.d.startReading(l.ctx, req) {
+		l.started = true
+	}
+	return policy.CAAnswer{CAResult: res.CAResult}
 }
 
 // startReading hands req to the background reader, at most once per
@@ -138,7 +181,7 @@ func (d *CADecider) read(ctx context.Context, reqs <-chan casource.Request) {
 // configuration names, so that later changes of it find the source held.
 // It may start a watch and wait for it: the observer calls it for the
 // configurations of its initial list only, off the event path.
-func (d *CADecider) Warm(ctx context.Context, kind policy.ConfigKind, name string, labels, annotations map[string]string) {
+func (d *CADecider) Warm(ctx context.Context, kind policy.GuardedKind, name string, labels, annotations map[string]string) {
 	cfg := d.Config.Current()
 	m := cfg.Match(kind, name, labels)
 	if m.Owner == nil || len(m.Conflicting) > 0 || m.Owner.CA.InjectedByCertManager == nil {

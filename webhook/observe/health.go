@@ -72,9 +72,36 @@ func (h *health) entries() []metrics.WebhookEntry {
 		}
 	}
 	h.parsed = seen
-	slices.SortFunc(out, func(a, b metrics.WebhookEntry) int {
+	return boundEntries(out, maxHealthEntries)
+}
+
+// maxHealthEntries bounds the entries the health series describe: they
+// name every webhook, CRD conversion webhook and APIService in the
+// cluster, which whoever may create those objects chooses, not the
+// configuration. 1024 entries are three series each at most; a cluster
+// has a few dozen.
+const maxHealthEntries = 1024
+
+// boundEntries sorts out by kind, configuration and entry and keeps at
+// most limit of them: the entries a mapping guards first, then the others
+// in order.
+func boundEntries(out []metrics.WebhookEntry, limit int) []metrics.WebhookEntry {
+	byName := func(a, b metrics.WebhookEntry) int {
 		return strings.Compare(a.Kind+"/"+a.Configuration+"/"+a.Webhook, b.Kind+"/"+b.Configuration+"/"+b.Webhook)
-	})
+	}
+	if len(out) > limit {
+		slices.SortStableFunc(out, func(a, b metrics.WebhookEntry) int {
+			if guarded := a.Mapping != ""; guarded != (b.Mapping != "") {
+				if guarded {
+					return -1
+				}
+				return 1
+			}
+			return byName(a, b)
+		})
+		out = out[:limit]
+	}
+	slices.SortFunc(out, byName)
 	return out
 }
 
@@ -103,7 +130,7 @@ func admissionEntry(name string, failurePolicy *admv1.FailurePolicyType, timeout
 }
 
 func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings, seen map[[sha256.Size]byte]bundleHealth, obj any) []metrics.WebhookEntry {
-	var kind policy.ConfigKind
+	var kind policy.GuardedKind
 	var meta *metav1.ObjectMeta
 	var fields []entryFields
 	switch o := obj.(type) {
@@ -146,7 +173,7 @@ func (h *health) appendEntries(out []metrics.WebhookEntry, cfg *policy.Mappings,
 
 // mappingOf names the mapping that owns the configuration, as decisions
 // do: "" when none, the names joined with "," when several claim it.
-func mappingOf(cfg *policy.Mappings, kind policy.ConfigKind, meta *metav1.ObjectMeta) string {
+func mappingOf(cfg *policy.Mappings, kind policy.GuardedKind, meta *metav1.ObjectMeta) string {
 	m := cfg.Match(kind, meta.Name, meta.Labels)
 	switch {
 	case len(m.Conflicting) > 0:

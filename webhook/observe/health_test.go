@@ -17,9 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
+	"github.com/webhook-guard/webhook-guard/webhook/metrics"
 )
 
 // healthSeries gathers the health series of reg as "name{labels} value"
@@ -155,4 +156,35 @@ func Test_Observer_health(t *testing.T) {
 	assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Empty(c, healthSeries(t, reg))
 	}, 10*time.Second, 10*time.Millisecond, "a deleted configuration leaves no series")
+}
+
+func Test_boundEntries(t *testing.T) {
+	entry := func(name, mapping string) metrics.WebhookEntry {
+		return metrics.WebhookEntry{Kind: "ValidatingWebhookConfiguration", Configuration: name, Webhook: "w", Mapping: mapping}
+	}
+	names := func(es []metrics.WebhookEntry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Configuration)
+		}
+		return out
+	}
+	tests := map[string]struct {
+		in    []metrics.WebhookEntry
+		limit int
+		exp   []string
+	}{
+		"if the cluster holds fewer entries than the bound, every one is described, sorted": {
+			in: []metrics.WebhookEntry{entry("c", ""), entry("a", "app"), entry("b", "")}, limit: 3, exp: []string{"a", "b", "c"},
+		},
+		"if it holds more, the guarded entries are kept first, then the others in order": {
+			in:    []metrics.WebhookEntry{entry("d", ""), entry("z-guarded", "app"), entry("a", ""), entry("b", ""), entry("y-guarded", "other")},
+			limit: 3, exp: []string{"a", "y-guarded", "z-guarded"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.exp, names(boundEntries(tc.in, tc.limit)))
+		})
+	}
 }

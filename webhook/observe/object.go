@@ -16,9 +16,9 @@ import (
 
 // object is what the observer reads of one configuration.
 type object struct {
-	kind     policy.ConfigKind
+	kind     policy.GuardedKind
 	meta     *metav1.ObjectMeta
-	webhooks []policy.Webhook
+	webhooks []policy.Entry
 }
 
 func (o *object) key() configKey { return configKey{kind: o.kind, name: o.meta.Name} }
@@ -30,15 +30,15 @@ func objectOf(obj any) (object, bool) {
 	}
 	switch o := obj.(type) {
 	case *admv1.ValidatingWebhookConfiguration:
-		ws := make([]policy.Webhook, len(o.Webhooks))
+		ws := make([]policy.Entry, len(o.Webhooks))
 		for i := range o.Webhooks {
-			ws[i] = policy.Webhook{Name: o.Webhooks[i].Name, CABundle: o.Webhooks[i].ClientConfig.CABundle}
+			ws[i] = policy.Entry{Name: o.Webhooks[i].Name, CABundle: o.Webhooks[i].ClientConfig.CABundle}
 		}
 		return object{kind: policy.KindValidating, meta: &o.ObjectMeta, webhooks: ws}, true
 	case *admv1.MutatingWebhookConfiguration:
-		ws := make([]policy.Webhook, len(o.Webhooks))
+		ws := make([]policy.Entry, len(o.Webhooks))
 		for i := range o.Webhooks {
-			ws[i] = policy.Webhook{Name: o.Webhooks[i].Name, CABundle: o.Webhooks[i].ClientConfig.CABundle}
+			ws[i] = policy.Entry{Name: o.Webhooks[i].Name, CABundle: o.Webhooks[i].ClientConfig.CABundle}
 		}
 		return object{kind: policy.KindMutating, meta: &o.ObjectMeta, webhooks: ws}, true
 	}

@@ -29,7 +29,8 @@ type ConfigSource interface {
 // CA through the guard's CA resolver (cached, re-read live before a
 // mismatch stands) and calls policy. webhook.Handler is the real one.
 type Decider interface {
-	Decide(ctx context.Context, in *policy.Input) policy.Decision
+	// Decide decides in, a write the watch delivered at written.
+	Decide(ctx context.Context, in *policy.Input, written time.Time) policy.Decision
 }
 
 // Recorder keeps records (webhook.Recorder: the log line, ClusterReports
@@ -43,16 +44,19 @@ type Recorder interface {
 // break. It is a controller-runtime manager.Runnable that runs on the
 // leader only.
 //
-// The watch's event handler only notes the latest write of a configuration
-// (its new state and the state it replaced) and puts its name on a
-// workqueue (client-go's: a name queued twice is queued once); one worker
-// decides each queued configuration's latest write. However fast
-// configurations are written and however slow a decision is, the handler
-// never waits, the queue holds at most one entry per configuration, and a
-// burst of writes to one configuration is decided once, not once per write:
-// writes overtaken before the worker got to them are not judged (the last
-// one is, against its own predecessor, so that the rotation rule's "already
-// in the stored caBundle" means what it means for admission).
+// The watch's event handler only appends a write of a configuration (its
+// new state and the state it replaced) to that configuration's pending
+// writes and puts its name on a workqueue (client-go's: a name queued twice
+// is queued once); one worker decides each queued configuration's pending
+// writes in order, each against the state it replaced, so that the
+// rotation rule's "already in the stored caBundle" means what it means for
+// admission. However fast configurations are written and however slow a
+// decision is, the handler never waits and the queue holds at most one
+// entry per configuration. Every write is judged, however soon another
+// overtakes it: a foreign CA reverted within the mismatch grace is still a
+// finding (in the policy shape the observer is the only recorder of
+// audit-mode writes). Only past maxPending writes waiting for one
+// configuration are the newest folded into one change.
 type Observer struct {
 	// Kube lists and watches the webhook configurations and EndpointSlices (read-only).
 	Kube kubernetes.Interface
@@ -75,16 +79,14 @@ type Observer struct {
 	flap flapping.Current
 
 	queue workqueue.TypedDelayingInterface[configKey]
-	// retries counts the times a configuration's change was put back on the
-	// queue to wait for a CA source read in the background.
+	// retries counts the times a configuration's oldest pending write was
+	// put back on the queue to wait for a CA source read in the background.
 	retries map[configKey]int
-	// confirming holds the configurations whose ca-mismatch is waiting out
-	// MismatchGrace on the queue.
-	confirming map[configKey]bool
-	mu         sync.Mutex
-	// latest is the newest write the watch delivered of each queued
-	// configuration; the worker takes it.
-	latest map[configKey]write
+	mu      sync.Mutex
+	// pending are the writes the watch delivered of each queued
+	// configuration, oldest first, not decided yet; the worker takes them
+	// in order.
+	pending map[configKey][]write
 	// decided is the last state decided of each configuration (the initial
 	// list's at the start): what the next change is judged against.
 	decided map[configKey]object
@@ -92,14 +94,14 @@ type Observer struct {
 
 // configKey names one configuration.
 type configKey struct {
-	kind policy.ConfigKind
+	kind policy.GuardedKind
 	name string
 }
 
 // Warmer is a Decider that resolves, off the event path, the CA sources the
 // configurations of the initial list name (CADecider).
 type Warmer interface {
-	Warm(ctx context.Context, kind policy.ConfigKind, name string, labels, annotations map[string]string)
+	Warm(ctx context.Context, kind policy.GuardedKind, name string, labels, annotations map[string]string)
 }
 
 // maxWarm bounds the configurations Warm is called for at the start.
@@ -109,7 +111,7 @@ const maxWarm = 64
 // CA source the change names in the background and ask to be called again
 // (CADecider.DecideObserved).
 type SourceStarter interface {
-	DecideObserved(ctx context.Context, in *policy.Input, mayStart bool) (policy.Decision, bool)
+	DecideObserved(ctx context.Context, in *policy.Input, written time.Time, mayStart bool) (policy.Decision, bool)
 }
 
 // Waiting for a source read in the background: a change is put back on the
@@ -195,10 +197,10 @@ func (o *Observer) warm(ctx context.Context, w Warmer) {
 // handler turns watch events into queued configurations. Objects of the
 // initial list are the baseline, not changes; an update that changes no
 // resourceVersion (a relist of an unchanged object) is no change. It never
-// blocks: it notes the latest state and queues the name.
+// blocks: it appends the write to the pending ones and queues the name.
 func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler {
 	o.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[configKey]{})
-	o.latest, o.decided, o.retries, o.confirming = map[configKey]write{}, map[configKey]object{}, map[configKey]int{}, map[configKey]bool{}
+	o.pending, o.decided, o.retries = map[configKey][]write{}, map[configKey]object{}, map[configKey]int{}
 	context.AfterFunc(ctx, o.queue.ShutDown)
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
@@ -233,131 +235,23 @@ func (o *Observer) handler(ctx context.Context) toolscache.ResourceEventHandler 
 	}
 }
 
-// write is one change the watch delivered: the new state (nil: deleted)
-// and the state it replaced (nil: a creation, or unknown).
-type write struct {
-	cur, old *object
-}
-
-// enqueue notes the write of cur over old as the latest of k and queues k.
-// old is also the baseline of a configuration the observer has not seen.
-func (o *Observer) enqueue(k configKey, cur, old *object) {
-	o.mu.Lock()
-	o.latest[k] = write{cur: cur, old: old}
-	if _, ok := o.decided[k]; !ok && old != nil {
-		o.decided[k] = *old
-	}
-	o.mu.Unlock()
-	o.queue.Add(k)
-	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
-}
-
-// processNext decides the next queued configuration; false once the queue
-// is shut down.
-func (o *Observer) processNext(ctx context.Context) bool {
-	k, shutdown := o.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer o.queue.Done(k)
-	o.Metrics.QueueDepth.Set(float64(o.queue.Len()))
-	w, queued, prev, seen := o.take(k)
-	cur := w.cur
-	switch {
-	case !queued:
-		return true
-	case cur == nil:
-		o.flapDetector().Forget(k.kind, k.name)
-		return true
-	case seen && prev.meta.ResourceVersion == cur.meta.ResourceVersion:
-		return true
-	}
-	old := o.baseline(k, w, prev, seen)
-	if wait := o.changed(ctx, k, old, cur); wait > 0 {
-		o.putBack(k, w, prev, seen, wait)
-		return true
-	}
-	o.mu.Lock()
-	delete(o.retries, k)
-	delete(o.confirming, k)
-	o.mu.Unlock()
-	o.Metrics.Decided.Inc()
-	return true
-}
-
-// take removes k's latest write from the queue's state and, under the same
-// lock, moves k's decided state on to it (or forgets k once it is deleted),
-// returning the state decided before (prev, if seen).
-func (o *Observer) take(k configKey) (w write, queued bool, prev object, seen bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	w, queued = o.latest[k]
-	delete(o.latest, k)
-	prev, seen = o.decided[k]
-	switch {
-	case !queued:
-	case w.cur == nil:
-		delete(o.decided, k)
-		delete(o.retries, k)
-		delete(o.confirming, k)
-	default:
-		o.decided[k] = *w.cur
-	}
-	return w, queued, prev, seen
-}
-
-// baseline picks the state w's change is judged against: the state the
-// write replaced, else the last decided one of the same object; nil for a
-// configuration deleted and created again, whose flapping history it drops.
-func (o *Observer) baseline(k configKey, w write, prev object, seen bool) *object {
-	switch {
-	case w.old != nil && w.old.meta.UID == w.cur.meta.UID:
-		return w.old // the state this write replaced
-	case seen && prev.meta.UID == w.cur.meta.UID:
-		return &prev
-	case seen:
-		// Deleted and created again since the last decision: the successor
-		// starts clean.
-		o.flapDetector().Forget(k.kind, k.name)
-	}
-	return nil
-}
-
-// putBack requeues k after wait. Waiting for a CA source read in the
-// background, or for a rotation to reach the CA watch, the change is judged
-// later against the same old state (unless a newer state arrived meanwhile,
-// which is judged instead).
-func (o *Observer) putBack(k configKey, w write, prev object, seen bool, wait time.Duration) {
-	o.mu.Lock()
-	if seen {
-		o.decided[k] = prev
-	} else {
-		delete(o.decided, k)
-	}
-	if _, newer := o.latest[k]; !newer {
-		o.latest[k] = w
-	}
-	if !o.confirming[k] {
-		o.retries[k]++
-	}
-	o.mu.Unlock()
-	o.queue.AddAfter(k, wait)
-}
-
-// changed judges one observed change (old is nil for a creation) and
+// changed judges one observed write w (old is nil for a creation) and
 // records what it broke. Changes that write no caBundle, and
 // configurations no single mapping owns, cost a comparison and a match.
-// It returns how long the change should wait on the queue, having
-// recorded nothing: for a CA source the decider started reading, or, once,
-// for a ca-mismatch to stand (MismatchGrace); 0 once decided.
-func (o *Observer) changed(ctx context.Context, k configKey, old, cur *object) time.Duration {
+// It returns how long the write should wait on the queue, having recorded
+// nothing: for a CA source the decider started reading, or for a
+// ca-mismatch to stand (grace is true then): it is decided again once
+// MismatchGrace has passed since the write was delivered, and at least once
+// after it was first found; 0 once decided.
+func (o *Observer) changed(ctx context.Context, k configKey, old *object, w *write) (wait time.Duration, grace bool) {
+	cur := w.cur
 	in := observedInput(old, cur)
 	changes := policy.ChangedBundles(in)
 	if len(changes) == 0 {
-		return 0
+		return 0, false
 	}
 	if m := o.Config.Current().Match(in.Kind, in.Name, in.Labels); m.Owner == nil || len(m.Conflicting) > 0 {
-		return 0
+		return 0, false
 	}
 	names := make([]string, len(changes))
 	for i, c := range changes {
@@ -366,18 +260,27 @@ func (o *Observer) changed(ctx context.Context, k configKey, old, cur *object) t
 	managers := caBundleManagers(cur.meta, names)
 	in.User.Username = policy.ObservedSubject(managers)
 
-	d, decided := o.decide(ctx, k, in, old, cur)
+	d, decided := o.decide(ctx, k, in, old, w)
 	if !decided {
-		return retryAfter
+		return retryAfter, false
 	}
 	if grace := o.mismatchGrace(); grace > 0 && slices.ContainsFunc(d.Violations, func(v policy.Violation) bool {
 		return v.Rule == policy.RuleCAMismatch
-	}) && o.startConfirming(k) {
-		return grace
+	}) {
+		now := time.Now()
+		if w.until.IsZero() {
+			w.until = w.at.Add(grace)
+			if !w.until.After(now) { // the worker was behind: decide once more anyway
+				w.until = now.Add(time.Nanosecond)
+			}
+		}
+		if now.Before(w.until) {
+			return w.until.Sub(now), true
+		}
 	}
 	d.FieldManagers, d.Write = managers, in.Write
 	o.record(ctx, &d)
-	return 0
+	return 0, false
 }
 
 // observedInput builds the decision's input for an observed change: a
@@ -389,10 +292,10 @@ func observedInput(old, cur *object) *policy.Input {
 	}
 	in := &policy.Input{
 		Operation: op, Kind: cur.kind, Name: cur.meta.Name, Labels: cur.meta.Labels, Annotations: cur.meta.Annotations,
-		Webhooks: cur.webhooks, Observed: true,
+		Entries: cur.webhooks, Observed: true,
 	}
 	if old != nil {
-		in.OldWebhooks = old.webhooks
+		in.OldEntries = old.webhooks
 		in.Write = policy.WriteID(string(cur.meta.UID), old.meta.ResourceVersion)
 	} else {
 		in.Write = policy.WriteID(string(cur.meta.UID), "")
@@ -402,16 +305,17 @@ func observedInput(old, cur *object) *policy.Input {
 
 // decide asks the decider about in; false when it started reading a CA
 // source and the change must wait for it.
-func (o *Observer) decide(ctx context.Context, k configKey, in *policy.Input, old, cur *object) (policy.Decision, bool) {
+func (o *Observer) decide(ctx context.Context, k configKey, in *policy.Input, old *object, w *write) (policy.Decision, bool) {
 	starter, ok := o.Decider.(SourceStarter)
 	if !ok {
-		return o.Decider.Decide(ctx, in), true
+		return o.Decider.Decide(ctx, in, w.at), true
 	}
+	cur := w.cur
 	// Only an annotation the object carried before this change may make
 	// the guard start reading a source; a writer changing both at once
 	// is decided on what is held.
 	mayStart := old != nil && sameInjectAnnotations(old, cur) && o.retryCount(k) < maxRetries
-	return starter.DecideObserved(ctx, in, mayStart)
+	return starter.DecideObserved(ctx, in, w.at, mayStart)
 }
 
 // record counts a decided change, records it when it says so, and feeds
@@ -436,18 +340,6 @@ func (o *Observer) mismatchGrace() time.Duration {
 		return DefaultMismatchGrace
 	}
 	return o.MismatchGrace
-}
-
-// startConfirming marks k's ca-mismatch as waiting out the grace; false
-// when it already has (it stands now).
-func (o *Observer) startConfirming(k configKey) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.confirming[k] {
-		return false
-	}
-	o.confirming[k] = true
-	return true
 }
 
 func (o *Observer) retryCount(k configKey) int {

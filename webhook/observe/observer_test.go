@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/flapping"
@@ -32,7 +32,7 @@ type policyDecider struct {
 	fps *cabundle.FingerprintCache
 }
 
-func (p policyDecider) Decide(_ context.Context, in *policy.Input) policy.Decision {
+func (p policyDecider) Decide(_ context.Context, in *policy.Input, _ time.Time) policy.Decision {
 	in.Fingerprints = p.fps
 	return p.cfg.Decide(in)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -27,13 +27,13 @@ type blockingDecider struct {
 	release chan struct{}
 }
 
-func (b blockingDecider) Decide(ctx context.Context, in *policy.Input) policy.Decision {
+func (b blockingDecider) Decide(ctx context.Context, in *policy.Input, _ time.Time) policy.Decision {
 	select {
 	case b.entered <- struct{}{}:
 	default:
 	}
 	<-b.release
-	return b.policyDecider.Decide(ctx, in)
+	return b.policyDecider.Decide(ctx, in, time.Time{})
 }
 
 func Test_Observer_queue(t *testing.T) {
@@ -50,7 +50,7 @@ func Test_Observer_queue(t *testing.T) {
 		return o
 	}
 
-	t.Run("if a decision is slow, the event handler never waits for it, and N writes to one configuration are queued once and decided once, the last state", func(t *testing.T) {
+	t.Run("if a decision is slow, the event handler never waits for it, and N writes to one configuration are queued once and each decided, in order", func(t *testing.T) {
 		rec := &recorded{}
 		dec := blockingDecider{policyDecider: policyDecider{cfg: cfg}, entered: make(chan struct{}, 1), release: make(chan struct{})}
 		o := &Observer{Config: staticConfig{cfg}, Decider: dec, Recorder: rec,
@@ -82,12 +82,36 @@ func Test_Observer_queue(t *testing.T) {
 		o.queue.ShutDown() // the worker decides what is queued, then stops
 		<-done
 
-		assert.Equal(t, 2.0, testutil.ToFloat64(o.Metrics.Decided), "one decision per configuration")
-		require.Len(t, rec.decisions, 2)
-		last := rec.decisions[1]
-		assert.Equal(t, "guarded", last.Name)
-		assert.Equal(t, fmt.Sprintf("fieldManager:replica-%d", (writes-1)%len(foreign)), last.Subject, "the last write is the one decided")
-		assert.Empty(t, o.latest, "nothing is kept of decided states but the last")
+		assert.Equal(t, float64(writes+1), testutil.ToFloat64(o.Metrics.Decided), "one decision per write")
+		require.Len(t, rec.decisions, writes+1, "every foreign write is recorded, none overtaken")
+		for i, d := range rec.decisions[1:] {
+			assert.Equal(t, "guarded", d.Name)
+			assert.Equal(t, fmt.Sprintf("fieldManager:replica-%d", i%len(foreign)), d.Subject, "write %d, in order", i)
+			assert.Equal(t, policy.WriteID("", fmt.Sprint(i+1)), d.Write, "write %d is named by the state it replaced", i)
+		}
+		assert.Empty(t, o.pending, "nothing is kept of decided writes")
+	})
+	t.Run("if more writes wait for one configuration than the bound, the newest absorbs the next and the fold is counted", func(t *testing.T) {
+		rec := &recorded{}
+		dec := blockingDecider{policyDecider: policyDecider{cfg: cfg}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		o := &Observer{Config: staticConfig{cfg}, Decider: dec, Recorder: rec,
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }, MismatchGrace: -1}
+		h := o.handler(t.Context())
+		prev := named("guarded", "1", owner, "app-controller")
+		for i := range maxPending + 2 {
+			next := named("guarded", fmt.Sprint(i+2), foreign[i%len(foreign)], fmt.Sprintf("replica-%d", i%len(foreign)))
+			h.OnUpdate(prev, next)
+			prev = next
+		}
+		assert.Len(t, o.pending[configKey{kind: policy.KindValidating, name: "guarded"}], maxPending)
+		assert.Equal(t, 2.0, testutil.ToFloat64(o.Metrics.Events.WithLabelValues("merged")))
+		close(dec.release)
+		o.queue.ShutDown()
+		for o.processNext(t.Context()) {
+		}
+		require.Len(t, rec.decisions, maxPending)
+		assert.Equal(t, fmt.Sprintf("fieldManager:replica-%d", (maxPending+1)%len(foreign)), rec.decisions[maxPending-1].Subject,
+			"the last fold holds the newest state")
 	})
 	t.Run("if a configuration is deleted and created again before the worker runs, the successor is a CREATE", func(t *testing.T) {
 		rec := &recorded{}
@@ -107,7 +131,7 @@ func Test_Observer_queue(t *testing.T) {
 		assert.Equal(t, policy.OperationCreate, rec.decisions[0].Operation)
 		assert.Equal(t, policy.WriteID("another", ""), rec.decisions[0].Write, "a creation is named as admission names it")
 	})
-	t.Run("if writes are coalesced, the last write is judged against the state it replaced and named as admission named it (uid and that resourceVersion)", func(t *testing.T) {
+	t.Run("if writes queue up, each is judged against the state it replaced and named as admission named it (uid and that resourceVersion)", func(t *testing.T) {
 		rec := &recorded{}
 		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec,
 			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }, MismatchGrace: -1}
@@ -123,8 +147,9 @@ func Test_Observer_queue(t *testing.T) {
 		for o.queue.Len() > 0 {
 			o.processNext(t.Context())
 		}
-		require.Len(t, rec.decisions, 1)
-		assert.Equal(t, policy.WriteID("u1", "11"), rec.decisions[0].Write)
+		require.Len(t, rec.decisions, 2)
+		assert.Equal(t, policy.WriteID("u1", "10"), rec.decisions[0].Write)
+		assert.Equal(t, policy.WriteID("u1", "11"), rec.decisions[1].Write)
 	})
 }
 
@@ -162,13 +187,13 @@ owners:
 	input := func(name string) *policy.Input {
 		return &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: name, Observed: true,
 			Annotations: map[string]string{casource.AnnotationInjectCAFrom: "attacker/bogus-" + name},
-			OldWebhooks: []policy.Webhook{{Name: "w", CABundle: owner}},
-			Webhooks:    []policy.Webhook{{Name: "w", CABundle: foreign}}}
+			OldEntries:  []policy.Entry{{Name: "w", CABundle: owner}},
+			Entries:     []policy.Entry{{Name: "w", CABundle: foreign}}}
 	}
 
 	t.Run("if a foreign CA is observed on a declared source, decide ca-mismatch from one cached resolve: no live re-read, no grace wait", func(t *testing.T) {
 		r := &fakeResolver{res: casource.Result{CAResult: policy.CAResult{Resolved: true, Set: ownerSet}, Watched: true}}
-		d := (&CADecider{Config: staticConfig{cfg}, CA: r}).Decide(t.Context(), input("declared"))
+		d := (&CADecider{Config: staticConfig{cfg}, CA: r}).Decide(t.Context(), input("declared"), time.Now())
 		assert.Equal(t, policy.RuleCAMismatch, d.Rule)
 		assert.Equal(t, []bool{false}, r.lives)
 		assert.False(t, r.reqs[0].HeldOnly, "a declared source is resolved as admission resolves it")
@@ -176,7 +201,7 @@ owners:
 	t.Run("if the source is named by the object's inject annotation, resolve it only if held, else decide ca-unavailable at once", func(t *testing.T) {
 		r := &fakeResolver{res: casource.Result{CAResult: policy.CAResult{Resolved: true,
 			Err: &casource.SourceError{Source: "annotation", Reason: "not held", NotHeld: true}}}}
-		d := (&CADecider{Config: staticConfig{cfg}, CA: r}).Decide(t.Context(), input("injected"))
+		d := (&CADecider{Config: staticConfig{cfg}, CA: r}).Decide(t.Context(), input("injected"), time.Now())
 		assert.Equal(t, policy.RuleCAUnavailable, d.Rule)
 		assert.True(t, d.Record)
 		require.Len(t, r.reqs, 1)
@@ -201,13 +226,13 @@ type startingDecider struct {
 	deferred int
 }
 
-func (s *startingDecider) DecideObserved(ctx context.Context, in *policy.Input, mayStart bool) (policy.Decision, bool) {
+func (s *startingDecider) DecideObserved(ctx context.Context, in *policy.Input, _ time.Time, mayStart bool) (policy.Decision, bool) {
 	s.mayStart = append(s.mayStart, mayStart)
 	if mayStart && s.deferred == 0 {
 		s.deferred++
 		return policy.Decision{}, false
 	}
-	return s.Decide(ctx, in), true
+	return s.Decide(ctx, in, time.Time{}), true
 }
 
 func Test_Observer_waitsForASourceOffTheWorker(t *testing.T) {
@@ -281,21 +306,21 @@ owners:
 	in := func() *policy.Input {
 		return &policy.Input{Operation: policy.OperationUpdate, Kind: policy.KindValidating, Name: "injected", Observed: true,
 			Annotations: map[string]string{casource.AnnotationInjectCAFrom: "app/serving"},
-			OldWebhooks: []policy.Webhook{{Name: "w", CABundle: owner}}, Webhooks: []policy.Webhook{{Name: "w", CABundle: foreign}}}
+			OldEntries:  []policy.Entry{{Name: "w", CABundle: owner}}, Entries: []policy.Entry{{Name: "w", CABundle: foreign}}}
 	}
 	t.Run("if the source is not held and may be started, start reading it in the background, once per interval, and decide nothing", func(t *testing.T) {
 		r := gatedResolver{started: make(chan casource.Request, 4)}
 		d := &CADecider{Config: staticConfig{cfg}, CA: r, StartInterval: time.Hour}
-		_, decided := d.DecideObserved(t.Context(), in(), true)
+		_, decided := d.DecideObserved(t.Context(), in(), time.Now(), true)
 		assert.False(t, decided)
 		req := <-r.started
 		assert.False(t, req.HeldOnly, "the background read may start a watch")
 
-		_, decided = d.DecideObserved(t.Context(), in(), true)
+		_, decided = d.DecideObserved(t.Context(), in(), time.Now(), true)
 		assert.False(t, decided, "another configuration naming the source being read waits for it too")
 		other := in()
 		other.Annotations[casource.AnnotationInjectCAFrom] = "attacker/other"
-		dec, decided := d.DecideObserved(t.Context(), other, true)
+		dec, decided := d.DecideObserved(t.Context(), other, time.Now(), true)
 		assert.True(t, decided, "a second new source within the interval is decided on what is held")
 		assert.Equal(t, policy.RuleCAUnavailable, dec.Rule)
 		assert.Empty(t, r.started, "one read started")
@@ -303,7 +328,7 @@ owners:
 	t.Run("if nothing may be started, decide at once on what is held", func(t *testing.T) {
 		r := gatedResolver{started: make(chan casource.Request, 4)}
 		d := &CADecider{Config: staticConfig{cfg}, CA: r}
-		dec, decided := d.DecideObserved(t.Context(), in(), false)
+		dec, decided := d.DecideObserved(t.Context(), in(), time.Now(), false)
 		assert.True(t, decided)
 		assert.Equal(t, policy.RuleCAUnavailable, dec.Rule)
 		assert.Empty(t, r.started)
@@ -317,7 +342,7 @@ type rotatingDecider struct {
 	calls int
 }
 
-func (r *rotatingDecider) Decide(_ context.Context, in *policy.Input) policy.Decision {
+func (r *rotatingDecider) Decide(_ context.Context, in *policy.Input, _ time.Time) policy.Decision {
 	cfg := r.cfgs[min(r.calls, len(r.cfgs)-1)]
 	r.calls++
 	return cfg.Decide(in)
@@ -348,11 +373,35 @@ func Test_Observer_mismatchGrace(t *testing.T) {
 		assert.Equal(t, policy.RuleCAMismatch, rec.decisions[0].Rule)
 		assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.Decided))
 	})
+	t.Run("if a foreign CA is reverted while its mismatch waits out the grace, the foreign write is recorded once and the revert is not", func(t *testing.T) {
+		rec := &recorded{}
+		o := &Observer{Config: staticConfig{before}, Decider: policyDecider{cfg: before}, Recorder: rec, MismatchGrace: 20 * time.Millisecond,
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
+		h := o.handler(t.Context())
+		foreign := testpki.MustCA(t, "foreign-ca").PEM
+		s1, s2, s3 := vwc("1", oldCA, "cainjector", at), vwc("2", foreign, "app-controller", at), vwc("3", oldCA, "cainjector", at)
+		h.OnUpdate(s1, s2)
+		o.processNext(t.Context())
+		assert.Empty(t, rec.decisions, "the mismatch waits out the grace")
+		h.OnUpdate(s2, s3) // the owner's writer puts its CA back within the grace
+		// Woken by the revert and by the end of the grace (once or twice,
+		// as the two coincide); a queue that loses the write stops here.
+		stop := time.AfterFunc(10*time.Second, o.queue.ShutDown)
+		defer stop.Stop()
+		for testutil.ToFloat64(o.Metrics.Decided) < 2 && o.processNext(t.Context()) {
+		}
+		require.Len(t, rec.decisions, 1)
+		assert.Equal(t, policy.RuleCAMismatch, rec.decisions[0].Rule)
+		assert.Equal(t, "fieldManager:app-controller", rec.decisions[0].Subject)
+		assert.Equal(t, policy.WriteID("", "1"), rec.decisions[0].Write)
+		assert.Equal(t, 2.0, testutil.ToFloat64(o.Metrics.Decided))
+	})
 }
 
-func Test_Observer_coalescedMergedRotation(t *testing.T) {
+func Test_Observer_queuedMergedRotations(t *testing.T) {
 	cas := [][]byte{testpki.MustCA(t, "ca-0").PEM, testpki.MustCA(t, "ca-1").PEM, testpki.MustCA(t, "ca-2").PEM}
-	cfg := auditConfig(t, cas[2], "guarded")
+	// The owner's source holds ca-1 and ca-2 (an overlap), ca-0 is retired.
+	cfg := auditConfig(t, bytes.Join(cas[1:], nil), "guarded")
 	at := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	bundle := func(n int) []byte { return bytes.Join(cas[:n], nil) }
 	rec := &recorded{}
@@ -360,8 +409,7 @@ func Test_Observer_coalescedMergedRotation(t *testing.T) {
 		Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }}
 	h := o.handler(t.Context())
 	// A merging writer (cainjector) keeps the old CAs beside the new one;
-	// two rotations land before the worker runs, and the owner's CA is
-	// already the newest.
+	// two rotations land before the worker runs.
 	s0, s1, s2 := vwc("1", bundle(1), "cainjector", at), vwc("2", bundle(2), "cainjector", at), vwc("3", bundle(3), "cainjector", at)
 	h.OnAdd(s0, true)
 	h.OnUpdate(s0, s1)
@@ -369,6 +417,6 @@ func Test_Observer_coalescedMergedRotation(t *testing.T) {
 	for o.queue.Len() > 0 {
 		o.processNext(t.Context())
 	}
-	assert.Empty(t, rec.decisions, "the last write kept what its predecessor held: no CA is foreign")
-	assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.Decided))
+	assert.Empty(t, rec.decisions, "each write kept what its predecessor held and added the owner's: no CA is foreign")
+	assert.Equal(t, 2.0, testutil.ToFloat64(o.Metrics.Decided))
 }

@@ -66,7 +66,7 @@ type trustObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	// TrustKind is policy.KindCRD or policy.KindAPIService.
-	TrustKind policy.ConfigKind
+	TrustKind policy.GuardedKind
 	// HasEntry is false for a CRD without a conversion webhook and for a
 	// local APIService (served by kube-apiserver itself): nothing trusted,
 	// no series.
@@ -105,7 +105,7 @@ func (t *trustObject) entries() []entryFields {
 // trimTrust returns the informers' transform for kind: it keeps a
 // trustObject of each unstructured object (anything else, such as a
 // tombstone, passes as it is).
-func trimTrust(kind policy.ConfigKind) toolscache.TransformFunc {
+func trimTrust(kind policy.GuardedKind) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -136,7 +136,7 @@ func trimTrust(kind policy.ConfigKind) toolscache.TransformFunc {
 // a CRD's spec.conversion.webhook.clientConfig (set only with strategy
 // Webhook), an APIService's spec when it has a service. False when the
 // object trusts nothing.
-func trustEntry(kind policy.ConfigKind, obj map[string]any) (map[string]any, bool) {
+func trustEntry(kind policy.GuardedKind, obj map[string]any) (map[string]any, bool) {
 	switch kind {
 	case policy.KindCRD:
 		return nestedMap(obj, "spec", "conversion", "webhook", "clientConfig")
@@ -179,7 +179,7 @@ func (o *Observer) watchTrustObjects(stop <-chan struct{}) ([]toolscache.Store, 
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(o.Dynamic, 0)
 	var stores []toolscache.Store
-	for kind, gvr := range map[policy.ConfigKind]schema.GroupVersionResource{policy.KindCRD: crdResource, policy.KindAPIService: apiServiceResource} {
+	for kind, gvr := range map[policy.GuardedKind]schema.GroupVersionResource{policy.KindCRD: crdResource, policy.KindAPIService: apiServiceResource} {
 		inf := factory.ForResource(gvr).Informer()
 		if err := inf.SetTransform(trimTrust(kind)); err != nil {
 			// Only a started informer refuses a transform; this one is new.

@@ -22,7 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
@@ -72,7 +72,7 @@ func Test_trimTrust(t *testing.T) {
 	}
 	const crdName, apiName = "widgets.example.com", "v1beta1.metrics.example.com"
 	for name, tc := range map[string]struct {
-		kind policy.ConfigKind
+		kind policy.GuardedKind
 		obj  any
 		want any
 	}{
@@ -174,7 +174,7 @@ func Test_healthSource_trustObjects(t *testing.T) {
 	yes := true
 	svc := map[string]any{"namespace": "app", "name": "conv"}
 	for name, tc := range map[string]struct {
-		kind policy.ConfigKind
+		kind policy.GuardedKind
 		obj  *unstructured.Unstructured
 		want []string
 	}{

@@ -48,6 +48,12 @@ func (s *Syncer) applyObject(ctx context.Context, mapping, kind string, desired,
 			return err
 		}
 	}
+	if foreign && same && s.isSettled(kind, live) {
+		// Another manager's fields were found to hold the generated
+		// values at this version: removing them again would cost a Get
+		// and an Update per pass for nothing.
+		return nil
+	}
 	if foreign {
 		return s.removeForeign(ctx, mapping, kind, desired)
 	}
@@ -97,7 +103,8 @@ func (s *Syncer) applyForced(ctx context.Context, mapping, kind string, desired,
 
 // unwatched reads an object the watch does not show straight from the API
 // server: nil when it does not exist (or is being deleted), the object when
-// it is the guard's and the watch has not shown it yet, and a
+// it is the guard's and the watch has not shown it yet (or someone removed
+// its managed-by label, which the apply puts back: generatedHere), and a
 // foreignObjectError when someone else's object holds the name. The guard
 // never adopts it: applying would silently take over someone's policy,
 // and deleting it later would remove it.
@@ -112,7 +119,7 @@ func (s *Syncer) unwatched(ctx context.Context, kind string, desired client.Obje
 		return nil, nil //nolint:nilnil // no object of that name: the apply creates it
 	case err != nil:
 		return nil, fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
-	case obj.GetLabels()[vap.LabelManagedBy] != vap.ManagedBy:
+	case obj.GetLabels()[vap.LabelManagedBy] != vap.ManagedBy && !generatedHere(obj, s.Anchor):
 		return nil, &foreignObjectError{kind: kind, name: desired.GetName()}
 	}
 	return obj, nil
@@ -220,6 +227,7 @@ func (s *Syncer) delete(ctx context.Context, kind string, obj client.Object) err
 	s.Metrics.Writes.WithLabelValues(kind, VerbDelete).Inc()
 	s.mu.Lock()
 	delete(s.written, kind+"/"+obj.GetName())
+	delete(s.settled, kind+"/"+obj.GetName())
 	s.mu.Unlock()
 	s.Log.Info("policy mode: deleted a generated object no mapping produces anymore", "kind", kind, "name", obj.GetName())
 	return nil

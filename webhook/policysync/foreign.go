@@ -83,7 +83,12 @@ func (s *Syncer) removeForeign(ctx context.Context, mapping, kind string, desire
 	}
 	if obj.GetResourceVersion() == before {
 		// The other managers' fields hold what the guard generates
-		// (kube-apiserver's defaults written back): nothing to fight.
+		// (kube-apiserver's defaults written back): nothing to fight, and
+		// kube-apiserver stored nothing, so those managers still own the
+		// fields. Until the object changes, the next passes skip it
+		// (isSettled): one Get and one Update per object version, not per
+		// pass.
+		s.settle(kind, obj)
 		s.Log.V(1).Info("policy mode: fields other managers own in a generated object hold what the guard generates", "kind", kind, "name", desired.GetName(), "fields", foreign)
 		return nil
 	}
@@ -112,4 +117,20 @@ func setSpec(obj, desired client.Object) error {
 		}
 	}
 	return fmt.Errorf("the syncer does not generate %T", obj)
+}
+
+// settle notes that obj, at its resourceVersion, holds the generated spec
+// although other managers own fields of it.
+func (s *Syncer) settle(kind string, obj client.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settled[kind+"/"+obj.GetName()] = obj.GetResourceVersion()
+}
+
+// isSettled reports whether live is the version settle noted.
+func (s *Syncer) isSettled(kind string, live client.Object) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rv, ok := s.settled[kind+"/"+live.GetName()]
+	return ok && rv == live.GetResourceVersion()
 }

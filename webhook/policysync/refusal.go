@@ -10,6 +10,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/policy/vap/vapname"
 )
 
 // foreignObjectError is a generated object's name taken by an object the
@@ -104,11 +105,13 @@ func trimReason(s string) string {
 	return strings.ToValidUTF8(s[:reasonHead]+" … "+s[len(s)-(maxReasonLen-reasonHead):], "")
 }
 
-// mappingOf names the mapping that generates each object name.
+// mappingOf names the mapping that generates each object name: the names
+// its match generates, not every name it might (mapping "app" might
+// generate webhook-guard-app-crds, which mapping "app-crds" does).
 func mappingOf(cfg *policy.Mappings) map[string]string {
 	out := map[string]string{}
 	for i := range cfg.Spec.Owners {
-		for _, n := range vap.PolicyNames(cfg.Spec.Owners[i].Name) {
+		for _, n := range vapname.Generated(&cfg.Spec.Owners[i]) {
 			out[n] = cfg.Spec.Owners[i].Name
 		}
 	}

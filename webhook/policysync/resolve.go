@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,9 +50,12 @@ func resolveCAs(ctx context.Context, cfg *policy.Mappings, r CAResolver, reader 
 		o := &cfg.Spec.Owners[i]
 		var ca vap.CA
 		var err error
-		if o.CA.InjectedByCertManager != nil {
+		if o.CA.InjectedByCertManager != nil && !o.CA.InjectedByCertManager.Pinned() {
 			ca, err = resolveInjected(ctx, cfg, o, r, reader, live)
 		} else {
+			// A pinned injectedByCertManager source names its CA like any
+			// fixed source: the resolver reads the pin, never an
+			// annotation, so it serves CRDs and APIServices too.
 			out := r.Resolve(ctx, casource.Request{Owner: o, ClusterResourceNamespace: cfg.Spec.CertManager.ClusterResourceNamespace}, live)
 			ca, err = fromResult(out)
 		}
@@ -97,14 +101,14 @@ func fromResult(out casource.Result) (vap.CA, error) {
 	return vap.CAFromSet(out.Set), nil
 }
 
-// resolveInjected resolves the CA that the cert-manager annotations of the
-// mapping's named configurations point at. Policy mode holds one CA per
-// mapping: configurations injecting different CAs, or a selector-only
+// resolveInjected resolves the CA that the cert-manager annotations of an
+// unpinned mapping's named configurations point at. Policy mode holds one
+// CA per mapping: configurations injecting different CAs, or a selector-only
 // mapping (whose configurations are not known in advance), cannot be
 // expressed and fail closed with a message saying so.
 func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owner, r CAResolver, reader client.Reader, live bool) (vap.CA, error) {
 	type named struct {
-		kind policy.ConfigKind
+		kind policy.GuardedKind
 		name string
 	}
 	var configs []named
@@ -115,7 +119,7 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 		configs = append(configs, named{policy.KindMutating, n})
 	}
 	if len(configs) == 0 {
-		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "policy mode resolves this CA from the annotations of the mapping's named webhook configurations (one CA per mapping, resolved before any request), and this mapping names none; name its configurations, or for CRDs and APIServices name the CA with ca.certificate", Definitive: true}
+		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "policy mode resolves this CA from the annotations of the mapping's named webhook configurations (one CA per mapping, resolved before any request), and this mapping names none; name its configurations, or for CRDs and APIServices pin the CA with ca.injectedByCertManager.certificate (or .secret)", Definitive: true}
 		return vap.CAFromError(err), err
 	}
 	var found *vap.CA
@@ -123,6 +127,9 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 	// One answer per source: two configurations naming the same Certificate
 	// are one CA even when it rotates between the two reads.
 	seen := map[string]bool{}
+	// The pointers the CA was resolved from: the policy allows an empty
+	// entry only on an object pointing at one of them.
+	var pointers []policy.Pointer
 	for _, c := range configs {
 		var obj client.Object = &admv1.ValidatingWebhookConfiguration{}
 		if c.kind == policy.KindMutating {
@@ -140,6 +147,9 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 		if err != nil {
 			return ca, err
 		}
+		if p := policy.PointerOf(obj.GetAnnotations()); !slices.Contains(pointers, p) {
+			pointers = append(pointers, p)
+		}
 		if seen[out.Source] {
 			continue
 		}
@@ -154,5 +164,6 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "none of the mapping's configurations exists yet, so no inject-ca-from annotation names the CA", Definitive: true}
 		return vap.CAFromError(err), err
 	}
+	found.Pointers = pointers
 	return *found, nil
 }

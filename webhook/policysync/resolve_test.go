@@ -11,7 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
@@ -92,6 +92,53 @@ func Test_resolveInjected(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, oldCA.PEM, ca.PEM)
+			assert.Equal(t, []policy.Pointer{{CAFrom: "app/serving"}}, ca.Pointers, "the pointer the CA was resolved from, once")
 		})
 	}
+}
+
+// recordingSource answers every read with one CA and remembers the
+// requests.
+type recordingSource struct {
+	ca   []byte
+	reqs []casource.Request
+}
+
+func (r *recordingSource) Resolve(_ context.Context, req casource.Request, _ bool) casource.Result {
+	r.reqs = append(r.reqs, req)
+	set, err := cabundle.NewCASet("pinned Certificate app/serving", r.ca)
+	var out casource.Result
+	out.Resolved, out.Set, out.Err, out.Source = true, set, err, set.Source
+	return out
+}
+
+// Test_resolveCAs_pinned: a pinned injectedByCertManager mapping resolves
+// its CA from the pin, as a fixed source: no configuration is read (a
+// mapping of CRDs and APIServices alone has none) and the resolver is asked
+// without annotations, so no object's annotation chooses the CA.
+func Test_resolveCAs_pinned(t *testing.T) {
+	ca, err := testpki.NewCA("pinned")
+	require.NoError(t, err)
+	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+owners:
+  - name: widgets
+    mode: enforce
+    match: {customResourceDefinitions: [widgets.example.com], apiServices: [v1.metrics.example.com]}
+    writers: {serviceAccounts: [app/controller]}
+    ca: {injectedByCertManager: {certificate: {namespace: app, name: serving}}}
+`))
+	require.NoError(t, err)
+	src := &recordingSource{ca: ca.PEM}
+	reader := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
+
+	res := resolveCAs(t.Context(), cfg, src, reader, true)
+
+	require.Contains(t, res.CAs, "widgets")
+	assert.Empty(t, res.CAs["widgets"].Err)
+	assert.Equal(t, ca.PEM, res.CAs["widgets"].PEM)
+	assert.Empty(t, res.Transient)
+	require.Len(t, src.reqs, 1)
+	assert.Nil(t, src.reqs[0].Annotations)
+	assert.Equal(t, "widgets", src.reqs[0].Owner.Name)
 }

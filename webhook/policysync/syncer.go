@@ -87,6 +87,11 @@ type Syncer struct {
 	// write of it: an apply that answers with it changed nothing (a pass
 	// that compared against a watch not yet showing that write).
 	written map[string]string
+	// settled is, per object, the resourceVersion at which removeForeign
+	// found that the fields other managers own hold what the guard
+	// generates (a default written back): its update changed nothing, and
+	// neither would the next one until the object changes.
+	settled map[string]string
 	// budgetWarned are the mappings whose writeBudget was logged as not
 	// applied.
 	budgetWarned map[string]bool
@@ -97,6 +102,7 @@ func (s *Syncer) init() {
 		s.trigger = make(chan struct{}, 1)
 		s.reported = map[string]string{}
 		s.written = map[string]string{}
+		s.settled = map[string]string{}
 		s.budgetWarned = map[string]bool{}
 		if s.Interval <= 0 {
 			s.Interval = DefaultInterval
@@ -154,7 +160,8 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &round{s: s, live: l, keep: s.keepTransient(res, l), owners: mappingOf(cfg), refusals: map[string]error{}}
+	owners := mappingOf(cfg)
+	r := &round{s: s, live: l, keep: s.keepTransient(res, l, owners), owners: owners, refusals: map[string]error{}}
 	// A first round writes every object. A mapping with an object
 	// kube-apiserver refused is generated again with no CA (refusalCA) and
 	// written in a second round: it fails closed rather than running with
@@ -218,15 +225,17 @@ func (s *Syncer) listLive(ctx context.Context) (live, error) {
 // keepTransient names the live policies of the mappings whose CA source
 // could not be asked: they are kept as they are, so that a good CA is not
 // replaced by an error because the API server hiccuped. A change of the
-// mapping itself waits for the next pass the source answers.
-func (s *Syncer) keepTransient(res Resolution, l live) map[string]bool {
+// mapping itself waits for the next pass the source answers. owners names
+// the mapping of each generated name (mappingOf): only the mapping's own
+// policies are kept, never another mapping's whose name starts alike.
+func (s *Syncer) keepTransient(res Resolution, l live, owners map[string]string) map[string]bool {
 	keep := map[string]bool{}
-	for mapping, terr := range res.Transient {
-		for _, name := range vap.PolicyNames(mapping) {
-			if _, ok := l.policies[name]; ok {
-				keep[name] = true
-			}
+	for name := range l.policies {
+		if _, transient := res.Transient[owners[name]]; transient {
+			keep[name] = true
 		}
+	}
+	for mapping, terr := range res.Transient {
 		s.Log.Info("policy mode: the owner's CA source cannot be read; keeping its policies as they are", "mapping", mapping, "reason", terr.Error())
 	}
 	return keep
@@ -248,7 +257,8 @@ func (s *Syncer) generate(cfg *policy.Mappings, res Resolution, anchor *metav1.O
 }
 
 // deleteOrphans deletes the live objects no mapping produces anymore,
-// bindings first.
+// bindings first: only those this guard generated (generatedHere), never
+// another release's that carry the same label.
 func (s *Syncer) deleteOrphans(ctx context.Context, objs *vap.Objects, l live) []error {
 	desired := map[string]bool{}
 	for _, o := range objs.Bindings {
@@ -259,12 +269,12 @@ func (s *Syncer) deleteOrphans(ctx context.Context, objs *vap.Objects, l live) [
 	}
 	var errs []error
 	for name, o := range l.bindings {
-		if !desired[kindAdmissionPolicyBinding+"/"+name] {
+		if !desired[kindAdmissionPolicyBinding+"/"+name] && generatedHere(o, s.Anchor) {
 			errs = append(errs, s.delete(ctx, kindAdmissionPolicyBinding, o))
 		}
 	}
 	for name, o := range l.policies {
-		if !desired[kindAdmissionPolicy+"/"+name] {
+		if !desired[kindAdmissionPolicy+"/"+name] && generatedHere(o, s.Anchor) {
 			errs = append(errs, s.delete(ctx, kindAdmissionPolicy, o))
 		}
 	}

@@ -12,13 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Merge adds this replica's deltas to a stored report (or a new one) and
+// mergeDeltas adds this replica's deltas to a stored report (or a new one) and
 // keeps it within maxResults, dropping the results seen longest ago. A
 // configuration's report is owned by it (the garbage collector deletes it
 // with the configuration); a report of absent configurations has no scope
 // and no owner. It is pure so that the merge is unit tested without an API
 // server.
-func Merge(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxResults int) (dropped int) {
+func mergeDeltas(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, maxResults int) (dropped int) {
 	stamp(rep, t, maxResults)
 	recorded := parseRecordedWrites(rep.Annotations[AnnotationRecordedWrites])
 	takeBack := addDeltas(rep, t, deltas, recorded)
@@ -73,7 +73,7 @@ func addDeltas(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, re
 	var takeBack []string
 	for _, d := range deltas {
 		var back []string
-		if d, back = recorded.admit(d, ResultID(t.Kind, t.Name, d.key)); d == nil {
+		if d, back = recorded.admit(d, resultID(t.Kind, t.Name, d.key)); d == nil {
 			continue // every write it counts is counted already
 		}
 		takeBack = append(takeBack, back...)
@@ -133,7 +133,7 @@ func summarize(results []reportsv1alpha1.ReportResult) reportsv1alpha1.ReportSum
 }
 
 // takeBackObserved decrements, once per reference, the observed result
-// whose ResultID starts with it (a write the observer counted before
+// whose result ID (resultID) starts with it (a write the observer counted before
 // admission's record of it arrived), and drops a result left at zero.
 func takeBackObserved(results []reportsv1alpha1.ReportResult, refs []string) []reportsv1alpha1.ReportResult {
 	if len(refs) == 0 {
@@ -157,7 +157,7 @@ func takeBackObserved(results []reportsv1alpha1.ReportResult, refs []string) []r
 
 func apply(r *reportsv1alpha1.ReportResult, d *delta, k resultKey, t Target) {
 	p := r.Properties
-	p[PropResultID] = ResultID(t.Kind, t.Name, d.key)
+	p[PropResultID] = resultID(t.Kind, t.Name, d.key)
 	setOrDelete(p, PropConfiguration, k.Config)
 	p[PropMapping] = k.Policy
 	p[PropDecision] = k.Decision

@@ -55,7 +55,7 @@ func edgeNames(t *testing.T) map[string]string {
 func Test_recordNames_valid_for_every_valid_configuration_name(t *testing.T) {
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	for k, name := range edgeNames(t) {
-		for _, kind := range []policy.ConfigKind{policy.KindValidating, policy.KindMutating, policy.KindAdmissionPolicy, policy.KindAdmissionPolicyBinding} {
+		for _, kind := range []policy.GuardedKind{policy.KindValidating, policy.KindMutating, policy.KindAdmissionPolicy, policy.KindAdmissionPolicyBinding} {
 			report := ReportName(kind, name)
 			assert.Empty(t, apivalidation.NameIsDNSSubdomain(report, false), "%s: ClusterReport name %q of %s", k, report, kind)
 		}

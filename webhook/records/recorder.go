@@ -69,7 +69,7 @@ type Recorder struct {
 }
 
 type reportKey struct {
-	kind policy.ConfigKind
+	kind policy.GuardedKind
 	name string
 }
 
@@ -288,7 +288,7 @@ func (r *Recorder) writeReport(ctx context.Context, t Target, deltas []*delta) e
 		if create {
 			rep = reportsv1alpha1.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		}
-		dropped := Merge(&rep, t, deltas, r.opts.MaxResults)
+		dropped := mergeDeltas(&rep, t, deltas, r.opts.MaxResults)
 		if create {
 			err = r.opts.Client.Create(ctx, &rep)
 		} else {

@@ -115,7 +115,7 @@ const maxMessageLen = 1024
 // webhook-guard.<vwc|mwc|vap|vapb>.<name>, cut and hashed when that is too
 // long for a name (fitName), so every valid configuration name gives a
 // valid report name.
-func ReportName(kind policy.ConfigKind, name string) string {
+func ReportName(kind policy.GuardedKind, name string) string {
 	return fitName(Source+"."+kind.ShortName()+"."+name, "", name)
 }
 
@@ -133,13 +133,13 @@ func AbsentReportName(mapping string) string {
 }
 
 // Scope is the reference to a guarded configuration.
-func Scope(kind policy.ConfigKind, name string, uid types.UID) *corev1.ObjectReference {
+func Scope(kind policy.GuardedKind, name string, uid types.UID) *corev1.ObjectReference {
 	return &corev1.ObjectReference{APIVersion: kind.APIVersion(), Kind: string(kind), Name: name, UID: uid}
 }
 
 // Target is the ClusterReport one configuration's results go to.
 type Target struct {
-	Kind policy.ConfigKind
+	Kind policy.GuardedKind
 	Name string
 	// UID is the configuration's; empty when it does not exist, and then the
 	// results go to Mapping's report of absent configurations.
@@ -168,10 +168,10 @@ func keyOf(r *reportsv1alpha1.ReportResult) resultKey {
 	return resultKey{Policy: r.Policy, Rule: r.Rule, Subject: p[PropSubject], Webhook: p[PropWebhook], Decision: p[PropDecision], Found: p[PropFound], Config: p[PropConfiguration], Origin: p[PropOrigin]}
 }
 
-// ResultID is a finding's stable identifier: a hash of what makes it a
+// resultID is a finding's stable identifier: a hash of what makes it a
 // distinct finding (the configuration and the result key), never of counts,
 // times or the message, so it is the same in every flush.
-func ResultID(kind policy.ConfigKind, name string, k resultKey) string {
+func resultID(kind policy.GuardedKind, name string, k resultKey) string {
 	h := sha256.New()
 	parts := []string{string(kind), name, k.Policy, k.Rule, k.Subject, k.Webhook, k.Decision, k.Found}
 	if k.Origin != "" {

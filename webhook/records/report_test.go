@@ -39,8 +39,8 @@ func Test_Report_identity(t *testing.T) {
 	})
 
 	t.Run("if two findings differ only in the CA found, give them different resultIDs", func(t *testing.T) {
-		a := ResultID(policy.KindValidating, cfgName, resultKey{Policy: "m", Rule: "ca-mismatch", Subject: "u", Found: "1"})
-		b := ResultID(policy.KindValidating, cfgName, resultKey{Policy: "m", Rule: "ca-mismatch", Subject: "u", Found: "2"})
+		a := resultID(policy.KindValidating, cfgName, resultKey{Policy: "m", Rule: "ca-mismatch", Subject: "u", Found: "1"})
+		b := resultID(policy.KindValidating, cfgName, resultKey{Policy: "m", Rule: "ca-mismatch", Subject: "u", Found: "2"})
 		assert.NotEqual(t, a, b)
 	})
 

@@ -10,7 +10,7 @@ import (
 // record them (the 8-writer incident: 683 audited writes in 20 s).
 const maxRecordedWrites = 1024
 
-// resultRefLen is how much of a ResultID a remembered write keeps to find
+// resultRefLen is how much of a result ID (resultID) a remembered write keeps to find
 // the observed result that counted it.
 const resultRefLen = 12
 
@@ -40,7 +40,7 @@ func parseRecordedWrites(s string) *recordedWrites {
 // (two concurrent requests can be decided against the same stored object,
 // and a retried one is decided again). When the observer counted one of
 // their writes first (on another replica's earlier flush), that count is
-// taken back: the ResultID prefixes returned name the observed results to
+// taken back: the result ID prefixes returned name the observed results to
 // decrement, once per write.
 //
 // The observer's sightings count only writes nothing counted yet: a write

@@ -3,12 +3,14 @@
 package app
 
 import (
-	"fmt"
+	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/check"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/discover"
@@ -33,14 +35,21 @@ const (
 // LeaderElectionID names the Lease serve's replicas compete for.
 const LeaderElectionID = serve.LeaderElectionID
 
-// Main runs the command line and returns the process exit code.
+// Main runs the command line and returns the process exit code. The
+// signals are handled here, once for every command: the first SIGINT or
+// SIGTERM ends the context the commands run with.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return cmdutil.Execute(NewCommand(stdout, stderr), args, stderr)
+	ctx, stop := cmdutil.SignalContext(context.Background())
+	defer stop()
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr}
+	return cmdutil.Execute(newCommandAs(ctx, filepath.Base(osArgs{}.Args0()), streams), args, stderr)
 }
 
-// NewCommand builds the root command, named after how it was invoked.
+// NewCommand builds the root command, named after how it was invoked, for
+// a caller that only lists or inspects the commands.
 func NewCommand(stdout, stderr io.Writer) *cobra.Command {
-	return newCommandAs(filepath.Base(osArgs{}.Args0()), stdout, stderr)
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr}
+	return newCommandAs(context.Background(), filepath.Base(osArgs{}.Args0()), streams)
 }
 
 // pluginName is the executable kubectl runs for `kubectl webhook-guard`
@@ -51,7 +60,7 @@ const pluginName = "kubectl-webhook_guard"
 // kubectl-webhook_guard, help shows `kubectl webhook-guard ...` (cobra's
 // display name) while completion registers for kubectl-webhook_guard, the
 // executable kubectl's plugin completion calls, never for kubectl itself.
-func newCommandAs(prog string, stdout, stderr io.Writer) *cobra.Command {
+func newCommandAs(ctx context.Context, prog string, streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "webhook-guard",
 		Short: "Enforce single ownership of Kubernetes webhook configurations",
@@ -69,20 +78,18 @@ objects: the guard is reached through a static webhook manifest
 		root.Use = pluginName
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl webhook-guard"}
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.AddCommand(serve.NewCommand(Version), check.NewCommand(), render.NewCommand(), review.NewCommand(), scan.NewCommand(), discover.NewCommand(), test.NewCommand(), newVersionCommand())
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	// Every command, listed once.
+	root.AddCommand(
+		serve.NewCmdServe(ctx, streams, Version),
+		check.NewCmdCheck(ctx, streams),
+		render.NewCmdRender(ctx, streams),
+		review.NewCmdReview(ctx, streams),
+		scan.NewCmdScan(ctx, streams),
+		discover.NewCmdDiscover(ctx, streams),
+		test.NewCmdTest(ctx, streams),
+		NewCmdVersion(ctx, streams),
+	)
 	return root
-}
-
-func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "webhook-guard", Version)
-			return err
-		},
-	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 func Test_newCommandAs(t *testing.T) {
@@ -22,12 +23,12 @@ func Test_newCommandAs(t *testing.T) {
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
 			var help, completion, stderr bytes.Buffer
-			cmd := newCommandAs(test.prog, &help, &stderr)
+			cmd := newCommandAs(t.Context(), test.prog, genericiooptions.IOStreams{Out: &help, ErrOut: &stderr})
 			cmd.SetArgs([]string{"review", "--help"})
 			require.NoError(t, cmd.Execute())
 			assert.Contains(t, help.String(), test.usage)
 
-			cmd = newCommandAs(test.prog, &completion, &stderr)
+			cmd = newCommandAs(t.Context(), test.prog, genericiooptions.IOStreams{Out: &completion, ErrOut: &stderr})
 			cmd.SetArgs([]string{"completion", "bash"})
 			require.NoError(t, cmd.Execute())
 			assert.Contains(t, completion.String(), test.complete)

@@ -3,18 +3,21 @@
 package check
 
 import (
-	"io"
+	"context"
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/offline"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Options are check's flags.
 type Options struct {
+	genericiooptions.IOStreams
+
 	Source      cmdutil.ConfigSource
 	ReviewPath  string
 	ObjectsPath string
@@ -27,9 +30,9 @@ type Options struct {
 	admissionPolicyWriter string
 }
 
-// NewCommand is `webhook-guard check`.
-func NewCommand() *cobra.Command {
-	o := &Options{}
+// NewCmdCheck is `webhook-guard check`.
+func NewCmdCheck(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "check --config guard.yaml|--values values.yaml --review review.json [--objects objects.yaml] [-o table|json|yaml]",
 		Short: "Evaluate one AdmissionReview offline against a GuardConfig",
@@ -42,14 +45,14 @@ as the server decides it: caBundle changes are denied (ca-unavailable).
 Exit codes: 0 allowed (audit warnings included), 1 denied, 2 invalid input
 (a malformed review, config or objects file; -o json still prints the
 server's 400 answer).`,
+		Example: `  # Decide a sample review against a sample GuardConfig, its CAs from objects.yaml
+  webhook-guard check --config config/samples/guard-koordinator.yaml \
+    --objects config/samples/objects.yaml --review config/samples/reviews/owner.json
+
+  # Print the AdmissionReview with the server's answer
+  webhook-guard check --values values.yaml --review review.json -o yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			o.Complete()
-			return o.Run(cmd, cmd.OutOrStdout())
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	o.Source.AddFileFlags(cmd, " (this or --values is required)")
 	cmd.Flags().StringVar(&o.ReviewPath, "review", "", "AdmissionReview file, JSON or YAML (required).")
@@ -57,6 +60,16 @@ server's 400 answer).`,
 	cmd.Flags().StringVarP(&o.Output, "output", "o", cmdutil.OutputTable, "Output: table (a summary), json or yaml (the AdmissionReview with its response), the vocabulary of scan and review.")
 	cmd.Flags().StringVar(&o.GuardServiceAccount, "policy-guard-service-account", "", "As serve's flag: the guard's own service account (namespace/name), the one writer besides break-glass of policy mode's generated objects.")
 	return cmd
+}
+
+// Complete derives the guard's username from its service account; Run
+// reports a malformed one after the GuardConfig and the files load, so
+// that a broken input file is named first.
+func (o *Options) Complete(_ []string) error {
+	if _, _, ok := guardapi.SplitServiceAccount(o.GuardServiceAccount); ok {
+		o.admissionPolicyWriter = guardapi.ServiceAccountUsername(o.GuardServiceAccount)
+	}
+	return nil
 }
 
 // Validate checks the flags that need no file read.
@@ -67,19 +80,10 @@ func (o *Options) Validate() error {
 	return cmdutil.ValidateStructured(o.Output)
 }
 
-// Complete derives the guard's username from its service account; Run
-// reports a malformed one after the GuardConfig and the files load, so
-// that a broken input file is named first.
-func (o *Options) Complete() {
-	if _, _, ok := guardapi.SplitServiceAccount(o.GuardServiceAccount); ok {
-		o.admissionPolicyWriter = guardapi.ServiceAccountUsername(o.GuardServiceAccount)
-	}
-}
-
 // Run decides the review and prints the summary or the answer; a denial
 // exits 1, a review the server rejects before deciding exits 2.
-func (o *Options) Run(cmd *cobra.Command, out io.Writer) error {
-	ctx := cmd.Context()
+func (o *Options) Run(ctx context.Context) error {
+	out := o.Out
 	cfg, err := o.Source.LoadRequired(ctx)
 	if err != nil {
 		return err

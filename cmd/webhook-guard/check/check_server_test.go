@@ -24,9 +24,9 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/serve"
-	"github.com/webhook-guard/webhook-guard/internal/offline"
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 )

@@ -5,20 +5,22 @@ package discover
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/discover"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/discover"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // Options are discover's flags.
 type Options struct {
+	genericiooptions.IOStreams
+
 	Kube *cmdutil.KubeFlags
 	// Format is values or config.
 	Format string
@@ -26,13 +28,14 @@ type Options struct {
 	// is cert-manager's default.
 	CAInjector string
 
-	// Client reads the cluster; Complete builds it from Kube.
+	// Client reads the cluster; Run builds it from Kube unless a test
+	// gave one.
 	Client client.Client
 }
 
-// NewCommand is `webhook-guard discover`.
-func NewCommand() *cobra.Command {
-	o := &Options{Kube: cmdutil.NewKubeFlags()}
+// NewCmdDiscover is `webhook-guard discover`.
+func NewCmdDiscover(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Kube: cmdutil.NewKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "discover [--format values|config]",
 		Short: "Propose owner mappings from the live cluster (read-only)",
@@ -58,15 +61,26 @@ certificates (the chart renders this ClusterRole with discoverRBAC.create).
 
 Exit codes: 0 a proposal was printed (undecided configurations included),
 2 invalid flags or the cluster could not be read.`,
+		Example: `  # Propose Helm values for the current kubeconfig context's cluster
+  webhook-guard discover > values-owners.yaml
+
+  # A GuardConfig file instead, for serve --config or check
+  webhook-guard discover --format config --context prod > guard.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cmdutil.RunSteps(cmd, o)
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	o.Kube.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Format, "format", string(discover.FormatValues), "Proposal format: values (Helm values, config.owners) or config (a GuardConfig file).")
 	cmd.Flags().StringVar(&o.CAInjector, "cainjector-service-account", "", "cert-manager cainjector's service account, namespace/name (default "+guardapi.DefaultCAInjectorServiceAccount+"); written to certManager.caInjectorServiceAccount when it differs.")
 	return cmd
+}
+
+// Complete defaults cainjector's service account.
+func (o *Options) Complete(_ []string) error {
+	if o.CAInjector == "" {
+		o.CAInjector = guardapi.DefaultCAInjectorServiceAccount
+	}
+	return nil
 }
 
 // Validate checks --format and --cainjector-service-account.
@@ -82,14 +96,6 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Complete defaults cainjector's service account and builds the client.
-func (o *Options) Complete() error {
-	if o.CAInjector == "" {
-		o.CAInjector = guardapi.DefaultCAInjectorServiceAccount
-	}
-	return o.Kube.CompleteClient(&o.Client)
-}
-
 func validServiceAccount(sa string) error {
 	ns, name, ok := strings.Cut(sa, "/")
 	if !ok {
@@ -101,8 +107,11 @@ func validServiceAccount(sa string) error {
 	return nil
 }
 
-// Run gathers the evidence and prints the proposal.
-func (o *Options) Run(ctx context.Context, out io.Writer) error {
+// Run builds the client, gathers the evidence and prints the proposal.
+func (o *Options) Run(ctx context.Context) error {
+	if err := o.Kube.CompleteClient(&o.Client); err != nil {
+		return err
+	}
 	configs, cluster, err := discover.Gather(ctx, o.Client, o.CAInjector)
 	if err != nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitInvalid, Err: err}
@@ -111,6 +120,6 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = out.Write(b)
+	_, err = o.Out.Write(b)
 	return err
 }

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
-	"github.com/webhook-guard/webhook-guard/internal/discover"
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/discover"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
@@ -86,8 +86,9 @@ func Test_Options_Run(t *testing.T) {
 		var out bytes.Buffer
 		o := Options{Format: format, Client: c}
 		require.NoError(t, o.Validate())
-		require.NoError(t, o.Complete())
-		require.NoError(t, o.Run(t.Context(), &out))
+		require.NoError(t, o.Complete(nil))
+		o.Out = &out
+		require.NoError(t, o.Run(t.Context()))
 		return strings.ReplaceAll(out.String(), hex.EncodeToString(fp[:])[:16], "FP")
 	}
 

@@ -1,11 +1,12 @@
 package render
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/policy/static"
@@ -18,13 +19,15 @@ const DefaultStaticManifestsDir = "/etc/kubernetes/webhook-guard/static"
 
 // AdmissionConfigOptions are the flags of render admission-config.
 type AdmissionConfigOptions struct {
+	genericiooptions.IOStreams
+
 	// StaticManifestsDir is written into the AdmissionConfiguration.
 	StaticManifestsDir string
 }
 
-// NewAdmissionConfigCommand is `render admission-config`.
-func NewAdmissionConfigCommand() *cobra.Command {
-	o := &AdmissionConfigOptions{}
+// NewCmdAdmissionConfig is `render admission-config`.
+func NewCmdAdmissionConfig(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &AdmissionConfigOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "admission-config [--static-manifests-dir DIR]",
 		Short: "Render the AdmissionConfiguration for --admission-control-config-file alone (no CA needed)",
@@ -37,17 +40,20 @@ starts (it may be empty); the static manifest itself is written there later by
 
 The output is byte-for-byte the admission-configuration.yaml that
 "render static-manifest --output-dir" writes for the same directory.`,
+		Example: `  # Before the cluster exists: the file kubeadm's or kind's kube-apiserver reads
+  webhook-guard render admission-config > admission-configuration.yaml
+
+  # For a static manifests directory elsewhere on the node
+  webhook-guard render admission-config --static-manifests-dir /etc/kubernetes/admission/static`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.OutOrStdout())
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	cmd.Flags().StringVar(&o.StaticManifestsDir, "static-manifests-dir", DefaultStaticManifestsDir, "staticManifestsDir written into the AdmissionConfiguration, as kube-apiserver sees it.")
 	return cmd
 }
+
+// Complete has nothing to derive: the flag is the whole input.
+func (o *AdmissionConfigOptions) Complete(_ []string) error { return nil }
 
 // Validate checks that the directory is absolute, as kube-apiserver needs.
 func (o *AdmissionConfigOptions) Validate() error {
@@ -58,11 +64,11 @@ func (o *AdmissionConfigOptions) Validate() error {
 }
 
 // Run prints the AdmissionConfiguration.
-func (o *AdmissionConfigOptions) Run(w io.Writer) error {
+func (o *AdmissionConfigOptions) Run(_ context.Context) error {
 	out, err := static.AdmissionConfiguration(o.StaticManifestsDir)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(w, string(out))
+	_, err = fmt.Fprint(o.Out, string(out))
 	return err
 }

@@ -3,10 +3,10 @@ package render
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/policy/gitops"
@@ -14,6 +14,8 @@ import (
 
 // GitOpsOptions are the flags of render gitops.
 type GitOpsOptions struct {
+	genericiooptions.IOStreams
+
 	Source cmdutil.ConfigSource
 	Kube   *cmdutil.KubeFlags
 	// Tool is argocd or flux.
@@ -26,9 +28,9 @@ type GitOpsOptions struct {
 	WebhookEntries int
 }
 
-// NewGitOpsCommand is `render gitops`.
-func NewGitOpsCommand() *cobra.Command {
-	o := &GitOpsOptions{Kube: cmdutil.NewKubeFlags()}
+// NewCmdGitOps is `render gitops`.
+func NewCmdGitOps(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GitOpsOptions{IOStreams: streams, Kube: cmdutil.NewKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "gitops --tool argocd|flux --config guard.yaml|--values values.yaml|--from-cluster [--patch namespace/name]",
 		Short: "Render the GitOps ignore rules for the caBundles another writer injects",
@@ -49,13 +51,13 @@ no annotation needs a rule.
 Git's value); --tool flux prints ignore rules for the Kustomization's spec
 (kustomize-controller's spec.ignore). With --patch namespace/name it prints
 the whole object as a merge patch. See docs/gitops.md.`,
+		Example: `  # Argo CD's ignoreDifferences for the caBundles cainjector writes
+  webhook-guard render gitops --tool argocd --values values.yaml
+
+  # A merge patch of a Flux Kustomization, from the installed GuardConfig
+  webhook-guard render gitops --tool flux --from-cluster --patch flux-system/infra`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return cmdutil.Invalid("%v", err)
-			}
-			return o.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	f := cmd.Flags()
 	o.Kube.AddFlags(f)
@@ -65,6 +67,9 @@ the whole object as a merge patch. See docs/gitops.md.`,
 	f.IntVar(&o.WebhookEntries, "webhook-entries", gitops.DefaultWebhookEntries, "Flux: how many webhook entries per configuration the rules cover (JSON Pointers name one index each; extra ones are harmless).")
 	return cmd
 }
+
+// Complete has nothing to derive: Run loads the GuardConfig the flags name.
+func (o *GitOpsOptions) Complete(_ []string) error { return nil }
 
 // Validate checks the flags; errors name the flag.
 func (o *GitOpsOptions) Validate() error {
@@ -89,8 +94,9 @@ func (o *GitOpsOptions) Validate() error {
 }
 
 // Run loads the GuardConfig and prints the rules; what a tool's rules
-// cannot cover is a warning on errOut.
-func (o *GitOpsOptions) Run(ctx context.Context, out, errOut io.Writer) error {
+// cannot cover is a warning on ErrOut.
+func (o *GitOpsOptions) Run(ctx context.Context) error {
+	out := o.Out
 	cfg, err := o.Source.Load(ctx, o.Kube)
 	if err != nil {
 		return err
@@ -108,7 +114,7 @@ func (o *GitOpsOptions) Run(ctx context.Context, out, errOut io.Writer) error {
 		return cmdutil.Invalid("%v", err)
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(errOut, "warning: %s\n", w)
+		fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
 	}
 	fmt.Fprintf(out, "# webhook-guard gitops rules for %s, generated from %s\n", o.Tool, o.Source.Name())
 	_, err = out.Write(res.YAML)

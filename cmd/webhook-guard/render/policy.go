@@ -3,10 +3,10 @@ package render
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
@@ -17,6 +17,8 @@ import (
 
 // PolicyOptions are the flags of render policy.
 type PolicyOptions struct {
+	genericiooptions.IOStreams
+
 	Source      cmdutil.ConfigSource
 	ObjectsPath string
 	// CAParams makes policies whose CA is a Secret key read that Secret as
@@ -24,9 +26,9 @@ type PolicyOptions struct {
 	CAParams bool
 }
 
-// NewPolicyCommand is `render policy`.
-func NewPolicyCommand() *cobra.Command {
-	o := &PolicyOptions{}
+// NewCmdPolicy is `render policy`.
+func NewCmdPolicy(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &PolicyOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "policy --config guard.yaml|--values values.yaml [--objects objects.yaml]",
 		Short: "Render the ValidatingAdmissionPolicies and bindings of policy mode",
@@ -49,10 +51,14 @@ so that a rotation reaches kube-apiserver as it reaches the writer; whoever
 applies such a policy must be allowed to get every Secret. See docs/rotation.md
 and docs/concepts.md (the two shapes) for what the webhook enforces that this
 mode cannot.`,
+		Example: `  # The policies and bindings of the sample mappings, CAs from objects.yaml
+  webhook-guard render policy --config config/samples/guard-koordinator.yaml \
+    --objects config/samples/objects.yaml
+
+  # Policies that read a Secret's CA as their param, from Helm values
+  webhook-guard render policy --values values.yaml --ca-params`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	f := cmd.Flags()
 	o.Source.AddFileFlags(cmd, " (this or --values is required)")
@@ -61,9 +67,17 @@ mode cannot.`,
 	return cmd
 }
 
+// Complete has nothing to derive: Run reads the files the flags name.
+func (o *PolicyOptions) Complete(_ []string) error { return nil }
+
+// Validate has nothing to check that needs no file: Run names a missing
+// or broken GuardConfig or objects file.
+func (o *PolicyOptions) Validate() error { return nil }
+
 // Run resolves the CAs against --objects and prints the policies and
-// bindings; a CA that does not resolve is a warning on errOut.
-func (o *PolicyOptions) Run(ctx context.Context, out, errOut io.Writer) error {
+// bindings; a CA that does not resolve is a warning on ErrOut.
+func (o *PolicyOptions) Run(ctx context.Context) error {
+	out, errOut := o.Out, o.ErrOut
 	cfg, err := o.Source.LoadRequired(ctx)
 	if err != nil {
 		return err

@@ -1,20 +1,18 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	admv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/staticmanifest"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 	"github.com/webhook-guard/webhook-guard/policy/static"
@@ -32,6 +30,8 @@ const (
 
 // StaticOptions are the flags of render static-manifest.
 type StaticOptions struct {
+	genericiooptions.IOStreams
+
 	url                string
 	caFile             string
 	source             cmdutil.ConfigSource
@@ -49,9 +49,9 @@ type StaticOptions struct {
 	clientCertFile, clientKeyFile string
 }
 
-// NewStaticCommand is `render static-manifest`.
-func NewStaticCommand() *cobra.Command {
-	o := &StaticOptions{}
+// NewCmdStaticManifest is `render static-manifest`.
+func NewCmdStaticManifest(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &StaticOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "static-manifest --url https://127.0.0.1:9443/validate --ca-file ca.crt [--config guard.yaml] [--output-dir DIR]",
 		Short: "Render the static ValidatingWebhookConfiguration and the AdmissionConfiguration that loads it",
@@ -73,16 +73,14 @@ to a second webhook entry with failurePolicy Ignore (matchConditions, CEL
 evaluated inside kube-apiserver): while the guard is up their writes are
 warned about and recorded, while it is down they pass, so an administrator
 is never locked out.`,
+		Example: `  # Print both files for a guard on loopback, its CA from its cert-manager Secret
+  webhook-guard render static-manifest --ca-file ca.crt --config guard.yaml
+
+  # Keep them current on a control-plane node as the certificate renews
+  webhook-guard render static-manifest --ca-file /var/run/tls/ca.crt \
+    --output-dir /etc/kubernetes/webhook-guard --watch`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return cmdutil.Invalid("%v", err)
-			}
-			if err := o.Validate(); err != nil {
-				return cmdutil.Invalid("%v", err)
-			}
-			return o.Run(cmd)
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.url, "url", "https://127.0.0.1:9443"+webhook.Path, "URL kube-apiserver calls; https, reachable from the apiserver (loopback for the static shape).")
@@ -102,7 +100,7 @@ is never locked out.`,
 
 // Complete defaults --static-manifests-dir to OUTPUT-DIR/static, made
 // absolute.
-func (o *StaticOptions) Complete() error {
+func (o *StaticOptions) Complete(_ []string) error {
 	if o.outputDir != "" && o.staticManifestsDir == "" {
 		abs, err := filepath.Abs(filepath.Join(o.outputDir, "static"))
 		if err != nil {
@@ -155,15 +153,13 @@ func (o *StaticOptions) validatePaths() error {
 	return nil
 }
 
-// Run prints or writes the files once, or, with --watch, until
-// interrupted.
-func (o *StaticOptions) Run(cmd *cobra.Command) error {
+// Run prints or writes the files once, or, with --watch, until ctx is
+// done (the signal that stops the command).
+func (o *StaticOptions) Run(ctx context.Context) error {
 	if !o.watch {
-		return o.renderOnce(cmd.Context(), cmd.OutOrStdout())
+		return o.renderOnce(ctx)
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return o.watchAndRender(ctx, cmd.ErrOrStderr())
+	return o.watchAndRender(ctx)
 }
 
 // kubeconfigPath is where kube-apiserver finds the kubeconfig: next to the
@@ -187,8 +183,22 @@ func (o *StaticOptions) kubeconfig() ([]byte, error) {
 	return static.WebhookKubeconfig(o.url, o.clientCertFile, o.clientKeyFile)
 }
 
+// paths are where --output-dir's files go.
+func (o *StaticOptions) paths() staticmanifest.Paths {
+	return staticmanifest.Paths{
+		Admission: filepath.Join(o.outputDir, AdmissionFileName),
+		Manifest:  filepath.Join(o.outputDir, "static", staticFileName),
+	}
+}
+
 // render reads the inputs and generates both documents.
-func (o *StaticOptions) render(ctx context.Context) (manifest, admission []byte, err error) {
+func (o *StaticOptions) render(ctx context.Context) (staticmanifest.Rendered, error) {
+	manifest, admission, err := o.generate(ctx)
+	return staticmanifest.Rendered{Manifest: manifest, Admission: admission}, err
+}
+
+// generate reads the inputs and generates both documents.
+func (o *StaticOptions) generate(ctx context.Context) (manifest, admission []byte, err error) {
 	ca, err := os.ReadFile(o.caFile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--ca-file: %w", err)
@@ -229,8 +239,8 @@ func (o *StaticOptions) render(ctx context.Context) (manifest, admission []byte,
 	return manifest, admission, err
 }
 
-func (o *StaticOptions) renderOnce(ctx context.Context, out io.Writer) error {
-	manifest, admission, err := o.render(ctx)
+func (o *StaticOptions) renderOnce(ctx context.Context) error {
+	r, err := o.render(ctx)
 	if err != nil {
 		return cmdutil.Invalid("%v", err)
 	}
@@ -239,88 +249,37 @@ func (o *StaticOptions) renderOnce(ctx context.Context, out io.Writer) error {
 		return cmdutil.Invalid("%v", err)
 	}
 	if o.outputDir == "" {
-		_, err := fmt.Fprintf(out, "# %s: pass its path to kube-apiserver --admission-control-config-file\n%s---\n# %s: place in the staticManifestsDir\n%s",
-			AdmissionFileName, admission, staticFileName, manifest)
+		_, err := fmt.Fprintf(o.Out, "# %s: pass its path to kube-apiserver --admission-control-config-file\n%s---\n# %s: place in the staticManifestsDir\n%s",
+			AdmissionFileName, r.Admission, staticFileName, r.Manifest)
 		if err == nil && kubeconfig != nil {
-			_, err = fmt.Fprintf(out, "---\n# %s: place at %s\n%s", static.KubeconfigFileName, o.kubeconfigPath(), kubeconfig)
+			_, err = fmt.Fprintf(o.Out, "---\n# %s: place at %s\n%s", static.KubeconfigFileName, o.kubeconfigPath(), kubeconfig)
 		}
 		return err
 	}
-	if kubeconfig != nil {
-		if err := writeAtomic(filepath.Join(o.outputDir, static.KubeconfigFileName), kubeconfig); err != nil {
-			return err
-		}
-	}
-	if err := writeAtomic(filepath.Join(o.outputDir, AdmissionFileName), admission); err != nil {
+	if err := o.writeKubeconfig(kubeconfig); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), manifest)
+	return staticmanifest.Write(o.paths(), r)
 }
 
-// watchAndRender re-renders when an input changes. The static manifest is
-// replaced by rename, which kube-apiserver picks up within ~0.1 s; a render
-// that fails leaves the previous file in place.
-func (o *StaticOptions) watchAndRender(ctx context.Context, log io.Writer) error {
-	// The kubeconfig holds only the flags' paths: written once.
+// watchAndRender writes the kubeconfig, which holds only the flags'
+// paths, once, and the manifest and AdmissionConfiguration whenever the
+// inputs change (staticmanifest.Watch), logging to ErrOut.
+func (o *StaticOptions) watchAndRender(ctx context.Context) error {
 	kubeconfig, err := o.kubeconfig()
 	if err != nil {
 		return cmdutil.Invalid("%v", err)
 	}
-	if kubeconfig != nil {
-		if err := writeAtomic(filepath.Join(o.outputDir, static.KubeconfigFileName), kubeconfig); err != nil {
-			return err
-		}
+	if err := o.writeKubeconfig(kubeconfig); err != nil {
+		return err
 	}
-	var last []byte
-	tick := time.NewTicker(o.watchInterval)
-	defer tick.Stop()
-	for {
-		manifest, admission, err := o.render(ctx)
-		switch {
-		case err != nil:
-			fmt.Fprintf(log, "render failed, keeping the previous files: %v\n", err)
-		case !bytes.Equal(manifest, last):
-			if err := writeAtomic(filepath.Join(o.outputDir, AdmissionFileName), admission); err != nil {
-				fmt.Fprintf(log, "write failed: %v\n", err)
-				break
-			}
-			if err := writeAtomic(filepath.Join(o.outputDir, "static", staticFileName), manifest); err != nil {
-				fmt.Fprintf(log, "write failed: %v\n", err)
-				break
-			}
-			last = manifest
-			fmt.Fprintf(log, "rendered %s\n", filepath.Join(o.outputDir, "static", staticFileName))
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
+	return staticmanifest.Watch(ctx, o.watchInterval, o.ErrOut, o.paths(), o.render)
 }
 
-// writeAtomic writes via a temporary file and rename, so a reader (the
-// apiserver's file watcher) never sees a half-written file.
-func writeAtomic(path string, data []byte) error {
-	// kube-apiserver (often another user than this process) must read the
-	// manifest; it holds only a URL and a public CA certificate.
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // see above
-		return err
+// writeKubeconfig writes the kubeconfig into --output-dir, if there is one.
+func (o *StaticOptions) writeKubeconfig(kubeconfig []byte) error {
+	if kubeconfig == nil {
+		return nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename; cleans up on error
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil { //nolint:gosec // readable by kube-apiserver, see above
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return staticmanifest.WriteAtomic(filepath.Join(o.outputDir, static.KubeconfigFileName), kubeconfig)
 }

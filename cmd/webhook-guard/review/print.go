@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/review"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/review"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
@@ -53,7 +53,7 @@ func shortConfiguration(c string) string {
 	if !ok {
 		return c
 	}
-	return policy.ConfigKind(kind).ShortName() + "/" + name
+	return policy.GuardedKind(kind).ShortName() + "/" + name
 }
 
 // age is an RFC 3339 time as kubectl prints ages (5m, 3h2m, 4d).

@@ -6,23 +6,26 @@ package review
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"time"
 
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/auditlog"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/auditlog"
-	"github.com/webhook-guard/webhook-guard/internal/review"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/review"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // Options are review's flags.
 type Options struct {
+	// In is read for --audit-log -.
+	genericiooptions.IOStreams
+
 	Kube     *cmdutil.KubeFlags
 	Mapping  string
 	Since    string
@@ -31,19 +34,19 @@ type Options struct {
 	// AuditLog is a kube-apiserver audit log (JSON lines), "-" for stdin.
 	AuditLog string
 
-	// Client reads the reports; Complete builds it from Kube.
+	// Client reads the reports; Run builds it from Kube unless a test
+	// gave one.
 	Client client.Client
-	// Stdin is read for --audit-log -.
-	Stdin io.Reader
-	// Now is the time --since durations and ages count from.
+	// Now is the time --since durations and ages count from; Complete
+	// sets it unless a test did.
 	Now time.Time
 
 	filter review.Filter
 }
 
-// NewCommand is `webhook-guard review`.
-func NewCommand() *cobra.Command {
-	o := &Options{Kube: cmdutil.NewKubeFlags()}
+// NewCmdReview is `webhook-guard review`.
+func NewCmdReview(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Kube: cmdutil.NewKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "review [--mapping NAME] [--since TIME|DURATION] [--decision DECISION] [-o table|wide|json|yaml|name|jsonpath=...]",
 		Short: "Show what the guard denied or would deny, with the config change that fixes it",
@@ -66,11 +69,13 @@ observed) name field managers; the audit log names users.
 Exit codes: 0 nothing was or would be denied, 1 something was or would be
 denied (a pipeline can gate the switch to enforce on it), 2 invalid input or
 the reports could not be read.`,
+		Example: `  # What would be denied since the switch to enforce was planned
+  webhook-guard review --since 24h
+
+  # One mapping's findings, with the users from an exported audit log
+  webhook-guard review --mapping koordinator --audit-log audit.jsonl -o wide`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Now, o.Stdin = time.Now(), cmd.InOrStdin()
-			return cmdutil.RunSteps(cmd, o)
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	o.Kube.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.Mapping, "mapping", "", "Only this owner mapping.")
@@ -79,6 +84,14 @@ the reports could not be read.`,
 	o.Output.AddFlags(cmd)
 	cmd.Flags().StringVar(&o.AuditLog, "audit-log", "", "Also read kube-apiserver audit events (JSON lines) from this file, or - for stdin, for the users behind the decisions.")
 	return cmd
+}
+
+// Complete takes the time --since counts from.
+func (o *Options) Complete(_ []string) error {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	return nil
 }
 
 // Validate checks the flags and fills the filter.
@@ -97,11 +110,6 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Complete builds the client from the cluster flags, unless one was given.
-func (o *Options) Complete() error {
-	return o.Kube.CompleteClient(&o.Client)
-}
-
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -115,9 +123,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, cmdutil.Invalid("--since must be an RFC 3339 time (2026-01-02T15:04:05Z) or a positive duration (1h), got %q", s)
 }
 
-// Run reads the reports (and the audit log) and prints the review; a
+// Run builds the client, reads the reports (and the audit log) and prints the review; a
 // finding that was or would be denied exits 1.
-func (o *Options) Run(ctx context.Context, out io.Writer) error {
+func (o *Options) Run(ctx context.Context) error {
+	if err := o.Kube.CompleteClient(&o.Client); err != nil {
+		return err
+	}
 	var list reportsv1alpha1.ClusterReportList
 	if err := o.Client.List(ctx, &list, client.MatchingLabels{records.LabelManagedBy: records.Source}); err != nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitInvalid, Err: fmt.Errorf("list openreports.io ClusterReports (are the OpenReports CRDs installed and the guard running?): %w", err)}
@@ -128,7 +139,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 	}
-	if err := printReview(out, &o.Output, res, o.Now); err != nil {
+	if err := printReview(o.Out, &o.Output, res, o.Now); err != nil {
 		return err
 	}
 	if res.WouldDeny > 0 {
@@ -139,7 +150,7 @@ func (o *Options) Run(ctx context.Context, out io.Writer) error {
 
 // addAuditLog reads --audit-log into the review.
 func (o *Options) addAuditLog(res *review.Result) error {
-	r := o.Stdin
+	r := o.In
 	if o.AuditLog != "-" {
 		f, err := os.Open(o.AuditLog)
 		if err != nil {

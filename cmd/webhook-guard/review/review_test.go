@@ -12,6 +12,7 @@ import (
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
@@ -67,7 +68,8 @@ func Test_review(t *testing.T) {
 			o := test.opts
 			o.Client, o.Now = c, reviewNow
 			require.NoError(t, o.Validate())
-			err := o.Run(t.Context(), &out)
+			o.Out = &out
+			err := o.Run(t.Context())
 			code := cmdutil.ExitAllowed
 			if ee, ok := errors.AsType[*cmdutil.ExitError](err); ok {
 				code = ee.Code
@@ -84,7 +86,8 @@ func Test_reviewTableWidth(t *testing.T) {
 	var out bytes.Buffer
 	o := Options{Output: cmdutil.OutputFlags{Format: "table", NoHeaders: true}, Client: fakeReports(t), Now: reviewNow}
 	require.NoError(t, o.Validate())
-	err := o.Run(t.Context(), &out)
+	o.Out = &out
+	err := o.Run(t.Context())
 	var ee *cmdutil.ExitError
 	require.ErrorAs(t, err, &ee)
 	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
@@ -104,7 +107,7 @@ func Test_reviewFlags(t *testing.T) {
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			assert.Equal(t, cmdutil.ExitInvalid, cmdutil.Execute(NewCommand(), test.args, &stderr))
+			assert.Equal(t, cmdutil.ExitInvalid, cmdutil.Execute(NewCmdReview(t.Context(), genericiooptions.NewTestIOStreamsDiscard()), test.args, &stderr))
 			assert.Contains(t, stderr.String(), test.want)
 		})
 	}

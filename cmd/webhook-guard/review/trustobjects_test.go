@@ -19,7 +19,7 @@ import (
 
 // trustReport is a ClusterReport as the guard writes it for a denied
 // caBundle write to a CRD or an APIService: named and scoped by the kind.
-func trustReport(kind policy.ConfigKind, name, entry string) *reportsv1alpha1.ClusterReport {
+func trustReport(kind policy.GuardedKind, name, entry string) *reportsv1alpha1.ClusterReport {
 	return &reportsv1alpha1.ClusterReport{
 		ObjectMeta: metav1.ObjectMeta{Name: records.ReportName(kind, name), Labels: map[string]string{records.LabelManagedBy: records.Source}},
 		Source:     records.Source,
@@ -43,7 +43,8 @@ func Test_review_trustObjects(t *testing.T) {
 		var out bytes.Buffer
 		o := Options{Output: cmdutil.OutputFlags{Format: format}, Client: c, Now: reviewNow}
 		require.NoError(t, o.Validate())
-		err := o.Run(t.Context(), &out)
+		o.Out = &out
+		err := o.Run(t.Context())
 		ee, ok := errors.AsType[*cmdutil.ExitError](err)
 		require.True(t, ok && ee.Code == cmdutil.ExitDenied, "err = %v", err)
 		return out.String()

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/scan"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/scan"
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
@@ -78,6 +78,6 @@ func configurationName(c string) string {
 	if !ok {
 		return c
 	}
-	group, _, _ := strings.Cut(policy.ConfigKind(kind).APIVersion(), "/")
+	group, _, _ := strings.Cut(policy.GuardedKind(kind).APIVersion(), "/")
 	return strings.ToLower(kind) + "." + group + "/" + name
 }

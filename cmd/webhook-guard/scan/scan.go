@@ -4,19 +4,21 @@ package scan
 
 import (
 	"context"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/scan"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/scan"
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
 // Options are scan's flags.
 type Options struct {
+	genericiooptions.IOStreams
+
 	Kube            *cmdutil.KubeFlags
 	Source          cmdutil.ConfigSource
 	ExpiryThreshold time.Duration
@@ -24,18 +26,20 @@ type Options struct {
 	PolicyAnchor    string
 	Output          cmdutil.OutputFlags
 
-	// Client reads the cluster; Complete builds it from Kube.
+	// Client reads the cluster; Run builds it from Kube unless a test gave
+	// one.
 	Client client.Client
-	// Config is the GuardConfig, nil for the health checks only; Complete
-	// loads it from Source.
+	// Config is the GuardConfig, nil for the health checks only; Run
+	// loads it from Source unless a test gave one.
 	Config *policy.Mappings
-	// Now is the time certificates are checked at.
+	// Now is the time certificates are checked at; Complete sets it unless
+	// a test did.
 	Now time.Time
 }
 
-// NewCommand is `webhook-guard scan`.
-func NewCommand() *cobra.Command {
-	o := &Options{Kube: cmdutil.NewKubeFlags()}
+// NewCmdScan is `webhook-guard scan`.
+func NewCmdScan(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Kube: cmdutil.NewKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "scan [--config guard.yaml] [--expiry-threshold 720h] [-o table|wide|json|yaml|name|jsonpath=TEMPLATE]",
 		Short: "Check the live cluster's webhooks' health and, with --config, the owner mappings",
@@ -60,17 +64,13 @@ unknown.
 
 Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 2 invalid input or the cluster could not be read.`,
+		Example: `  # The health of every webhook in the current kubeconfig context's cluster
+  webhook-guard scan
+
+  # And the owner mappings of the guard's GuardConfig, certificates within 14 days
+  webhook-guard scan --from-cluster --expiry-threshold 336h -o wide`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Now = time.Now()
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(cmd.Context()); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd.OutOrStdout())
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	o.Kube.AddFlags(cmd.Flags())
 	o.Source.AddFlags(cmd, "; without a GuardConfig only the health checks run")
@@ -79,6 +79,14 @@ Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 	cmd.Flags().StringVar(&o.PolicyAnchor, "policy-anchor", "", "Policy shape: the anchor ClusterRole (the chart's <release>-webhook-guard-policy-anchor); a fail finding when it is missing.")
 	o.Output.AddFlags(cmd)
 	return cmd
+}
+
+// Complete takes the time certificates are checked at.
+func (o *Options) Complete(_ []string) error {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	return nil
 }
 
 // Validate checks the flags.
@@ -92,25 +100,32 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Complete loads the GuardConfig, if one is named, and builds the client.
-func (o *Options) Complete(ctx context.Context) error {
-	cfg, err := o.Source.Load(ctx, o.Kube)
-	if err != nil {
-		return err
+// connect loads the GuardConfig, if one is named, and builds the client,
+// unless a test gave them.
+func (o *Options) connect(ctx context.Context) error {
+	if o.Config == nil {
+		cfg, err := o.Source.Load(ctx, o.Kube)
+		if err != nil {
+			return err
+		}
+		o.Config = cfg
 	}
-	o.Config = cfg
 	return o.Kube.CompleteClient(&o.Client)
 }
 
-// Run scans and prints the findings; a warn or fail finding exits 1.
-func (o *Options) Run(ctx context.Context, out io.Writer) error {
+// Run connects, scans and prints the findings; a warn or fail finding
+// exits 1.
+func (o *Options) Run(ctx context.Context) error {
+	if err := o.connect(ctx); err != nil {
+		return err
+	}
 	res, err := scan.Run(ctx, o.Client, o.Config, scan.Options{
 		Now: o.Now, ExpiryThreshold: o.ExpiryThreshold, DialTimeout: o.DialTimeout, PolicyAnchor: o.PolicyAnchor,
 	})
 	if err != nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitInvalid, Err: err}
 	}
-	if err := printScan(out, &o.Output, res); err != nil {
+	if err := printScan(o.Out, &o.Output, res); err != nil {
 		return err
 	}
 	if res.Problems > 0 {

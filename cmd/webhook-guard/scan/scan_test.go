@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/testpki"
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
@@ -132,8 +132,8 @@ func Test_scan(t *testing.T) {
 func run(t *testing.T, c client.Client, cfg *policy.Mappings, o Options, out io.Writer) error {
 	t.Helper()
 	require.NoError(t, o.Validate())
-	o.Client, o.Config = c, cfg
-	return o.Run(t.Context(), out)
+	o.Client, o.Config, o.Out = c, cfg, out
+	return o.Run(t.Context())
 }
 
 func mustYAML(t *testing.T, c *guardapi.GuardConfig) []byte {

@@ -3,24 +3,27 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	cliflag "k8s.io/component-base/cli/flag"
-	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
-// NewCommand is `webhook-guard serve`; version goes into the client's
+// NewCmdServe is `webhook-guard serve`; version goes into the client's
 // user agent.
-func NewCommand(version string) *cobra.Command {
+func NewCmdServe(ctx context.Context, streams genericiooptions.IOStreams, version string) *cobra.Command {
 	o := NewOptions()
+	o.IOStreams, o.version = streams, version
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the admission webhook server",
@@ -32,14 +35,14 @@ new file is rejected while the last good one stays in force.
 
 Without --kubeconfig (or KUBECONFIG, or ~/.kube/config) it uses the pod's
 in-cluster configuration.`,
+		Example: `  # On loopback, as the static shape's DaemonSet runs it on a control-plane node
+  webhook-guard serve --config /etc/webhook-guard/guard.yaml \
+    --cert-dir /var/run/webhook-guard/tls --bind-address 127.0.0.1
+
+  # The policy shape: keep the generated policies, serve no admission endpoint
+  webhook-guard serve --config guard.yaml --policy-mode --leader-elect`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Complete(cmd.Flags())
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(ctrl.SetupSignalHandler(), version)
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	o.AddFlags(cmd)
 	return cmd
@@ -48,6 +51,7 @@ in-cluster configuration.`,
 // AddFlags adds the flags in named sections, each documented, and prints
 // them by section in the usage.
 func (o *Options) AddFlags(cmd *cobra.Command) {
+	o.flags = cmd.Flags()
 	var fss cliflag.NamedFlagSets
 	o.addAppFlags(fss.FlagSet("App"))
 	o.addWebhookFlags(fss.FlagSet("Webhook"))
@@ -60,6 +64,9 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	}
 	cmd.SetUsageFunc(func(c *cobra.Command) error {
 		fmt.Fprintf(c.OutOrStderr(), "Usage:\n  %s\n", c.UseLine())
+		if c.HasExample() {
+			fmt.Fprintf(c.OutOrStderr(), "\nExamples:\n%s\n", c.Example)
+		}
 		cliflag.PrintSections(c.OutOrStderr(), fss, 0)
 		return nil
 	})
@@ -115,6 +122,8 @@ func (o *Options) addRecordsFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.RecordsMaxResults, "records-max-results", records.DefaultMaxResults, "Most results kept in one ClusterReport; the oldest are dropped first and counted.")
 	fs.BoolVar(&o.Observe, "observe", true,
 		"Watch webhook configurations (leader only) and record every caBundle change that breaks a mapping, marked observed: what the policy shape, a stopped guard or break-glass never sends to the guard.")
+	fs.DurationVar(&o.ProbeInterval, "probe-interval", 30*time.Second,
+		"How often each replica dials every guarded webhook entry, CRD conversion webhook and APIService as kube-apiserver would and verifies the served certificate against the stored caBundle (webhook_guard_trust_path_verified, exported by the leader; a write whose caBundle does not verify what was served is warned about); 0 turns it off.")
 }
 
 // restConfig is the client configuration of kubectl's flags with the

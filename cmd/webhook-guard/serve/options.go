@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
@@ -18,6 +19,8 @@ import (
 
 // Options configure `webhook-guard serve`. Every field is a flag.
 type Options struct {
+	genericiooptions.IOStreams
+
 	// App
 
 	// ConfigPath is the GuardConfig file; it is re-read when it changes.
@@ -121,9 +124,17 @@ type Options struct {
 	// webhook configurations that records what changes the guard was not
 	// asked about (policy shape, guard down, break-glass) would break.
 	Observe bool
+	// ProbeInterval is how often each replica probes every guarded trust
+	// path (webhook/probe); 0 turns the probes off.
+	ProbeInterval time.Duration
 
 	// rest is the client configuration Run builds from Kube.
 	rest *rest.Config
+	// flags are the parsed flags (AddFlags), for what Complete derives
+	// from whether a flag was given.
+	flags *pflag.FlagSet
+	// version goes into the client's user agent.
+	version string
 }
 
 // NewOptions are the options with kubectl's cluster flags, before the
@@ -136,11 +147,12 @@ func NewOptions() *Options {
 const saNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // Complete derives what depends on other flags, from the parsed flag set
-// (nil: none was given on the command line): --policy-mode turns the
-// admission endpoint off unless --admission-endpoint was given, and
-// --leader-election-namespace defaults to the pod's namespace.
-func (o *Options) Complete(fs *pflag.FlagSet) {
-	o.admissionEndpointSet = fs != nil && fs.Changed("admission-endpoint")
+// (none before AddFlags: no flag was given on the command line):
+// --policy-mode turns the admission endpoint off unless
+// --admission-endpoint was given, and --leader-election-namespace defaults
+// to the pod's namespace.
+func (o *Options) Complete(_ []string) error {
+	o.admissionEndpointSet = o.flags != nil && o.flags.Changed("admission-endpoint")
 	if o.PolicyMode && !o.admissionEndpointSet {
 		o.AdmissionEndpoint = false
 	}
@@ -149,6 +161,7 @@ func (o *Options) Complete(fs *pflag.FlagSet) {
 			o.LeaderElectionNamespace = strings.TrimSpace(string(ns))
 		}
 	}
+	return nil
 }
 
 // Validate checks the options, returning every error, each naming its
@@ -223,6 +236,9 @@ func (o *Options) validateIntervals() []string {
 	}
 	if o.RecordsFlushInterval < time.Second {
 		errs = append(errs, fmt.Sprintf("--records-flush-interval must be >= 1s, got %s", o.RecordsFlushInterval))
+	}
+	if o.ProbeInterval < 0 || (o.ProbeInterval > 0 && o.ProbeInterval < time.Second) {
+		errs = append(errs, fmt.Sprintf("--probe-interval must be 0 (off) or >= 1s, got %s", o.ProbeInterval))
 	}
 	if o.RecordsMaxResults < 1 {
 		errs = append(errs, fmt.Sprintf("--records-max-results must be >= 1, got %d", o.RecordsMaxResults))

@@ -122,6 +122,10 @@ func Test_Options_Validate(t *testing.T) {
 			mod:    func(_ *testing.T, o *Options) { o.ConfigReloadInterval = 10 * time.Millisecond },
 			expErr: "invalid options:\n  --config-reload-interval must be >= 100ms, got 10ms",
 		},
+		"if --probe-interval is below 1s and not 0, name the flag": {
+			mod:    func(_ *testing.T, o *Options) { o.ProbeInterval = 10 * time.Millisecond },
+			expErr: "invalid options:\n  --probe-interval must be 0 (off) or >= 1s, got 10ms",
+		},
 		"if --log-format is unknown, name the accepted values": {
 			mod:    func(_ *testing.T, o *Options) { o.LogFormat = "yaml" },
 			expErr: "invalid options:\n  --log-format must be json or text, got \"yaml\"",
@@ -154,7 +158,7 @@ func Test_Options_Validate(t *testing.T) {
 			}
 			o := validOptions(t)
 			test.mod(t, &o)
-			o.Complete(nil)
+			require.NoError(t, o.Complete(nil))
 			err := o.Validate()
 			if test.expErr != "" {
 				require.EqualError(t, err, strings.ReplaceAll(test.expErr, "{dir}", o.CertDir))
@@ -236,7 +240,7 @@ func Test_Options_AdmissionEndpoint(t *testing.T) {
 			cmd := &cobra.Command{Use: "serve"}
 			o.AddFlags(cmd)
 			require.NoError(t, cmd.ParseFlags(append([]string{"--config", "/etc/guard.yaml", "--cert-dir", dir}, test.args...)))
-			o.Complete(cmd.Flags())
+			require.NoError(t, o.Complete(nil))
 			err := o.Validate()
 			if test.expErr != "" {
 				require.EqualError(t, err, test.expErr)

@@ -20,21 +20,22 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/probe"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "webhook-guard"
 
-// Run sets up logging and the client, then serves until ctx ends; version
-// goes into the client's user agent.
-func (o *Options) Run(ctx context.Context, version string) error {
+// Run sets up logging and the client, then serves until ctx ends (the
+// signal that stops the command).
+func (o *Options) Run(ctx context.Context) error {
 	logger, err := newLogger(o.LogFormat, o.LogLevel)
 	if err != nil {
 		return err
 	}
 	ctrl.SetLogger(logger)
-	if err := o.restConfig(version); err != nil {
+	if err := o.restConfig(o.version); err != nil {
 		return err
 	}
 	return o.serve(ctx)
@@ -84,20 +85,38 @@ func (o *Options) serve(ctx context.Context) error {
 		return err
 	}
 	recorder := webhook.Recorders{webhook.LogRecorder{Log: log.WithName("records")}, reports}
-	handler, err := o.addHandler(mgr, webhook.HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder})
-	if err != nil {
+	if err := o.addAdmission(mgr, webhook.HandlerOptions{Config: store, CA: resolver, Metrics: metrics, Recorder: recorder}, log); err != nil {
 		return err
-	}
-	if o.Observe {
-		if err := addObserver(mgr, store, handler, recorder, log.WithName("observer")); err != nil {
-			return err
-		}
 	}
 	if err := addChecks(mgr, store); err != nil {
 		return err
 	}
 	o.logStart(log, cfg)
 	return mgr.Start(ctx)
+}
+
+// addAdmission adds the admission handler of hopts and what runs beside
+// it: the prober, whose last round the handler checks a written caBundle
+// against, and the observer, which decides through the handler's CA
+// resolver.
+func (o *Options) addAdmission(mgr ctrl.Manager, hopts webhook.HandlerOptions, log logr.Logger) error {
+	// The prober's last round, kept for the write-time check of a caBundle
+	// against what its endpoint served (nothing to compare with when off).
+	served := &probe.Served{}
+	if o.ProbeInterval > 0 {
+		hopts.Serving = webhook.ProbedServing{Served: served}
+		if err := addProber(mgr, hopts.Config, served, o.ProbeInterval, log.WithName("probe")); err != nil {
+			return err
+		}
+	}
+	handler, err := o.addHandler(mgr, hopts)
+	if err != nil {
+		return err
+	}
+	if o.Observe {
+		return addObserver(mgr, hopts.Config, handler, hopts.Recorder, log.WithName("observer"))
+	}
+	return nil
 }
 
 // newManager is the controller-runtime manager of the flags.

@@ -3,26 +3,29 @@
 package test
 
 import (
+	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/internal/testsuite"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/testsuite"
 )
 
 // Options are test's flags and argument.
 type Options struct {
+	genericiooptions.IOStreams
+
 	// Dir holds the suite files.
 	Dir    string
 	Output cmdutil.OutputFlags
 }
 
-// NewCommand is `webhook-guard test`.
-func NewCommand() *cobra.Command {
-	o := &Options{}
+// NewCmdTest is `webhook-guard test`.
+func NewCmdTest(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "test DIR [-o table|wide|json|yaml|name|jsonpath=...]",
 		Short: "Run declarative suites of reviews and expected verdicts (for CI)",
@@ -32,28 +35,31 @@ GuardConfig, optional objects, and AdmissionReviews with the outcome
 Reviews are decided offline by the same handler as 'serve' and 'check'.
 
 Exit codes: 0 every case passed, 1 a case failed, 2 invalid input.`,
+		Example: `  # Run the suites under a directory, one row per case
+  webhook-guard test tests/
+
+  # The results as JSON, for a CI step that reads them
+  webhook-guard test tests/ -o json`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Complete(args)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd, cmd.OutOrStdout())
-		},
+		RunE: cmdutil.Runner(ctx, o),
 	}
 	o.Output.AddFlags(cmd)
 	return cmd
 }
 
 // Complete takes DIR from the arguments.
-func (o *Options) Complete(args []string) { o.Dir = args[0] }
+func (o *Options) Complete(args []string) error {
+	o.Dir = args[0]
+	return nil
+}
 
 // Validate checks -o.
 func (o *Options) Validate() error { return o.Output.Validate() }
 
 // Run runs the suites and prints one row per case; a failed case exits 1.
-func (o *Options) Run(cmd *cobra.Command, w io.Writer) error {
-	results, err := testsuite.RunDir(cmd.Context(), o.Dir)
+func (o *Options) Run(ctx context.Context) error {
+	w := o.Out
+	results, err := testsuite.RunDir(ctx, o.Dir)
 	if err != nil {
 		return cmdutil.Invalid("%v", err)
 	}

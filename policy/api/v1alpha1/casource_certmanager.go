@@ -38,7 +38,27 @@ var injectedKind = caSourceKind{
 	kind:            CASourceInjectedByCertManager,
 	secretAtRunTime: true,
 	isSet:           func(s *CASource) bool { return s.InjectedByCertManager != nil },
-	example:         func() CASource { return CASource{InjectedByCertManager: &InjectedByCertManager{}} },
+	reads: func(s *CASource) []ObjectRead {
+		// A pinned Secret is read by name; a pinned Certificate's Secret
+		// is found only at run time, as the certificate kind's.
+		if r := s.InjectedByCertManager.Secret; r != nil {
+			return []ObjectRead{{Resource: "secrets", Namespace: r.Namespace, Name: r.Name}}
+		}
+		return nil
+	},
+	validate: func(s *CASource, p *field.Path) field.ErrorList {
+		pin := s.InjectedByCertManager
+		switch {
+		case pin.Certificate != nil && pin.Secret != nil:
+			return field.ErrorList{field.Invalid(p, "certificate and secret", "pin at most one of certificate or secret: cainjector reads one annotation")}
+		case pin.Certificate != nil:
+			return validateObjectRef(p.Child("certificate"), pin.Certificate.Namespace, pin.Certificate.Name)
+		case pin.Secret != nil:
+			return validateObjectRef(p.Child("secret"), pin.Secret.Namespace, pin.Secret.Name)
+		}
+		return nil
+	},
+	example: func() CASource { return CASource{InjectedByCertManager: &InjectedByCertManager{}} },
 }
 
 func validateIssuerRef(p *field.Path, r *IssuerRef) field.ErrorList {

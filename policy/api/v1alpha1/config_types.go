@@ -226,5 +226,26 @@ type IssuerRef struct {
 	Name      string `json:"name"`
 }
 
-// InjectedByCertManager has no fields; its presence selects the source.
-type InjectedByCertManager struct{}
+// InjectedByCertManager selects cert-manager's cainjector as the source of
+// the CA: cainjector becomes a writer, and an entry may stay empty until it
+// fills it. Without a pin, the CA is the one the object's own annotation
+// names, so whoever creates the object chooses it (its writers); the guard
+// denies every later change of the annotation but break-glass's. A pin names
+// the CA in the configuration instead: the CA is read from the pinned
+// object, and the objects' annotation must name exactly it, so nobody but
+// break-glass can point cainjector at another CA, not even by deleting and
+// recreating the object. At most one pin may be set.
+type InjectedByCertManager struct {
+	// Certificate pins cert-manager.io/inject-ca-from: the cert-manager
+	// Certificate whose Secret's ca.crt is the CA.
+	Certificate *ObjectRef `json:"certificate,omitempty"`
+	// Secret pins cert-manager.io/inject-ca-from-secret: the Secret whose
+	// ca.crt is the CA.
+	Secret *ObjectRef `json:"secret,omitempty"`
+}
+
+// Pinned reports whether the source names its CA (a pin) rather than
+// taking it from the objects' annotation.
+func (i *InjectedByCertManager) Pinned() bool {
+	return i != nil && (i.Certificate != nil || i.Secret != nil)
+}

@@ -37,7 +37,9 @@ const (
 )
 
 // AllForMapping are every policy (and binding) name a mapping may generate,
-// whatever its match: the syncer looks up a mapping's live objects by them.
+// whatever its match. Another mapping may generate some of them (mapping
+// "app" may generate webhook-guard-app-crds, which mapping "app-crds"
+// generates): to name the mapping of an object, use Generated.
 func AllForMapping(mapping string) []string {
 	base := ForMapping(mapping)
 	return []string{base, base + selectedSuffix, CAPolicy(base), CAPolicy(base + selectedSuffix),
@@ -74,11 +76,13 @@ func Targets(o *guardapi.Owner) []Target {
 	return out
 }
 
-// generatedNames are the names an owner may generate: each target, and its
-// CA policy. Whether the CA policy exists depends on the CA source the guard
-// resolves at run time (a Secret key), so the check counts it always: a
+// Generated are the names an owner generates with its match: each target,
+// and its CA policy. Whether the CA policy exists depends on the CA source
+// the guard resolves at run time (a Secret key), so it is counted always: a
 // rename is cheap, a live policy flipping between two mappings is not.
-func generatedNames(o *guardapi.Owner) []string {
+// ValidateOwners refuses two mappings that share one, so within a loaded
+// configuration each name belongs to one mapping.
+func Generated(o *guardapi.Owner) []string {
 	var out []string
 	for _, t := range Targets(o) {
 		out = append(out, t.Name, CAPolicy(t.Name))
@@ -115,7 +119,7 @@ func ValidateOwners(ownersPath *field.Path, owners []guardapi.Owner) field.Error
 			errs = append(errs, field.Invalid(p, o.Name, invalid))
 			continue
 		}
-		for _, name := range generatedNames(o) {
+		for _, name := range Generated(o) {
 			first, dup := generatedBy[name]
 			if !dup {
 				generatedBy[name] = i

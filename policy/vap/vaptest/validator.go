@@ -30,6 +30,35 @@ var (
 	ValidatingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
 )
 
+// resources are the guarded kinds' resources, by kind.
+var resources = map[string]string{
+	"ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+	"MutatingWebhookConfiguration":   "mutatingwebhookconfigurations",
+	"CustomResourceDefinition":       "customresourcedefinitions",
+	"APIService":                     "apiservices",
+}
+
+// kindOf is the request's kind and resource, as kube-apiserver hands them
+// to CEL (request.kind): the objects' own (the new one, else the old one),
+// a ValidatingWebhookConfiguration's when they name none. Generated
+// policies match names per kind, so a mutating configuration must be
+// evaluated as one.
+func kindOf(objs ...runtime.Object) (schema.GroupVersionKind, schema.GroupVersionResource) {
+	for _, o := range objs {
+		if o == nil {
+			continue
+		}
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if _, typed := o.(*admv1.MutatingWebhookConfiguration); typed && gvk.Kind == "" {
+			gvk = admv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration")
+		}
+		if res, ok := resources[gvk.Kind]; ok {
+			return gvk, gvk.GroupVersion().WithResource(res)
+		}
+	}
+	return ValidatingGVK, ValidatingGVR
+}
+
 // Validator is one compiled policy.
 type Validator struct {
 	v validating.Validator
@@ -103,9 +132,10 @@ func (v *Validator) Validate(ctx context.Context, r Request) []string {
 // kube-apiserver passes typed objects here (nil: none).
 func (v *Validator) ValidateObjects(ctx context.Context, op admission.Operation, name string, obj, old runtime.Object, u user.Info, params runtime.Object) []string {
 	r := Request{Operation: op, Name: name, User: u, Params: params}
-	attrs := admission.NewAttributesRecord(obj, old, ValidatingGVK, "", r.Name, ValidatingGVR, "", r.Operation, nil, false, r.User)
-	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: ValidatingGVK, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
-	res := v.v.Validate(ctx, ValidatingGVR, va, r.Params, nil, celconfig.RuntimeCELCostBudget, nil)
+	gvk, gvr := kindOf(obj, old)
+	attrs := admission.NewAttributesRecord(obj, old, gvk, "", r.Name, gvr, "", r.Operation, nil, false, r.User)
+	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
+	res := v.v.Validate(ctx, gvr, va, r.Params, nil, celconfig.RuntimeCELCostBudget, nil)
 	var msgs []string
 	for _, d := range res.Decisions {
 		if d.Action != validating.ActionAdmit {

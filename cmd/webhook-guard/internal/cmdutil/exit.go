@@ -1,6 +1,6 @@
-// Package cmdutil holds what webhook-guard's commands share: the exit
-// codes, the output flags, kubectl's cluster flags and the GuardConfig
-// source flags.
+// Package cmdutil holds what webhook-guard's commands share: their shape
+// and runner, the exit codes, the signals, the output flags, kubectl's
+// cluster flags and the GuardConfig source flags.
 package cmdutil
 
 import (

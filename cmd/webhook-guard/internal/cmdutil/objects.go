@@ -1,7 +1,7 @@
 package cmdutil
 
 import (
-	"github.com/webhook-guard/webhook-guard/internal/offline"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
 	"github.com/webhook-guard/webhook-guard/webhook"
 )
 

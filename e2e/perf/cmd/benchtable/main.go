@@ -165,6 +165,8 @@ func main() {
 		}
 	}
 
+	printAPIServer(rows, order)
+
 	var scale []*row
 	for _, name := range order {
 		if strings.HasPrefix(name, "BenchmarkScale/") {
@@ -204,4 +206,39 @@ func main() {
 		fmt.Fprintf(os.Stdout, "| %s | %.1f | %.1f | %.0f | %s | %s | ±%.0f%% |\n",
 			strings.TrimPrefix(r.name, "BenchmarkScale/"), ns/1e3, bytes/1024, allocs, strings.Join(other, ", "), ratio, r.spread()/2)
 	}
+}
+
+// printAPIServer prints the kube-apiserver benchmark's rows: what its
+// ValidatingAdmissionPolicy plugin spent per write under the generated
+// policy and under the least policy in the same run, and their ratio (each
+// a median over rounds), and the largest configuration that passed.
+func printAPIServer(rows map[string]*row, order []string) {
+	header := false
+	for _, name := range order {
+		rest, ok := strings.CutPrefix(name, "BenchmarkAPIServer/")
+		if !ok {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(os.Stdout)
+			fmt.Fprintln(os.Stdout, "| kube-apiserver, per write | generated ms | least policy ms | × least | spread |")
+			fmt.Fprintln(os.Stdout, "|---|---:|---:|---:|---:|")
+			header = true
+		}
+		r := rows[name]
+		if n, ok := r.median("largest-entries"); ok {
+			fmt.Fprintf(os.Stdout, "| %s: %.0f entries | | | | |\n", rest, n)
+			continue
+		}
+		gen, _ := r.median("ns/write")
+		least, _ := r.median("least-ns/write")
+		ratio, _ := r.median("x-least")
+		fmt.Fprintf(os.Stdout, "| %s | %.2f | %.2f | %.2f× | ±%.0f%% |\n", rest, gen/1e6, least/1e6, ratio, spreadOf(r.samples["ns/write"])/2)
+	}
+}
+
+// spreadOf is (max-min)/median of s, in percent.
+func spreadOf(s []float64) float64 {
+	r := &row{samples: map[string][]float64{"ns/op": s}}
+	return r.spread()
 }

@@ -1,0 +1,72 @@
+package vap
+
+import "fmt"
+
+// The early exit of an ordinary write.
+//
+// Most writes of a guarded configuration are its writers' own and leave
+// every caBundle alone: a label, a rule, a timeout, or nothing at all while
+// cainjector keeps the old CA merged beside the new one. No rule of a policy
+// can fail for such a write: the subject is a writer (not-owner passes),
+// every entry keeps its name and position (the entry rules pass), every
+// caBundle is the owner's CA or the stored one (the rotation rule allows
+// both) and, under injectedByCertManager, the CA pointer stays where it
+// was. A matchCondition that skips the policy for exactly those writes
+// costs them a pass or two over the entries instead of the whole policy,
+// whose lookups of each entry in the stored object grow with the square of
+// the entries. Every other request (a non-writer's, a CREATE or DELETE
+// where the part checks entries, a write that changes an entry, the
+// pointer, or a caBundle to anything but the CA) evaluates the policy whole.
+//
+// Each part skips on what its own rules read: partOwner (not-owner, the
+// entry rules, the pointer) on names and the pointer, and never on a CA;
+// partCA (caBundles only) on every caBundle being the CA, without reading
+// the stored object; partAll on both.
+
+// sameEntryNames is CEL that is true for an UPDATE that keeps every entry's
+// name and position.
+const sameEntryNames = `request.operation == "UPDATE" && object != null && oldObject != null && ` +
+	`has(object.webhooks) && has(oldObject.webhooks) && object.webhooks.map(e, e.name) == oldObject.webhooks.map(e, e.name)`
+
+// sameBundles is CEL that is true when, entry by entry, the caBundles of
+// the request's object are the stored ones ("" when absent: a zero-length
+// caBundle is omitted, and no other encodes to "").
+const sameBundles = `object.webhooks.map(e, has(e.clientConfig) && has(e.clientConfig.caBundle) ? string(e.clientConfig.caBundle) : "") == ` +
+	`oldObject.webhooks.map(e, has(e.clientConfig) && has(e.clientConfig.caBundle) ? string(e.clientConfig.caBundle) : "")`
+
+// allBundlesAre is CEL that is true when every entry of the request's
+// object carries the caBundle whose base64 text is the CEL expression ca.
+// A matchCondition has no variables: ca is evaluated once and bound to a
+// name by a macro over the one-element list [ca], not once per entry (a
+// param's key is a lookup and a conversion).
+func allBundlesAre(ca string) string {
+	return fmt.Sprintf(`object != null && has(object.webhooks) && [%s].all(ca, object.webhooks.all(e, has(e.clientConfig) && has(e.clientConfig.caBundle) && string(e.clientConfig.caBundle) == ca))`, ca)
+}
+
+// writerKeepsTrust is the matchCondition that skips part for a writer's
+// write its rules cannot deny; false when the mapping has no writers
+// (every write is then denied not-owner).
+func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
+	isWriter, ok := SubjectsExpression(m.spec.OwnerWriters(m.owner))
+	if !ok {
+		return "", false
+	}
+	var keeps string
+	switch part {
+	case partCA:
+		keeps = allBundlesAre(m.rotation.caExpression(part))
+	case partOwner:
+		keeps = sameEntryNames + m.samePointer()
+	default:
+		keeps = sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` + sameBundles + `)` + m.samePointer()
+	}
+	return `!((` + keeps + `) && (` + isWriter + `))`, true
+}
+
+// samePointer requires the CA pointer unchanged under injectedByCertManager.
+func (m mappingPolicy) samePointer() string {
+	if !m.injected() {
+		return ""
+	}
+	return ` && ` + pointerOf("object") + ` == ` + pointerOf("oldObject")
+}

@@ -1,0 +1,119 @@
+package probe
+
+import (
+	"encoding/base64"
+
+	admv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// defaultPort is the Service port kube-apiserver calls when none is set.
+const defaultPort = 443
+
+// guarded reports whether a mapping claims the object: its owner, or
+// several mappings that conflict over it.
+func guarded(cfg *policy.Mappings, kind policy.GuardedKind, name string, labels map[string]string) bool {
+	m := cfg.Match(kind, name, labels)
+	return m.Owner != nil || len(m.Conflicting) > 0
+}
+
+// ValidatingPaths are the trust paths of a guarded configuration's
+// entries; none when no mapping claims it.
+func ValidatingPaths(cfg *policy.Mappings, c *admv1.ValidatingWebhookConfiguration) []TrustPath {
+	if !guarded(cfg, policy.KindValidating, c.Name, c.Labels) {
+		return nil
+	}
+	out := make([]TrustPath, 0, len(c.Webhooks))
+	for i := range c.Webhooks {
+		w := &c.Webhooks[i]
+		out = append(out, admissionPath(policy.KindValidating, c.Name, w.Name, w.FailurePolicy, &w.ClientConfig))
+	}
+	return out
+}
+
+// MutatingPaths are ValidatingPaths for a MutatingWebhookConfiguration.
+func MutatingPaths(cfg *policy.Mappings, c *admv1.MutatingWebhookConfiguration) []TrustPath {
+	if !guarded(cfg, policy.KindMutating, c.Name, c.Labels) {
+		return nil
+	}
+	out := make([]TrustPath, 0, len(c.Webhooks))
+	for i := range c.Webhooks {
+		w := &c.Webhooks[i]
+		out = append(out, admissionPath(policy.KindMutating, c.Name, w.Name, w.FailurePolicy, &w.ClientConfig))
+	}
+	return out
+}
+
+// admissionPath is one webhook entry's path; failurePolicy defaults to
+// Fail, the port to 443, as admissionregistration.k8s.io/v1 defaults them.
+func admissionPath(kind policy.GuardedKind, cfg, name string, fp *admv1.FailurePolicyType, cc *admv1.WebhookClientConfig) TrustPath {
+	p := TrustPath{Kind: string(kind), Configuration: cfg, Webhook: name, FailurePolicy: string(admv1.Fail), CABundle: cc.CABundle}
+	if fp != nil {
+		p.FailurePolicy = string(*fp)
+	}
+	if cc.URL != nil {
+		p.URL = *cc.URL
+	}
+	if s := cc.Service; s != nil {
+		p.Service = &ServiceRef{Namespace: s.Namespace, Name: s.Name, Port: defaultPort}
+		if s.Port != nil {
+			p.Service.Port = *s.Port
+		}
+	}
+	return p
+}
+
+// TrustObjectPath is the one path of a guarded CustomResourceDefinition
+// (its conversion webhook) or APIService (its service); false when no
+// mapping claims it, when it trusts nothing (no conversion webhook, a local
+// APIService) or when an APIService skips verification
+// (insecureSkipTLSVerify: kube-apiserver verifies nothing to probe).
+func TrustObjectPath(cfg *policy.Mappings, kind policy.GuardedKind, u *unstructured.Unstructured) (TrustPath, bool) {
+	if !guarded(cfg, kind, u.GetName(), u.GetLabels()) {
+		return TrustPath{}, false
+	}
+	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), FailurePolicy: string(admv1.Fail)}
+	var cc map[string]any
+	switch kind {
+	case policy.KindCRD:
+		p.Webhook = policy.EntryConversion
+		cc, _, _ = unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
+	case policy.KindAPIService:
+		p.Webhook = policy.EntryService
+		if skip, _, _ := unstructured.NestedBool(u.Object, "spec", "insecureSkipTLSVerify"); skip {
+			return TrustPath{}, false
+		}
+		cc, _, _ = unstructured.NestedMap(u.Object, "spec")
+	default:
+		return TrustPath{}, false
+	}
+	p.URL, _, _ = unstructured.NestedString(cc, "url")
+	if svc, ok, _ := unstructured.NestedMap(cc, "service"); ok {
+		ns, _, _ := unstructured.NestedString(svc, "namespace")
+		name, _, _ := unstructured.NestedString(svc, "name")
+		port, found, _ := unstructured.NestedInt64(svc, "port")
+		if !found {
+			port = defaultPort
+		}
+		p.Service = &ServiceRef{Namespace: ns, Name: name, Port: int32(port)}
+	}
+	if p.URL == "" && p.Service == nil {
+		return TrustPath{}, false
+	}
+	if b, _, _ := unstructured.NestedString(cc, "caBundle"); b != "" {
+		p.CABundle = decodeBundle(b)
+	}
+	return p, true
+}
+
+// decodeBundle decodes a caBundle as JSON carries it (base64); a value
+// that is not base64 is kept as it is, and then holds no certificate.
+func decodeBundle(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return []byte(s)
+	}
+	return b
+}

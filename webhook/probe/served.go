@@ -1,0 +1,111 @@
+package probe
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Served keeps what each guarded entry's endpoints served at the last
+// probe round, so that admission can tell a writer, without a network
+// call, that the caBundle it writes does not verify it. It holds one
+// bounded chain per probed endpoint of each guarded entry (Prober's
+// MaxEndpoints, MaxCerts, MaxChainSize), replaced whole every round. Safe
+// for concurrent use.
+type Served struct {
+	mu    sync.RWMutex
+	byKey map[Key]servedPath
+	// verdicts memoizes Check for this round's chains: admission checks
+	// the same bundle against the same chains on every write of an entry
+	// (a cainjector merge writes every entry), and parsing the bundle and
+	// verifying the chain cost far more than the decision itself.
+	verdicts map[verdictKey]verdict
+}
+
+// verdictKey names one check: the entry and the bundle's digest.
+type verdictKey struct {
+	key    Key
+	bundle [sha256.Size]byte
+}
+
+// verdict is one check's answer.
+type verdict struct {
+	verified bool
+	detail   string
+}
+
+// maxVerdicts bounds the memoized checks of a round; past it the memo
+// starts over (writers choose the bundles).
+const maxVerdicts = 4096
+
+// servedPath is what one entry's endpoints served.
+type servedPath struct {
+	serverName string
+	endpoints  []servedAt
+}
+
+// servedAt is one endpoint's chain.
+type servedAt struct {
+	addr  string
+	chain servedChain
+}
+
+// Store replaces the chains with a round's: an entry no longer probed, or
+// whose endpoints did not all answer, is forgotten (nothing to compare a
+// write with).
+func (s *Served) Store(results []Result) {
+	next := make(map[Key]servedPath, len(results))
+	for _, res := range results {
+		if len(res.served) > 0 {
+			next[res.Path.Key()] = servedPath{serverName: res.Path.serverName(), endpoints: res.served}
+		}
+	}
+	s.mu.Lock()
+	s.byKey, s.verdicts = next, nil
+	s.mu.Unlock()
+}
+
+// Check verifies what key's endpoints served at the last round against
+// caBundle, as kube-apiserver would with that bundle, at now. known is
+// false when the last round kept nothing for key; detail names the
+// endpoint and the reason when the bundle does not verify.
+func (s *Served) Check(key Key, caBundle []byte, now time.Time) (verified, known bool, detail string) {
+	if s == nil {
+		return false, false, ""
+	}
+	vk := verdictKey{key: key, bundle: sha256.Sum256(caBundle)}
+	s.mu.RLock()
+	p, ok := s.byKey[key]
+	v, memoized := s.verdicts[vk]
+	s.mu.RUnlock()
+	if !ok {
+		return false, false, ""
+	}
+	if !memoized {
+		v = p.check(caBundle, now)
+		s.mu.Lock()
+		if s.verdicts == nil || len(s.verdicts) >= maxVerdicts {
+			s.verdicts = map[verdictKey]verdict{}
+		}
+		s.verdicts[vk] = v
+		s.mu.Unlock()
+	}
+	return v.verified, true, v.detail
+}
+
+// check verifies what p's endpoints served against caBundle at now.
+func (p servedPath) check(caBundle []byte, now time.Time) verdict {
+	roots, err := rootsOf(caBundle)
+	if err != nil {
+		return verdict{detail: fmt.Sprintf("%s: %v", ReasonNoCABundle, err)}
+	}
+	for _, e := range p.endpoints {
+		// The reason, not Go's error text: the detail goes into a warning
+		// kubectl prints, which kube-apiserver cuts at 256 characters.
+		if reason, err := verify(e.chain, roots, p.serverName, now); err != nil {
+			return verdict{detail: fmt.Sprintf("%s at %s for %s", reason, e.addr, p.serverName)}
+		}
+	}
+	return verdict{verified: true}
+}
