@@ -9,23 +9,31 @@ import (
 	"testing"
 	"time"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // TestTrustPathProbe: the leader's prober dials a guarded entry's real
 // HTTPS endpoint, as the real kube-apiserver stores it, and verifies the
 // served certificate against the stored caBundle: the gauge is 1 while
 // the bundle verifies it, and falls to 0 with reason unknown-authority
-// once the server switches to a leaf under another CA. The owner's write of
+// once the server switches to a leaf under another CA, when
+// kube-apiserver's own calls to the entry fail with x509's unknown
+// authority. The owner's write of
 // a bundle that does not verify the served leaf is warned about (from the
 // last probe, no dial inside admission); its write of one that does is
 // not, and the gauge is 1 again. A leaf for another name and an endpoint
-// where nothing listens are reported name-mismatch and unreachable.
+// where nothing listens are reported name-mismatch and unreachable. With
+// verifyServing: deny, the write that would have been warned about is
+// refused (serving-unverified) and a verifying one passes.
 func TestTrustPathProbe(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, framework.Options{GuardArgs: []string{"--probe-interval=1s"}})
+	cfg := guardConfig()
+	f := newFixture(t, framework.Options{Config: cfg, GuardArgs: []string{"--probe-interval=1s"}})
 	served, other := framework.NewCA(t, "probe-served-ca"), framework.NewCA(t, "probe-other-ca")
 	keyPair := func(ca *framework.CA) *tls.Certificate { return keyPairFor(t, ca.Issue(t, "webhook", "127.0.0.1")) }
 	var current atomic.Pointer[tls.Certificate]
@@ -42,6 +50,14 @@ func TestTrustPathProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	vwc.Webhooks[0].ClientConfig.URL = new("https://" + addr + "/validate")
+	// kube-apiserver calls the entry for labelled ConfigMaps, and a call
+	// that fails fails the request: what it meets is in the error.
+	vwc.Webhooks[0].Rules = []admv1.RuleWithOperations{{
+		Operations: []admv1.OperationType{admv1.Create},
+		Rule:       admv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}
+	vwc.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"probe-e2e": "call"}}
+	vwc.Webhooks[0].FailurePolicy = new(admv1.Fail)
 	if _, err := vwcs.Update(ctx, vwc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +88,17 @@ func TestTrustPathProbe(t *testing.T) {
 		return strings.Contains(m.Series("webhook_guard_trust_path_verified"), enforcedName) &&
 			m.Sum("webhook_guard_trust_path_verified", entry) == 1
 	})
+	if err := kubeAPIServerCall(ctx, f); err == nil || strings.Contains(err.Error(), "x509") {
+		t.Fatalf("kube-apiserver's call to the entry while its caBundle verifies the served leaf: want a failure after the handshake (the test server answers nothing), got %v", err)
+	}
 	current.Store(keyPair(other))
 	unknown := map[string]string{"kind": entry["kind"], "configuration": enforcedName, "webhook": entry["webhook"], "reason": "unknown-authority"}
 	waitForProbe(t, f.env.Guard, "the gauge falls to 0 with reason unknown-authority once another CA signs the served leaf", func(m framework.Metrics) bool {
 		return m.Sum("webhook_guard_trust_path_verified", entry) == 0 && m.Sum("webhook_guard_trust_path_probe_failures_total", unknown) >= 1
 	})
+	if err := kubeAPIServerCall(ctx, f); err == nil || !strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
+		t.Fatalf("kube-apiserver's own call to the entry once another CA signs the served leaf: want an x509 unknown-authority failure, got %v", err)
+	}
 
 	// The owner's write of a bundle the guard admits (the stored CA and
 	// the owner's) that does not verify what the endpoint now serves:
@@ -103,6 +125,35 @@ func TestTrustPathProbe(t *testing.T) {
 		return m.Sum("webhook_guard_trust_path_verified", entry) == 1
 	})
 	t.Logf("the gauge was 1 again %s after the owner's verifying write (probe interval 1s)", time.Since(cleared).Round(time.Millisecond))
+
+	// verifyServing: deny. The server switches to a leaf under a third
+	// CA; once the probe has seen it, the owner's write of a bundle the
+	// ownership rules admit (its current CA alone) but that does not
+	// verify that leaf is refused, and its write of one that does passes.
+	cfg.Owners[0].VerifyServing = guardapi.VerifyServingDeny
+	f.env.Guard.RewriteConfig(t, cfg)
+	third := framework.NewCA(t, "probe-third-ca")
+	current.Store(keyPair(third))
+	waitForProbe(t, f.env.Guard, "the gauge falls to 0 once a third CA signs the served leaf", func(m framework.Metrics) bool {
+		return m.Sum("webhook_guard_trust_path_verified", entry) == 0
+	})
+	_, err = f.owner.SetCABundle(ctx, framework.Validating, enforcedName, other.PEM)
+	if err == nil || !strings.Contains(err.Error(), "serving-unverified") || !strings.Contains(err.Error(), "unknown-authority") {
+		t.Fatalf("with verifyServing: deny, the owner's write of a bundle that does not verify the served leaf: want a serving-unverified denial naming unknown-authority, got %v", err)
+	}
+	f.setOwnerCA(t, third.PEM)
+	if _, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, append(append([]byte{}, other.PEM...), third.PEM...)); err != nil {
+		t.Fatalf("with verifyServing: deny, the owner's write of a bundle that verifies the served leaf: %v", err)
+	}
+}
+
+// kubeAPIServerCall makes kube-apiserver call the probed entry: a
+// server-side dry run of a ConfigMap its objectSelector matches, whose
+// error (failurePolicy Fail) says what kube-apiserver met.
+func kubeAPIServerCall(ctx context.Context, f *fixture) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-call-", Labels: map[string]string{"probe-e2e": "call"}}}
+	_, err := f.env.AdminKube.CoreV1().ConfigMaps(appNamespace).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
 }
 
 // waitForProbe scrapes the guard until ok holds, for at most ten probe

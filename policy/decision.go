@@ -37,6 +37,10 @@ const (
 	// writeBudget; decided by the static shape's handler (it is state across
 	// requests), never by Decide.
 	RuleWriteBudget Rule = "write-budget"
+	// RuleServingUnverified: a writer's caBundle does not verify the
+	// certificate the entry's endpoint served at the guard's last probe,
+	// under a mapping with verifyServing: deny (static shape).
+	RuleServingUnverified Rule = "serving-unverified"
 )
 
 // Outcome is what happens to the request; values are metric label values.
@@ -162,6 +166,24 @@ func (d *Decision) ExceedWriteBudget(perMinute int32, retryAfter time.Duration) 
 			perMinute, d.Mapping),
 		Hint: fmt.Sprintf("retry after %ds; if the owner's controller writes caBundle in a loop, fix the loop", d.RetryAfterSeconds),
 	})
+	d.finish(d.Mode, false)
+}
+
+// FailServing turns a decision that allowed a writer's caBundle change into
+// a refusal because the new caBundle of each of these entries does not
+// verify what its endpoint served at the last probe: denied in enforce
+// mode, would-deny in audit mode.
+func (d *Decision) FailServing(unverified []ServingFailure) {
+	for _, u := range unverified {
+		d.Violations = append(d.Violations, Violation{
+			Rule:    RuleServingUnverified,
+			Field:   u.Change.Field(),
+			Webhook: u.Change.Webhook,
+			Detail:  fmt.Sprintf("the new caBundle does not verify the certificate the entry's endpoint served at the last probe (%s) (owners[%s].verifyServing: deny)", u.Detail, d.Mapping),
+			Hint:    "serve a leaf under the new CA first, or publish old and new CA together; kube-apiserver's calls to this entry would fail TLS",
+			Summary: fmt.Sprintf("caBundle of %q does not verify what its endpoint served (%s)", u.Change.Webhook, u.Detail),
+		})
+	}
 	d.finish(d.Mode, false)
 }
 

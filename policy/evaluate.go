@@ -23,11 +23,21 @@ import (
 func (c *Mappings) Evaluate(in *Input, env Env) Decision {
 	m := c.MatchInput(in)
 	d := c.decideWithCA(m, in, env.CA)
+	var unverified []ServingFailure
+	if env.Serving != nil && d.Allowed() {
+		unverified = servingFailures(&d, env.Serving)
+	}
+	// A refusal for the served chain comes before the budget, so that a
+	// write that will not land spends none of it.
+	refused := len(unverified) > 0 && m.Owner != nil && m.Owner.VerifyServing == guardapi.VerifyServingDeny && d.Outcome == OutcomeAllow
+	if refused {
+		d.FailServing(unverified)
+	}
 	if env.Budget != nil && m.Owner != nil {
 		applyWriteBudget(&d, m.Owner, env.Budget)
 	}
-	if env.Serving != nil && d.Allowed() {
-		d.Notices = append(d.Notices, servingNotices(&d, env.Serving)...)
+	if !refused && d.Allowed() {
+		d.Notices = append(d.Notices, servingNotices(unverified)...)
 	}
 	return d
 }
@@ -144,29 +154,43 @@ func applyWriteBudget(d *Decision, owner *guardapi.Owner, budget Budget) {
 // new caBundle does not verify), so that kubectl's output stays readable.
 const maxServingNotices = 5
 
-// servingNotices warns, for each entry whose caBundle the allowed write
-// sets, when that caBundle does not verify the certificate its endpoint
-// served at the last probe: kube-apiserver's calls to it will fail TLS
-// once the write lands, unless the endpoint serves a new certificate by
-// then (a rotator that publishes its CA first and serves later).
-func servingNotices(d *Decision, serving ServingCheck) []string {
-	var out []string
-	failing := 0
+// ServingFailure is an entry whose new caBundle does not verify what its
+// endpoint served at the last probe.
+type ServingFailure struct {
+	Change BundleChange
+	// Detail says where and why (reason at address for server name).
+	Detail string
+}
+
+// servingFailures lists, of the entries whose caBundle the allowed write
+// sets, those whose new caBundle does not verify the certificate the
+// endpoint served at the last probe: kube-apiserver's calls to them will
+// fail TLS once the write lands, unless the endpoint serves a new
+// certificate by then (a rotator that publishes its CA first and serves
+// later). An entry the last probe did not reach is not listed.
+func servingFailures(d *Decision, serving ServingCheck) []ServingFailure {
+	var out []ServingFailure
 	for _, c := range d.Changes {
 		if c.Removed {
 			continue
 		}
-		verified, known, detail := serving.CheckServing(d.Kind, d.Name, c.Webhook, c.New)
-		if !known || verified {
-			continue
-		}
-		if failing++; failing <= maxServingNotices {
-			out = append(out, fmt.Sprintf("webhook-guard: the caBundle of entry %q does not verify the certificate its endpoint served at the last probe (%s)",
-				c.Webhook, detail))
+		if verified, known, detail := serving.CheckServing(d.Kind, d.Name, c.Webhook, c.New); known && !verified {
+			out = append(out, ServingFailure{Change: c, Detail: detail})
 		}
 	}
-	if failing > maxServingNotices {
-		out = append(out, fmt.Sprintf("webhook-guard: and %d more entries whose caBundle does not verify the certificate their endpoint served", failing-maxServingNotices))
+	return out
+}
+
+// servingNotices words the warnings of verifyServing: warn.
+func servingNotices(unverified []ServingFailure) []string {
+	var out []string
+	for i, u := range unverified {
+		if i == maxServingNotices {
+			out = append(out, fmt.Sprintf("webhook-guard: and %d more entries whose caBundle does not verify the certificate their endpoint served", len(unverified)-maxServingNotices))
+			break
+		}
+		out = append(out, fmt.Sprintf("webhook-guard: the caBundle of entry %q does not verify the certificate its endpoint served at the last probe (%s)",
+			u.Change.Webhook, u.Detail))
 	}
 	return out
 }

@@ -51,6 +51,8 @@ func Test_Evaluate(t *testing.T) {
 	f := testFixtures(t)
 	koord := "  ca: {secret: {namespace: koordinator-system, name: webhook-certs}}\n"
 	cfg := mustLoad(t, strings.Replace(decideDoc(f), koord, koord+"  writeBudget: {perMinute: 5}\n", 1))
+	denying := mustLoad(t, strings.Replace(decideDoc(f), koord, koord+"  writeBudget: {perMinute: 5}\n  verifyServing: deny\n", 1))
+	auditDenying := mustLoad(t, strings.Replace(strings.Replace(decideDoc(f), koord, koord+"  verifyServing: deny\n", 1), "  mode: enforce\n", "  mode: audit\n", 1))
 	source := "secret koordinator-system/webhook-certs"
 	owner := CAAnswer{CAResult: CAResult{Set: cabundle.NewCASetFromFingerprints(source, f.Owner.FP), Resolved: true}}
 	rotated := CAAnswer{CAResult: CAResult{Set: cabundle.NewCASetFromFingerprints(source, f.OwnerNew.FP), Resolved: true}}
@@ -63,6 +65,7 @@ func Test_Evaluate(t *testing.T) {
 	writer, intruder := sa("koordinator-system", "koord-manager"), sa("kube-system", "intruder")
 
 	tests := map[string]struct {
+		cfg     *Mappings
 		in      *Input
 		answers []CAAnswer
 		budget  *budgetVerdict
@@ -104,6 +107,20 @@ func Test_Evaluate(t *testing.T) {
 		"if it verifies, or nothing was probed, no notice": {
 			in: write(writer, f.Owner.PEM), answers: []CAAnswer{owner}, serving: servingVerdict{verified: true, known: true}, asked: 1, outcome: OutcomeAllow,
 		},
+		"if the mapping says verifyServing: deny, refuse a caBundle that does not verify what was served, and spend no budget": {
+			cfg: denying, in: write(writer, f.Owner.PEM), answers: []CAAnswer{owner}, budget: &budgetVerdict{ok: true}, serving: servingVerdict{known: true}, asked: 1,
+			rule: RuleServingUnverified, outcome: OutcomeDeny,
+		},
+		"if it says deny in audit mode, allow and record a would-deny": {
+			cfg: auditDenying, in: write(writer, f.Owner.PEM), answers: []CAAnswer{owner}, serving: servingVerdict{known: true}, asked: 1,
+			rule: RuleServingUnverified, outcome: OutcomeAudit,
+		},
+		"if it says deny but the last probe reached nothing, allow: an unprobed entry is never refused": {
+			cfg: denying, in: write(writer, f.Owner.PEM), answers: []CAAnswer{owner}, budget: &budgetVerdict{ok: true}, serving: servingVerdict{}, asked: 1, outcome: OutcomeAllow, taken: 1,
+		},
+		"if it says deny and the caBundle verifies, allow and count it": {
+			cfg: denying, in: write(writer, f.Owner.PEM), answers: []CAAnswer{owner}, budget: &budgetVerdict{ok: true}, serving: servingVerdict{verified: true, known: true}, asked: 1, outcome: OutcomeAllow, taken: 1,
+		},
 		"if the write is denied, no notice": {
 			in: write(intruder, f.Owner.PEM), serving: servingVerdict{known: true}, rule: RuleNotOwner, outcome: OutcomeDeny,
 		},
@@ -115,7 +132,10 @@ func Test_Evaluate(t *testing.T) {
 			if tc.budget != nil {
 				env.Budget = tc.budget
 			}
-			d := cfg.Evaluate(tc.in, env)
+			if tc.cfg == nil {
+				tc.cfg = cfg
+			}
+			d := tc.cfg.Evaluate(tc.in, env)
 			assert.Len(t, ca.asked, tc.asked, "lookups")
 			if tc.rule == "" {
 				tc.rule = RuleNone
@@ -126,6 +146,11 @@ func Test_Evaluate(t *testing.T) {
 				assert.Len(t, tc.budget.taken, tc.taken, "budget takes")
 			}
 			assert.Len(t, d.Notices, tc.notices)
+			if tc.rule == RuleServingUnverified {
+				assert.Contains(t, d.Message(), "does not verify the certificate the entry's endpoint served at the last probe (unknown-authority at 10.0.0.1:443 for svc.ns.svc)")
+				assert.Contains(t, d.Message(), "verifyServing: deny")
+				assert.True(t, d.Record, "a refusal for the served chain is recorded")
+			}
 			for _, n := range d.Notices {
 				assert.Contains(t, n, "does not verify the certificate")
 				assert.Contains(t, d.Warnings(), n, "kubectl prints the notice")

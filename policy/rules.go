@@ -79,6 +79,12 @@ var ruleTable = []RuleInfo{
 		Suggest:  suggestWriteBudget,
 	},
 	{
+		Rule:     RuleServingUnverified,
+		Summary:  "a writer's caBundle does not verify the certificate its endpoint served at the last probe",
+		Category: "Trust path",
+		Suggest:  suggestServingUnverified,
+	},
+	{
 		Rule:     RuleBreakGlass,
 		Summary:  "a break-glass subject wrote a guarded configuration",
 		Category: "Break-glass",

@@ -81,6 +81,10 @@ func suggestWriteBudget(f FindingFacts) string {
 	return fmt.Sprintf("%s changed the caBundle of %s beyond owners[%s].writeBudget: find why the owner's controller rewrites it in a loop; raise the budget only if the rate is legitimate", f.Subject, f.Configuration, f.Mapping)
 }
 
+func suggestServingUnverified(f FindingFacts) string {
+	return fmt.Sprintf("%s wrote a caBundle to %s that its endpoint's certificate does not chain to: serve a leaf under the new CA before publishing a CA without the old one, or set owners[%s].verifyServing: warn if this writer publishes first by design", f.Subject, f.Configuration, f.Mapping)
+}
+
 func suggestBreakGlass(f FindingFacts) string {
 	return fmt.Sprintf("break-glass write by %s: confirm it was intended; break-glass is always allowed", f.Subject)
 }

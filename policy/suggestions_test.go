@@ -67,6 +67,11 @@ func Test_RuleInfo_Suggest(t *testing.T) {
 			facts: FindingFacts{Mapping: "app", Subject: "system:serviceaccount:app:controller", Configuration: vwc},
 			exp:   "system:serviceaccount:app:controller changed the caBundle of " + vwc + " beyond owners[app].writeBudget: find why the owner's controller rewrites it in a loop; raise the budget only if the rate is legitimate",
 		},
+		"if a writer's caBundle did not verify what its endpoint served, point at the order of the rotation": {
+			rule:  RuleServingUnverified,
+			facts: FindingFacts{Mapping: "app", Subject: "system:serviceaccount:app:controller", Configuration: vwc},
+			exp:   "system:serviceaccount:app:controller wrote a caBundle to " + vwc + " that its endpoint's certificate does not chain to: serve a leaf under the new CA before publishing a CA without the old one, or set owners[app].verifyServing: warn if this writer publishes first by design",
+		},
 		"if break-glass wrote, ask to confirm it was intended": {
 			rule:  RuleBreakGlass,
 			facts: FindingFacts{Mapping: "app", Subject: "admin", Configuration: vwc},

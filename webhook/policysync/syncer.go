@@ -92,9 +92,9 @@ type Syncer struct {
 	// generates (a default written back): its update changed nothing, and
 	// neither would the next one until the object changes.
 	settled map[string]string
-	// budgetWarned are the mappings whose writeBudget was logged as not
-	// applied.
-	budgetWarned map[string]bool
+	// staticOnlyWarned are the "field/mapping" pairs logged as not
+	// applied by the policy shape (warnStaticOnly).
+	staticOnlyWarned map[string]bool
 }
 
 func (s *Syncer) init() {
@@ -103,7 +103,7 @@ func (s *Syncer) init() {
 		s.reported = map[string]string{}
 		s.written = map[string]string{}
 		s.settled = map[string]string{}
-		s.budgetWarned = map[string]bool{}
+		s.staticOnlyWarned = map[string]bool{}
 		if s.Interval <= 0 {
 			s.Interval = DefaultInterval
 		}
@@ -143,7 +143,7 @@ func (s *Syncer) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 func (s *Syncer) Sync(ctx context.Context) error {
 	s.init()
 	cfg := s.Config()
-	s.warnWriteBudgets(cfg)
+	s.warnStaticOnly(cfg)
 	anchor, err := s.anchor(ctx)
 	if err != nil {
 		return err

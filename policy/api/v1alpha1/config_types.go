@@ -112,6 +112,14 @@ type Owner struct {
 	// static shape only: the policy shape's CEL keeps no state across
 	// requests.
 	WriteBudget *WriteBudget `json:"writeBudget,omitempty"`
+	// VerifyServing is what an allowed caBundle write gets when the new
+	// caBundle does not verify the certificate the entry's endpoint served
+	// at the guard's last probe: a warning (warn, the default) or a
+	// refusal under the mapping's mode (deny, rule serving-unverified).
+	// Applied by the static shape with the prober on only: the policy
+	// shape's CEL sees no probe, and an entry the last probe did not reach
+	// is never refused for it.
+	VerifyServing VerifyServing `json:"verifyServing,omitempty"`
 }
 
 // WriteBudget is a sliding window of one minute per webhook configuration.

@@ -115,6 +115,7 @@ func validateOwner(p *field.Path, o *Owner) field.ErrorList {
 	}
 	errs = append(errs, validateCASource(p.Child("ca"), &o.CA)...)
 	errs = append(errs, validateWriteBudget(p.Child("writeBudget"), o.WriteBudget)...)
+	errs = append(errs, validateVerifyServing(p.Child("verifyServing"), o.VerifyServing)...)
 	return errs
 }
 

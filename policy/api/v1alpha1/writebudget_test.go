@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 )
 
 // Test_validateWriteBudget: the budget is optional; when set, perMinute is
@@ -24,22 +22,7 @@ func Test_validateWriteBudget(t *testing.T) {
 	}
 	for name, test := range tests {
 		t.Run(name, func(t *testing.T) {
-			doc := `apiVersion: webhook-guard.io/v1alpha1
-kind: GuardConfig
-owners:
-- name: app
-  match: {validating: [app-webhook]}
-  writers: {serviceAccounts: [app/controller]}
-  ca: {secret: {namespace: app, name: app-ca}}
-  ` + test.budget + "\n"
-			var spec GuardConfig
-			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &spec))
-			SetDefaults(&spec)
-			var got []string
-			for _, err := range Validate(&spec) {
-				got = append(got, err.Error())
-			}
-			assert.Equal(t, test.exp, got)
+			assert.Equal(t, test.exp, ownerErrors(t, test.budget))
 		})
 	}
 }
