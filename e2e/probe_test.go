@@ -51,7 +51,7 @@ func TestTrustPathProbe(t *testing.T) {
 	}
 	vwc.Webhooks[0].ClientConfig.URL = new("https://" + addr + "/validate")
 	// kube-apiserver calls the entry for labelled ConfigMaps, and a call
-	// that fails fails the request: what it meets is in the error.
+	// that fails makes the request fail: what it meets is in the error.
 	vwc.Webhooks[0].Rules = []admv1.RuleWithOperations{{
 		Operations: []admv1.OperationType{admv1.Create},
 		Rule:       admv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
