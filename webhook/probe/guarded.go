@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -22,26 +23,32 @@ func guarded(cfg *policy.Mappings, kind policy.GuardedKind, name string, labels 
 // ValidatingPaths are the trust paths of a guarded configuration's
 // entries; none when no mapping claims it.
 func ValidatingPaths(cfg *policy.Mappings, c *admv1.ValidatingWebhookConfiguration) []TrustPath {
-	if !guarded(cfg, policy.KindValidating, c.Name, c.Labels) {
-		return nil
-	}
-	out := make([]TrustPath, 0, len(c.Webhooks))
-	for i := range c.Webhooks {
+	return configPaths(cfg, policy.KindValidating, &c.ObjectMeta, len(c.Webhooks), func(i int) (string, *admv1.FailurePolicyType, *admv1.WebhookClientConfig) {
 		w := &c.Webhooks[i]
-		out = append(out, admissionPath(policy.KindValidating, c.Name, w.Name, w.FailurePolicy, &w.ClientConfig))
-	}
-	return out
+		return w.Name, w.FailurePolicy, &w.ClientConfig
+	})
 }
 
 // MutatingPaths are ValidatingPaths for a MutatingWebhookConfiguration.
 func MutatingPaths(cfg *policy.Mappings, c *admv1.MutatingWebhookConfiguration) []TrustPath {
-	if !guarded(cfg, policy.KindMutating, c.Name, c.Labels) {
+	return configPaths(cfg, policy.KindMutating, &c.ObjectMeta, len(c.Webhooks), func(i int) (string, *admv1.FailurePolicyType, *admv1.WebhookClientConfig) {
+		w := &c.Webhooks[i]
+		return w.Name, w.FailurePolicy, &w.ClientConfig
+	})
+}
+
+// configPaths is the one walk of both kinds' entries (their webhook types
+// differ only in fields no path reads); entry returns the i-th entry's
+// name, failurePolicy and clientConfig.
+func configPaths(cfg *policy.Mappings, kind policy.GuardedKind, meta *metav1.ObjectMeta, n int,
+	entry func(i int) (string, *admv1.FailurePolicyType, *admv1.WebhookClientConfig)) []TrustPath {
+	if !guarded(cfg, kind, meta.Name, meta.Labels) {
 		return nil
 	}
-	out := make([]TrustPath, 0, len(c.Webhooks))
-	for i := range c.Webhooks {
-		w := &c.Webhooks[i]
-		out = append(out, admissionPath(policy.KindMutating, c.Name, w.Name, w.FailurePolicy, &w.ClientConfig))
+	out := make([]TrustPath, 0, n)
+	for i := range n {
+		name, fp, cc := entry(i)
+		out = append(out, admissionPath(kind, meta.Name, name, fp, cc))
 	}
 	return out
 }
