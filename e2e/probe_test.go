@@ -3,18 +3,26 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // TestTrustPathProbe: the leader's prober dials a guarded entry's real
@@ -33,7 +41,7 @@ import (
 func TestTrustPathProbe(t *testing.T) {
 	t.Parallel()
 	cfg := guardConfig()
-	f := newFixture(t, framework.Options{Config: cfg, GuardArgs: []string{"--probe-interval=1s"}})
+	f := newFixture(t, framework.Options{Config: cfg, ReportCRDs: true, GuardArgs: []string{"--probe-interval=1s"}})
 	served, other := framework.NewCA(t, "probe-served-ca"), framework.NewCA(t, "probe-other-ca")
 	keyPair := func(ca *framework.CA) *tls.Certificate { return keyPairFor(t, ca.Issue(t, "webhook", "127.0.0.1")) }
 	var current atomic.Pointer[tls.Certificate]
@@ -100,6 +108,54 @@ func TestTrustPathProbe(t *testing.T) {
 		t.Fatalf("kube-apiserver's own call to the entry once another CA signs the served leaf: want an x509 unknown-authority failure, got %v", err)
 	}
 
+	// The leader publishes the round as the trust-path ClusterReport, which
+	// review and scan read beside the denials.
+	kubeconfig := f.env.Kubeconfig(t, envtest.User{Name: "e2e-probe-cli", Groups: []string{"system:masters"}})
+	// Each entry not verified, by configuration/webhook: the reason, and
+	// the level scan gives it (warn when failurePolicy Ignore skips it).
+	type failing struct{ reason, level string }
+	notVerified := map[string]failing{
+		enforcedName + "/" + vwc.Webhooks[0].Name:   {"unknown-authority", "fail"},
+		auditedName + "/" + other2.Webhooks[0].Name: {"name-mismatch", "warn"},
+		auditedName + "/" + other2.Webhooks[1].Name: {"unreachable", "warn"},
+	}
+	framework.Eventually(t, 20*time.Second, "the trust-path report holds the three failing entries", func() bool {
+		got := trustPathReasons(t, f)
+		return len(got) == len(notVerified) && !slices.ContainsFunc(slices.Collect(maps.Keys(notVerified)), func(k string) bool {
+			return got[k] != notVerified[k].reason
+		})
+	})
+	out, _ := cli(t, "review", "--kubeconfig", kubeconfig)
+	t.Logf("webhook-guard review:\n%s", out)
+	for key, want := range notVerified {
+		config, webhook, _ := strings.Cut(key, "/")
+		if !slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool {
+			return strings.Contains(l, "vwc/"+config+" "+webhook+" ") && strings.Contains(l, "("+want.reason+")")
+		}) {
+			t.Errorf("review does not show %s not verified (%s)", key, want.reason)
+		}
+	}
+	if !strings.Contains(out, "Trust paths (the guard's probe") || !strings.Contains(out, "0 verified, 3 not.") {
+		t.Errorf("review does not count the trust paths: want 0 verified, 3 not")
+	}
+	scanOut, code := cli(t, "scan", "-o", "json", "--kubeconfig", kubeconfig)
+	type finding struct{ Level, Check, Configuration, Webhook, Detail string }
+	var scanned struct {
+		Findings []finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(scanOut), &scanned); err != nil || code != 1 {
+		t.Fatalf("scan -o json exited %d (want 1: problems found): %v\n%s", code, err, scanOut)
+	}
+	for key, want := range notVerified {
+		config, webhook, _ := strings.Cut(key, "/")
+		if !slices.ContainsFunc(scanned.Findings, func(f finding) bool {
+			return f.Level == want.level && f.Check == "trust-path" && f.Configuration == "ValidatingWebhookConfiguration/"+config &&
+				f.Webhook == webhook && strings.Contains(f.Detail, "("+want.reason+")")
+		}) {
+			t.Errorf("scan has no %s trust-path finding of %s (%s):\n%s", want.level, key, want.reason, scanOut)
+		}
+	}
+
 	// The owner's write of a bundle the guard admits (the stored CA and
 	// the owner's) that does not verify what the endpoint now serves:
 	// admitted, with a warning from the last probe's chain.
@@ -125,6 +181,10 @@ func TestTrustPathProbe(t *testing.T) {
 		return m.Sum("webhook_guard_trust_path_verified", entry) == 1
 	})
 	t.Logf("the gauge was 1 again %s after the owner's verifying write (probe interval 1s)", time.Since(cleared).Round(time.Millisecond))
+	framework.Eventually(t, 20*time.Second, "the trust-path report shows the entry verified", func() bool {
+		_, failing := trustPathReasons(t, f)[enforcedName+"/"+vwc.Webhooks[0].Name]
+		return !failing
+	})
 
 	// verifyServing: deny. The server switches to a leaf under a third
 	// CA; once the probe has seen it, the owner's write of a bundle the
@@ -145,6 +205,29 @@ func TestTrustPathProbe(t *testing.T) {
 	if _, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, append(append([]byte{}, other.PEM...), third.PEM...)); err != nil {
 		t.Fatalf("with verifyServing: deny, the owner's write of a bundle that verifies the served leaf: %v", err)
 	}
+}
+
+// trustPathReasons reads the trust-path report: the reason of each entry
+// its last round did not verify, by configuration/webhook (none before the
+// first round is published).
+func trustPathReasons(t *testing.T, f *fixture) map[string]string {
+	t.Helper()
+	var rep reportsv1alpha1.ClusterReport
+	err := reportClient(t, f).Get(context.Background(), types.NamespacedName{Name: records.TrustPathsReport}, &rep)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get the trust-path report: %v", err)
+	}
+	out := map[string]string{}
+	for _, r := range rep.Results {
+		if r.Result != "pass" {
+			_, config, _ := strings.Cut(r.Properties[records.PropConfiguration], "/")
+			out[config+"/"+r.Properties[records.PropWebhook]] = r.Properties[records.PropReason]
+		}
+	}
+	return out
 }
 
 // kubeAPIServerCall makes kube-apiserver call the probed entry: a

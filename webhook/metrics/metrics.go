@@ -305,6 +305,10 @@ type Probe struct {
 	//   unknown-authority | expired | name-mismatch | unreachable |
 	//   no-endpoints | no-ca-bundle
 	Failures *prometheus.CounterVec
+	// ReportWrites counts the leader's writes of the trust-path
+	// ClusterReport by result: created | updated | unchanged (a round that
+	// changed no verdict: nothing written) | not-installed | error.
+	ReportWrites *prometheus.CounterVec
 }
 
 // NewProbe creates the prober's collectors and registers them with reg.
@@ -316,8 +320,11 @@ func NewProbe(reg prometheus.Registerer) *Probe {
 		Failures: counterVec("webhook_guard_trust_path_probe_failures_total",
 			"Failed probes of guarded entries' trust paths, by entry and reason (unknown-authority, expired, name-mismatch, unreachable, no-endpoints, no-ca-bundle).",
 			"kind", "configuration", "webhook", "reason"),
+		ReportWrites: counterVec("webhook_guard_trust_path_report_writes_total",
+			"Rounds of the leader's prober by what they did to the trust-path ClusterReport (created, updated, unchanged, not-installed, error).",
+			"result"),
 	}
-	reg.MustRegister(m.Verified, m.Failures)
+	reg.MustRegister(m.Verified, m.Failures, m.ReportWrites)
 	return m
 }
 

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/base64"
+	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,11 +14,18 @@ import (
 // defaultPort is the Service port kube-apiserver calls when none is set.
 const defaultPort = 443
 
-// guarded reports whether a mapping claims the object: its owner, or
-// several mappings that conflict over it.
-func guarded(cfg *policy.Mappings, kind policy.GuardedKind, name string, labels map[string]string) bool {
+// guarded reports whether a mapping claims the object (its owner, or
+// several mappings that conflict over it) and names the claim: the owner's
+// name, or the conflicting mappings' joined by commas.
+func guarded(cfg *policy.Mappings, kind policy.GuardedKind, name string, labels map[string]string) (string, bool) {
 	m := cfg.Match(kind, name, labels)
-	return m.Owner != nil || len(m.Conflicting) > 0
+	switch {
+	case m.Owner != nil:
+		return m.Owner.Name, true
+	case len(m.Conflicting) > 0:
+		return strings.Join(m.Conflicting, ","), true
+	}
+	return "", false
 }
 
 // ValidatingPaths are the trust paths of a guarded configuration's
@@ -42,13 +50,16 @@ func MutatingPaths(cfg *policy.Mappings, c *admv1.MutatingWebhookConfiguration) 
 // name, failurePolicy and clientConfig.
 func configPaths(cfg *policy.Mappings, kind policy.GuardedKind, meta *metav1.ObjectMeta, n int,
 	entry func(i int) (string, *admv1.FailurePolicyType, *admv1.WebhookClientConfig)) []TrustPath {
-	if !guarded(cfg, kind, meta.Name, meta.Labels) {
+	mapping, ok := guarded(cfg, kind, meta.Name, meta.Labels)
+	if !ok {
 		return nil
 	}
 	out := make([]TrustPath, 0, n)
 	for i := range n {
 		name, fp, cc := entry(i)
-		out = append(out, admissionPath(kind, meta.Name, name, fp, cc))
+		p := admissionPath(kind, meta.Name, name, fp, cc)
+		p.Mapping = mapping
+		out = append(out, p)
 	}
 	return out
 }
@@ -78,10 +89,11 @@ func admissionPath(kind policy.GuardedKind, cfg, name string, fp *admv1.FailureP
 // APIService) or when an APIService skips verification
 // (insecureSkipTLSVerify: kube-apiserver verifies nothing to probe).
 func TrustObjectPath(cfg *policy.Mappings, kind policy.GuardedKind, u *unstructured.Unstructured) (TrustPath, bool) {
-	if !guarded(cfg, kind, u.GetName(), u.GetLabels()) {
+	mapping, ok := guarded(cfg, kind, u.GetName(), u.GetLabels())
+	if !ok {
 		return TrustPath{}, false
 	}
-	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), FailurePolicy: string(admv1.Fail)}
+	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), Mapping: mapping, FailurePolicy: string(admv1.Fail)}
 	var cc map[string]any
 	switch kind {
 	case policy.KindCRD:

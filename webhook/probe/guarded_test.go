@@ -52,9 +52,9 @@ func Test_ValidatingPaths(t *testing.T) {
 		},
 	}
 	require.Equal(t, []TrustPath{
-		{Kind: "ValidatingWebhookConfiguration", Configuration: "guarded", Webhook: "svc.example.com", FailurePolicy: "Fail",
+		{Kind: "ValidatingWebhookConfiguration", Configuration: "guarded", Mapping: "app", Webhook: "svc.example.com", FailurePolicy: "Fail",
 			Service: &ServiceRef{Namespace: "app", Name: "hook", Port: 443}, CABundle: []byte("ca")},
-		{Kind: "ValidatingWebhookConfiguration", Configuration: "guarded", Webhook: "url.example.com", FailurePolicy: "Ignore",
+		{Kind: "ValidatingWebhookConfiguration", Configuration: "guarded", Mapping: "app", Webhook: "url.example.com", FailurePolicy: "Ignore",
 			URL: "https://hook.example.com:8443/v"},
 	}, ValidatingPaths(cfg, vwc), "the failure policy defaults to Fail and the Service port to 443")
 
@@ -79,7 +79,7 @@ func Test_TrustObjectPath(t *testing.T) {
 			kind: policy.KindCRD,
 			obj: obj("CustomResourceDefinition", "widgets.example.com", map[string]any{"conversion": map[string]any{
 				"strategy": "Webhook", "webhook": map[string]any{"clientConfig": map[string]any{"service": svc, "caBundle": b64}}}}),
-			want: TrustPath{Kind: "CustomResourceDefinition", Configuration: "widgets.example.com", Webhook: "conversion", FailurePolicy: "Fail",
+			want: TrustPath{Kind: "CustomResourceDefinition", Configuration: "widgets.example.com", Mapping: "app", Webhook: "conversion", FailurePolicy: "Fail",
 				Service: &ServiceRef{Namespace: "app", Name: "conv", Port: 8443}, CABundle: []byte("ca")},
 			wantOK: true,
 		},
@@ -87,7 +87,7 @@ func Test_TrustObjectPath(t *testing.T) {
 			kind: policy.KindAPIService,
 			obj: obj("APIService", "v1beta1.metrics.example.com", map[string]any{
 				"service": map[string]any{"namespace": "app", "name": "metrics"}, "caBundle": b64}),
-			want: TrustPath{Kind: "APIService", Configuration: "v1beta1.metrics.example.com", Webhook: "service", FailurePolicy: "Fail",
+			want: TrustPath{Kind: "APIService", Configuration: "v1beta1.metrics.example.com", Mapping: "app", Webhook: "service", FailurePolicy: "Fail",
 				Service: &ServiceRef{Namespace: "app", Name: "metrics", Port: 443}, CABundle: []byte("ca")},
 			wantOK: true,
 		},

@@ -14,6 +14,9 @@ type TrustPath struct {
 	Kind string
 	// Configuration is the object's name.
 	Configuration string
+	// Mapping is the owner mapping that guards the object (the
+	// conflicting mappings, comma-separated, when several claim it).
+	Mapping string
 	// Webhook is the entry's name: "conversion" for a CRD, "service" for an
 	// APIService.
 	Webhook string

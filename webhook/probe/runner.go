@@ -37,6 +37,9 @@ type Runner struct {
 	Prober *Prober
 	// Reporter sets the series, on the leader only (Elected).
 	Reporter *Reporter
+	// Publisher keeps the trust-path ClusterReport, on the leader only;
+	// nil publishes none.
+	Publisher *Publisher
 	// Served keeps each round's served chains for admission's write-time
 	// check; nil keeps none.
 	Served *Served
@@ -48,6 +51,10 @@ type Runner struct {
 	// Interval is the time between the starts of two rounds.
 	Interval time.Duration
 	Log      logr.Logger
+
+	// lastPublishErr is the last publish error logged: a lasting failure
+	// is logged once, not every round.
+	lastPublishErr string
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
@@ -97,6 +104,9 @@ func (r *Runner) Round(ctx context.Context) []Result {
 		return results
 	}
 	r.Reporter.Report(results)
+	if r.Publisher != nil {
+		r.publish(ctx, results)
+	}
 	for _, res := range results {
 		if !res.Verified() {
 			k := res.Path.Key()
@@ -105,6 +115,19 @@ func (r *Runner) Round(ctx context.Context) []Result {
 		}
 	}
 	return results
+}
+
+// publish keeps the trust-path report; a lasting failure is logged once.
+func (r *Runner) publish(ctx context.Context, results []Result) {
+	err := r.Publisher.Publish(ctx, results)
+	if err == nil {
+		r.lastPublishErr = ""
+		return
+	}
+	if err.Error() != r.lastPublishErr && ctx.Err() == nil {
+		r.Log.Error(err, "the trust-path report is not up to date (the series are)")
+	}
+	r.lastPublishErr = err.Error()
 }
 
 // listTimeout bounds the listing of guarded objects in a round: a cached
@@ -160,7 +183,7 @@ func (r *Runner) trustObjectPaths(ctx context.Context, cfg *policy.Mappings, kin
 	var out []TrustPath
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !guarded(cfg, kind, m.Name, m.Labels) {
+		if _, ok := guarded(cfg, kind, m.Name, m.Labels); !ok {
 			continue
 		}
 		u := &unstructured.Unstructured{}

@@ -31,7 +31,7 @@ func mergeDeltas(rep *reportsv1alpha1.ClusterReport, t Target, deltas []*delta, 
 	}
 	dropped = dropOldest(rep, maxResults)
 	sort.SliceStable(rep.Results, func(i, j int) bool { return lessKey(keyOf(&rep.Results[i]), keyOf(&rep.Results[j])) })
-	rep.Summary = summarize(rep.Results)
+	rep.Summary = Summarize(rep.Results)
 	return dropped
 }
 
@@ -112,8 +112,8 @@ func dropOldest(rep *reportsv1alpha1.ClusterReport, maxResults int) int {
 	return over
 }
 
-// summarize counts the results by OpenReports result value.
-func summarize(results []reportsv1alpha1.ReportResult) reportsv1alpha1.ReportSummary {
+// Summarize counts the results by OpenReports result value.
+func Summarize(results []reportsv1alpha1.ReportResult) reportsv1alpha1.ReportSummary {
 	var s reportsv1alpha1.ReportSummary
 	for _, r := range results {
 		switch r.Result {

@@ -187,7 +187,7 @@ func (r *Recorder) Flush(ctx context.Context) {
 			events += r.emitEvents(rk, deltas)
 		}
 		if failed, err := r.writeReports(ctx, rk, deltas); err != nil {
-			if meta.IsNoMatchError(err) || isNotServed(err) {
+			if APINotInstalled(err) {
 				if r.opts.Now().Sub(r.missingAPI) > 10*time.Minute {
 					r.missingAPI = r.opts.Now()
 					r.opts.Log.Info("the openreports.io ClusterReport API is not installed; records go to the log and Events only (install the OpenReports CRDs to keep them)", "reason", err.Error())
@@ -235,6 +235,14 @@ func (r *Recorder) retryLater(rk reportKey, failed []*delta, err error) {
 // abandon counts results given up on, by reason: invalid | attempts.
 func (r *Recorder) abandon(ds []*delta, reason string) {
 	r.opts.Metrics.AbandonedResults.WithLabelValues(reason).Add(float64(len(ds)))
+}
+
+// APINotInstalled reports whether err says the cluster does not serve the
+// ClusterReport API (the OpenReports CRDs are not installed): the client's
+// mapping finds no kind, or kube-apiserver answers 404 for the resource
+// itself (not for one report).
+func APINotInstalled(err error) bool {
+	return meta.IsNoMatchError(err) || isNotServed(err)
 }
 
 func isNotServed(err error) bool {

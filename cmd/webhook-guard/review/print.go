@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/review"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
 // reviewTable is the findings table: it fits 120 columns for the common
@@ -83,8 +84,9 @@ func printReview(out io.Writer, o *cmdutil.OutputFlags, res review.Result, now t
 		if o.NoHeaders {
 			return nil
 		}
-		_, err := fmt.Fprintln(out, "No findings: nothing was or would be denied.")
-		return err
+		fmt.Fprintln(out, "No findings: nothing was or would be denied.")
+		printTrustPaths(out, res.TrustPaths, now)
+		return nil
 	}
 	if err := o.Print(out, res, reviewTable(res, now), nil); err != nil {
 		return err
@@ -93,7 +95,29 @@ func printReview(out io.Writer, o *cmdutil.OutputFlags, res review.Result, now t
 		return nil
 	}
 	printFooter(out, res)
+	printTrustPaths(out, res.TrustPaths, now)
 	return nil
+}
+
+// staleTrustPaths is the age past which the trust-path report is said to
+// be stale: the leader rewrites it at least every five minutes while it
+// probes.
+const staleTrustPaths = 2 * records.TrustPathsRefresh
+
+// printTrustPaths prints the prober's last round: the count of verified
+// paths, and each path that did not verify with its fix.
+func printTrustPaths(out io.Writer, tp *review.TrustPaths, now time.Time) {
+	if tp == nil {
+		return
+	}
+	fmt.Fprintf(out, "\nTrust paths (the guard's probe %s ago): %d verified, %d not.\n", age(tp.ProbedAt, now), tp.Verified, len(tp.NotVerified))
+	if t, err := time.Parse(time.RFC3339, tp.ProbedAt); err == nil && now.Sub(t) > staleTrustPaths {
+		fmt.Fprintf(out, "  The report is older than %s: the guard's leader is not probing (stopped, or --probe-interval 0).\n", duration.HumanDuration(staleTrustPaths))
+	}
+	for _, p := range tp.NotVerified {
+		fmt.Fprintf(out, "  - %s %s (mapping %s, failurePolicy %s), for %s: %s\n    fix: %s\n",
+			shortConfiguration(p.Configuration), p.Webhook, p.Mapping, p.FailurePolicy, age(p.Since, now), p.Message, p.Suggestion)
+	}
 }
 
 // printFooter prints each distinct suggestion once, then the counts.

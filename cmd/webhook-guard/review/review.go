@@ -66,6 +66,12 @@ denials) of webhook-guard's policies. Malformed lines are counted and listed
 by line number, never fatal. Findings the guard's observer recorded (marked
 observed) name field managers; the audit log names users.
 
+It also prints the guard's last trust-path probe round (the ClusterReport
+webhook-guard.trust-paths the leader keeps): how many guarded entries'
+caBundles verify what their endpoints serve, and each that does not, with
+the reason and the fix. That is state, not a denial: it never changes the
+exit code, and --decision leaves it out.
+
 Exit codes: 0 nothing was or would be denied, 1 something was or would be
 denied (a pipeline can gate the switch to enforce on it), 2 invalid input or
 the reports could not be read.`,

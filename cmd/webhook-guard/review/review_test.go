@@ -46,6 +46,8 @@ func Test_review(t *testing.T) {
 	tests := map[string]struct {
 		opts     Options
 		exitCode int
+		// now is reviewNow when zero.
+		now time.Time
 	}{
 		"if nothing is filtered, list every finding with its suggestion and exit 1": {opts: Options{Output: cmdutil.OutputFlags{Format: "table"}}, exitCode: cmdutil.ExitDenied},
 		"if filtered to one mapping, list only its findings":                        {opts: Options{Output: cmdutil.OutputFlags{Format: "table"}, Mapping: "app"}, exitCode: cmdutil.ExitDenied},
@@ -59,6 +61,7 @@ func Test_review(t *testing.T) {
 		"if asked for wide, add the configuration, the webhook and first seen":      {opts: Options{Output: cmdutil.OutputFlags{Format: "wide"}, Mapping: "app"}, exitCode: cmdutil.ExitDenied},
 		"if asked for no headers, print the rows only":                              {opts: Options{Output: cmdutil.OutputFlags{Format: "table", NoHeaders: true}}, exitCode: cmdutil.ExitDenied},
 		"if asked for names, print each report holding a finding once":              {opts: Options{Output: cmdutil.OutputFlags{Format: "name"}}, exitCode: cmdutil.ExitDenied},
+		"if the trust-path report is stale, say the guard is not probing":           {opts: Options{Output: cmdutil.OutputFlags{Format: "table"}, Mapping: "koordinator", Since: "1h"}, exitCode: cmdutil.ExitAllowed, now: reviewNow.Add(time.Hour)},
 		"if asked for a jsonpath, print what it selects":                            {opts: Options{Output: cmdutil.OutputFlags{Format: "jsonpath={range .findings[*]}{.subject}{\"\\n\"}{end}"}, Mapping: "app"}, exitCode: cmdutil.ExitDenied},
 	}
 	c := fakeReports(t)
@@ -67,6 +70,9 @@ func Test_review(t *testing.T) {
 			var out bytes.Buffer
 			o := test.opts
 			o.Client, o.Now = c, reviewNow
+			if !test.now.IsZero() {
+				o.Now = test.now
+			}
 			require.NoError(t, o.Validate())
 			o.Out = &out
 			err := o.Run(t.Context())

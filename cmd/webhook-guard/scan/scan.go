@@ -62,6 +62,13 @@ The serving certificate is read by dialing clientConfig.url or the service
 reached (for instance from outside the cluster) its expiry is reported as
 unknown.
 
+Where the guard runs with its prober (serve --probe-interval), scan also
+reads the guard's last trust-path round (ClusterReport
+webhook-guard.trust-paths): each guarded entry whose caBundle did not
+verify what its endpoint served, dialed from inside the cluster as
+kube-apiserver calls it, is a trust-path finding (fail, or warn for
+failurePolicy Ignore), with the reason and the fix.
+
 Exit codes: 0 nothing to fix (info findings only), 1 a warn or fail finding,
 2 invalid input or the cluster could not be read.`,
 		Example: `  # The health of every webhook in the current kubeconfig context's cluster

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/webhook-guard/webhook-guard/webhook"
@@ -14,7 +15,7 @@ import (
 
 // addProber runs the trust path prober on every replica every interval
 // (each keeps the served chains in served for its admissions; only the
-// leader exports the series). It
+// leader exports the series and keeps the trust-path ClusterReport). It
 // lists the webhook configurations, and the metadata of CRDs and
 // APIServices, from the manager's cache (the chart grants list and watch
 // on all four), gets the guarded CRDs and APIServices directly (a CRD's
@@ -22,6 +23,13 @@ import (
 // EndpointSlices directly, by label: the cache would hold every slice of
 // the cluster whole.
 func addProber(mgr ctrl.Manager, store webhook.ConfigSource, served *probe.Served, interval time.Duration, log logr.Logger) error {
+	// The report is read and written directly, as the records are: no
+	// informer on ClusterReports (and no watch permission needed).
+	reportClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	m := metrics.NewProbe(ctrlmetrics.Registry)
 	return mgr.Add(&probe.Runner{
 		Served:   served,
 		Elected:  mgr.Elected(),
@@ -29,7 +37,9 @@ func addProber(mgr ctrl.Manager, store webhook.ConfigSource, served *probe.Serve
 		Cached:   mgr.GetClient(),
 		Direct:   mgr.GetAPIReader(),
 		Prober:   &probe.Prober{Endpoints: probe.SliceEndpoints{Reader: mgr.GetAPIReader()}},
-		Reporter: &probe.Reporter{Metrics: metrics.NewProbe(ctrlmetrics.Registry)},
+		Reporter: &probe.Reporter{Metrics: m},
+		Publisher: &probe.Publisher{Client: reportClient,
+			Writes: func(result string) { m.ReportWrites.WithLabelValues(result).Inc() }},
 		Interval: interval,
 		Log:      log,
 	})

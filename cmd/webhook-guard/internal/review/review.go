@@ -53,6 +53,9 @@ type Result struct {
 	DroppedResults int `json:"droppedResults,omitempty"`
 	// AuditLog says what the audit log held, when one was read.
 	AuditLog *auditlog.Summary `json:"auditLog,omitempty"`
+	// TrustPaths is the guard's last probe round, when it published one
+	// (and no decision filter is set).
+	TrustPaths *TrustPaths `json:"trustPaths,omitempty"`
 }
 
 // Filter keeps the findings of one mapping, one decision, and last seen at
@@ -67,11 +70,16 @@ type Filter struct {
 var Decisions = []string{string(policy.OutcomeDeny), string(policy.OutcomeAudit), string(policy.OutcomeBreakGlass), records.DecisionFlapping}
 
 // FromReports is the review of the guard's ClusterReports: one finding per
-// result of a report of source webhook-guard, filtered and sorted.
+// result of a report of source webhook-guard, filtered and sorted, and the
+// trust paths of the prober's report.
 func FromReports(reports []reportsv1alpha1.ClusterReport, filter Filter) Result {
 	res := Result{Findings: []Finding{}}
 	for _, rep := range reports {
 		if rep.Source != records.Source {
+			continue
+		}
+		if rep.Name == records.TrustPathsReport {
+			res.TrustPaths = trustPathsOf(rep, filter)
 			continue
 		}
 		dropped, _ := strconv.Atoi(rep.Annotations[records.AnnotationDroppedResults])

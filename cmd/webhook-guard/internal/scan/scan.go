@@ -75,8 +75,8 @@ type Options struct {
 	PolicyAnchor string
 }
 
-// Run scans the cluster: the health checks, the mappings of cfg (nil: none)
-// and the policy anchor. Findings are sorted, fail first. An error means
+// Run scans the cluster: the health checks, the mappings of cfg (nil: none),
+// the policy anchor and the guard's last trust path probes. Findings are sorted, fail first. An error means
 // the cluster could not be read.
 func Run(ctx context.Context, c client.Client, cfg *policy.Mappings, o Options) (Result, error) {
 	res := Result{Findings: []Finding{}}
@@ -101,6 +101,7 @@ func Run(ctx context.Context, c client.Client, cfg *policy.Mappings, o Options) 
 		return res, err
 	}
 	res.Findings = append(res.Findings, anchor...)
+	res.Findings = append(res.Findings, scanTrustPaths(ctx, c, o)...)
 	res.finish()
 	return res, nil
 }

@@ -1,0 +1,46 @@
+package records
+
+import "time"
+
+// The trust-path report: the leader's prober keeps one ClusterReport with
+// one result per guarded trust path (a webhook entry, a CRD's conversion
+// webhook, an APIService), so that `review` and `scan`, which read the
+// cluster and not the guard's metrics, show beside the denials whether
+// kube-apiserver's calls verify. Unlike the decision reports it holds
+// state, not counts: each write replaces its results whole.
+const (
+	// TrustPathsReport is the report's name.
+	TrustPathsReport = Source + ".trust-paths"
+	// RuleTrustPath is the rule of its results.
+	RuleTrustPath = "trust-path"
+	// CategoryTrustPath groups its results in a report UI.
+	CategoryTrustPath = "Trust path"
+	// AnnotationProbedAt is the RFC 3339 time of the round the report
+	// holds; the prober rewrites the report at least every
+	// TrustPathsRefresh, so an older time means nothing probes.
+	AnnotationProbedAt = "webhook-guard.io/probed-at"
+)
+
+// TrustPathsRefresh is the longest time between two writes of the
+// trust-path report while the leader probes; a reader takes a report
+// older than two of them for a prober that stopped.
+const TrustPathsRefresh = 5 * time.Minute
+
+// Properties of a trust-path result, besides PropConfiguration (Kind/name),
+// PropWebhook and PropMapping.
+const (
+	// PropReason is the probe's failure reason (unknown-authority, expired,
+	// name-mismatch, unreachable, no-endpoints, no-ca-bundle); absent when
+	// the path verified.
+	PropReason = "reason"
+	// PropEndpoint is the address that failed.
+	PropEndpoint = "endpoint"
+	// PropFailurePolicy is the entry's failurePolicy (Fail for a CRD and an
+	// APIService): with Ignore a broken path skips the webhook instead of
+	// failing the request.
+	PropFailurePolicy = "failurePolicy"
+	// PropSince is the RFC 3339 time the path's verdict (and reason) began.
+	PropSince = "since"
+	// PropDetail is the probe's error, cut short.
+	PropDetail = "detail"
+)
