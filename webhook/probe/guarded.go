@@ -2,11 +2,13 @@ package probe
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -135,4 +137,30 @@ func decodeBundle(s string) []byte {
 		return []byte(s)
 	}
 	return b
+}
+
+// ObjectPaths are the trust paths of an object of any guarded kind, read
+// whole (as a review or a manifest carries it); none when no mapping
+// claims it.
+func ObjectPaths(cfg *policy.Mappings, u *unstructured.Unstructured) ([]TrustPath, error) {
+	switch kind := policy.GuardedKind(u.GetKind()); kind {
+	case policy.KindValidating:
+		var c admv1.ValidatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", kind, u.GetName(), err)
+		}
+		return ValidatingPaths(cfg, &c), nil
+	case policy.KindMutating:
+		var c admv1.MutatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", kind, u.GetName(), err)
+		}
+		return MutatingPaths(cfg, &c), nil
+	case policy.KindCRD, policy.KindAPIService:
+		if p, ok := TrustObjectPath(cfg, kind, u); ok {
+			return []TrustPath{p}, nil
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("kind %q has no trust path (want one of the four guarded kinds)", u.GetKind())
 }

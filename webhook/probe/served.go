@@ -2,6 +2,9 @@ package probe
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -108,4 +111,45 @@ func (p servedPath) check(caBundle []byte, now time.Time) verdict {
 		}
 	}
 	return verdict{verified: true}
+}
+
+// StoreChain adds a chain read from a file (PEM, leaf first) as what
+// path's endpoints serve, named where in the detail of a failed check:
+// `check --served-chain` decides a write offline against it as admission
+// does against a probe round. The chain is kept within the prober's
+// default bounds, as a handshake's is.
+func (s *Served) StoreChain(path TrustPath, where string, pemChain []byte) error {
+	var raw [][]byte
+	for rest := pemChain; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if block.Type == "CERTIFICATE" {
+			raw = append(raw, block.Bytes)
+		}
+	}
+	if len(raw) == 0 {
+		return errors.New("holds no PEM CERTIFICATE block")
+	}
+	for i, der := range raw {
+		if _, err := x509.ParseCertificate(der); err != nil {
+			return fmt.Errorf("certificate %d of %d does not parse: %w", i+1, len(raw), err)
+		}
+	}
+	chain := keep(raw, DefaultMaxCerts, DefaultMaxChainSize)
+	if len(chain.certs) < len(raw) {
+		return fmt.Errorf("%d certificates, over the prober's bounds (%d certificates, %d bytes of DER)", len(raw), DefaultMaxCerts, DefaultMaxChainSize)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byKey == nil {
+		s.byKey = map[Key]servedPath{}
+	}
+	p := s.byKey[path.Key()]
+	p.serverName = path.serverName()
+	p.endpoints = append(p.endpoints, servedAt{addr: where, chain: chain})
+	s.byKey[path.Key()] = p
+	s.verdicts = nil
+	return nil
 }

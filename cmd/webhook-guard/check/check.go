@@ -11,7 +11,9 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
+	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
 // Options are check's flags.
@@ -21,6 +23,8 @@ type Options struct {
 	Source      cmdutil.ConfigSource
 	ReviewPath  string
 	ObjectsPath string
+	// ServedChains are --served-chain's [ENTRY=]FILE values.
+	ServedChains []string
 	// Output is table (a summary), json or yaml.
 	Output string
 	// GuardServiceAccount is serve's --policy-guard-service-account.
@@ -34,7 +38,7 @@ type Options struct {
 func NewCmdCheck(ctx context.Context, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "check --config guard.yaml|--values values.yaml --review review.json [--objects objects.yaml] [-o table|json|yaml]",
+		Use:   "check --config guard.yaml|--values values.yaml --review review.json [--objects objects.yaml] [--served-chain [ENTRY=]chain.pem]... [-o table|json|yaml]",
 		Short: "Evaluate one AdmissionReview offline against a GuardConfig",
 		Long: `Evaluate one AdmissionReview (JSON or YAML) against a GuardConfig, without a
 cluster, through the same decoder and decision as 'serve'. CA sources
@@ -42,12 +46,26 @@ resolve against the Secrets, ConfigMaps and cert-manager objects in
 --objects; one that cannot be read (missing, or holding garbage) is decided
 as the server decides it: caBundle changes are denied (ca-unavailable).
 
+--served-chain decides the write as the server does after a probe round
+that found the entry's endpoint serving the chain in the file (PEM, leaf
+first): a caBundle the write sets that does not verify it gets the
+server's warning, or with the mapping's verifyServing: deny is refused
+(serving-unverified). ENTRY= names one entry of the reviewed object (for a
+CRD "conversion", for an APIService "service"); without it the chain is
+every entry's. The chain is verified for the name kube-apiserver uses (the
+entry's URL host, or <service>.<namespace>.svc), at the current time.
+
 Exit codes: 0 allowed (audit warnings included), 1 denied, 2 invalid input
 (a malformed review, config or objects file; -o json still prints the
 server's 400 answer).`,
 		Example: `  # Decide a sample review against a sample GuardConfig, its CAs from objects.yaml
   webhook-guard check --config config/samples/guard-koordinator.yaml \
     --objects config/samples/objects.yaml --review config/samples/reviews/owner.json
+
+  # Would this write break kube-apiserver's calls? Check it against the chain
+  # the endpoint serves (openssl s_client -showcerts, or the Secret's tls.crt)
+  webhook-guard check --config guard.yaml --objects objects.yaml --review review.json \
+    --served-chain vpod.koordinator.sh=served.pem
 
   # Print the AdmissionReview with the server's answer
   webhook-guard check --values values.yaml --review review.json -o yaml`,
@@ -57,6 +75,7 @@ server's 400 answer).`,
 	o.Source.AddFileFlags(cmd, " (this or --values is required)")
 	cmd.Flags().StringVar(&o.ReviewPath, "review", "", "AdmissionReview file, JSON or YAML (required).")
 	cmd.Flags().StringVar(&o.ObjectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, Certificates, Issuers and ClusterIssuers that CA sources resolve against.")
+	cmd.Flags().StringArrayVar(&o.ServedChains, "served-chain", nil, "[ENTRY=]FILE: the PEM chain (leaf first) the reviewed object's entry serves (every entry's without ENTRY=), as a probe would find it; repeatable.")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", cmdutil.OutputTable, "Output: table (a summary), json or yaml (the AdmissionReview with its response), the vocabulary of scan and review.")
 	cmd.Flags().StringVar(&o.GuardServiceAccount, "policy-guard-service-account", "", "As serve's flag: the guard's own service account (namespace/name), the one writer besides break-glass of policy mode's generated objects.")
 	return cmd
@@ -99,7 +118,15 @@ func (o *Options) Run(ctx context.Context) error {
 	if sa := o.GuardServiceAccount; sa != "" && o.admissionPolicyWriter == "" {
 		return cmdutil.Invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)
 	}
-	h, err := offline.NewHandler(cfg, objects, o.admissionPolicyWriter)
+	var serving policy.ServingCheck
+	if len(o.ServedChains) > 0 {
+		served, err := servedChains(o.ServedChains, cfg, body)
+		if err != nil {
+			return err
+		}
+		serving = webhook.ProbedServing{Served: served}
+	}
+	h, err := offline.NewHandler(cfg, objects, o.admissionPolicyWriter, serving)
 	if err != nil {
 		return err
 	}

@@ -18,10 +18,12 @@ import (
 // sources against objects. admissionPolicyWriter is the username of the
 // guard's own service account (serve --policy-guard-service-account), or
 // empty. A CA source in objects that holds garbage is cluster state,
-// decided (ca-unavailable) as the server decides it.
-func NewHandler(cfg *policy.Mappings, objects *Objects, admissionPolicyWriter string) (*webhook.Handler, error) {
+// decided (ca-unavailable) as the server decides it. serving is what the
+// entries' endpoints served (check --served-chain), or nil.
+func NewHandler(cfg *policy.Mappings, objects *Objects, admissionPolicyWriter string, serving policy.ServingCheck) (*webhook.Handler, error) {
 	return webhook.NewHandler(webhook.HandlerOptions{
 		Config:                webhook.StaticConfig{Config: cfg},
+		Serving:               serving,
 		CA:                    casource.New(objects, casource.Options{}),
 		AdmissionPolicyWriter: admissionPolicyWriter,
 		Log:                   logr.Discard(),

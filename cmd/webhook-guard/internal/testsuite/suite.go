@@ -135,7 +135,7 @@ func suiteHandler(configPath, objectsPath string) (*webhook.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return offline.NewHandler(cfg, objects, "")
+	return offline.NewHandler(cfg, objects, "", nil)
 }
 
 // runCase decides one case; its errors continue "tests[i]".
