@@ -29,15 +29,16 @@ import (
 // HTTPS endpoint, as the real kube-apiserver stores it, and verifies the
 // served certificate against the stored caBundle: the gauge is 1 while
 // the bundle verifies it, and falls to 0 with reason unknown-authority
-// once the server switches to a leaf under another CA, when
-// kube-apiserver's own calls to the entry fail with x509's unknown
-// authority. The owner's write of
-// a bundle that does not verify the served leaf is warned about (from the
-// last probe, no dial inside admission); its write of one that does is
-// not, and the gauge is 1 again. A leaf for another name and an endpoint
-// where nothing listens are reported name-mismatch and unreachable. With
-// verifyServing: deny, the write that would have been warned about is
-// refused (serving-unverified) and a verifying one passes.
+// within two rounds once the server switches to a leaf under another CA,
+// when kube-apiserver's own calls to the entry fail with x509's unknown
+// authority. The round is published as the trust-path report, which
+// review and scan show. The owner's write of a bundle that does not verify
+// the served leaf is warned about (from the last probe, no dial inside
+// admission); its write of one that does is not, and the gauge is 1 again
+// within two rounds. A leaf for another name and an endpoint where nothing
+// listens are reported name-mismatch and unreachable. With verifyServing:
+// deny, the write that would have been warned about is refused
+// (serving-unverified) and a verifying one passes.
 func TestTrustPathProbe(t *testing.T) {
 	t.Parallel()
 	cfg := guardConfig()
@@ -101,9 +102,11 @@ func TestTrustPathProbe(t *testing.T) {
 	}
 	current.Store(keyPair(other))
 	unknown := map[string]string{"kind": entry["kind"], "configuration": enforcedName, "webhook": entry["webhook"], "reason": "unknown-authority"}
-	waitForProbe(t, f.env.Guard, "the gauge falls to 0 with reason unknown-authority once another CA signs the served leaf", func(m framework.Metrics) bool {
-		return m.Sum("webhook_guard_trust_path_verified", entry) == 0 && m.Sum("webhook_guard_trust_path_probe_failures_total", unknown) >= 1
-	})
+	m := afterTwoRounds(t, f.env.Guard)
+	if m.Sum("webhook_guard_trust_path_verified", entry) != 0 || m.Sum("webhook_guard_trust_path_probe_failures_total", unknown) < 1 {
+		t.Fatalf("two rounds (two intervals) after another CA signs the served leaf, want the gauge at 0 with reason unknown-authority; the series are\n%s%s",
+			m.Series("webhook_guard_trust_path_verified"), m.Series("webhook_guard_trust_path_probe_failures_total"))
+	}
 	if err := kubeAPIServerCall(ctx, f); err == nil || !strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
 		t.Fatalf("kube-apiserver's own call to the entry once another CA signs the served leaf: want an x509 unknown-authority failure, got %v", err)
 	}
@@ -176,11 +179,9 @@ func TestTrustPathProbe(t *testing.T) {
 	if w := framework.Containing(f.owner.Warnings.Take(), "does not verify the certificate"); len(w) != 0 {
 		t.Errorf("the owner's write of a bundle that verifies the served leaf warned: %q", w)
 	}
-	cleared := time.Now()
-	waitForProbe(t, f.env.Guard, "the owner's verifying write clears the gauge", func(m framework.Metrics) bool {
-		return m.Sum("webhook_guard_trust_path_verified", entry) == 1
-	})
-	t.Logf("the gauge was 1 again %s after the owner's verifying write (probe interval 1s)", time.Since(cleared).Round(time.Millisecond))
+	if m := afterTwoRounds(t, f.env.Guard); m.Sum("webhook_guard_trust_path_verified", entry) != 1 {
+		t.Fatalf("two rounds after the owner's verifying write, want the gauge at 1; the series are\n%s", m.Series("webhook_guard_trust_path_verified"))
+	}
 	framework.Eventually(t, 20*time.Second, "the trust-path report shows the entry verified", func() bool {
 		_, failing := trustPathReasons(t, f)[enforcedName+"/"+vwc.Webhooks[0].Name]
 		return !failing
@@ -237,6 +238,25 @@ func kubeAPIServerCall(ctx context.Context, f *fixture) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-call-", Labels: map[string]string{"probe-e2e": "call"}}}
 	_, err := f.env.AdminKube.CoreV1().ConfigMaps(appNamespace).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	return err
+}
+
+// afterTwoRounds scrapes the guard until the leader has completed two
+// more probe rounds than when it was called, and returns that scrape.
+// Called right after a change, it returns what the first round that surely
+// started after the change reported (the next one may have been under way
+// already): a change the probe sees within two intervals is in it.
+func afterTwoRounds(t *testing.T, g *framework.Guard) framework.Metrics {
+	t.Helper()
+	const rounds = "webhook_guard_trust_path_probe_rounds_total"
+	start := g.Metrics(t).Sum(rounds, nil)
+	var m framework.Metrics
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if m = g.Metrics(t); m.Sum(rounds, nil) >= start+2 {
+			return m
+		}
+	}
+	t.Fatalf("the leader did not complete two probe rounds within 20s (from %v, now %v)", start, m.Sum(rounds, nil))
+	return m
 }
 
 // waitForProbe scrapes the guard until ok holds, for at most ten probe

@@ -309,6 +309,9 @@ type Probe struct {
 	// ClusterReport by result: created | updated | unchanged (a round that
 	// changed no verdict: nothing written) | not-installed | error.
 	ReportWrites *prometheus.CounterVec
+	// Rounds counts the leader's completed probe rounds: a rate of 0 is a
+	// prober that stopped, and a test can tell which round saw a change.
+	Rounds prometheus.Counter
 }
 
 // NewProbe creates the prober's collectors and registers them with reg.
@@ -323,8 +326,10 @@ func NewProbe(reg prometheus.Registerer) *Probe {
 		ReportWrites: counterVec("webhook_guard_trust_path_report_writes_total",
 			"Rounds of the leader's prober by what they did to the trust-path ClusterReport (created, updated, unchanged, not-installed, error).",
 			"result"),
+		Rounds: counter("webhook_guard_trust_path_probe_rounds_total",
+			"Probe rounds the leader completed and reported (every guarded entry probed once each)."),
 	}
-	reg.MustRegister(m.Verified, m.Failures, m.ReportWrites)
+	reg.MustRegister(m.Verified, m.Failures, m.ReportWrites, m.Rounds)
 	return m
 }
 

@@ -90,6 +90,7 @@ func Test_everySeries(t *testing.T) {
 		"webhook_guard_webhook_service_ready_endpoints":           {"kind", "configuration", "webhook", "service_namespace", "service_name"},
 		"webhook_guard_report_writes_total":                       {"result"},
 		"webhook_guard_trust_path_report_writes_total":            {"result"},
+		"webhook_guard_trust_path_probe_rounds_total":             nil,
 		"webhook_guard_events_total":                              {"reason"},
 		"webhook_guard_report_results_dropped_total":              nil,
 		"webhook_guard_report_results_abandoned_total":            {"reason"},

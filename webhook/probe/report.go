@@ -14,7 +14,8 @@ type Reporter struct {
 	last    map[Key]struct{}
 }
 
-// Report records one round: results must hold every guarded path.
+// Report records one round (results must hold every guarded path) and
+// counts it.
 func (r *Reporter) Report(results []Result) {
 	now := make(map[Key]struct{}, len(results))
 	for _, res := range results {
@@ -36,4 +37,5 @@ func (r *Reporter) Report(results []Result) {
 		r.Metrics.Failures.DeletePartialMatch(prometheus.Labels{"kind": k.Kind, "configuration": k.Configuration, "webhook": k.Webhook})
 	}
 	r.last = now
+	r.Metrics.Rounds.Inc()
 }
