@@ -216,9 +216,10 @@ func policyWrites(t testing.TB, g *framework.Guard) float64 {
 
 // TestPolicyModeEnforces shows policy mode enforcing on the real API
 // server: the non-owner, the foreign CA and the non-owner DELETE are denied
-// by the generated policy; in audit the client receives the warning.
+// by the generated policy; in audit the client receives the warning. The
+// guard probes the guarded entries as in the static shape.
 func TestPolicyModeEnforces(t *testing.T) {
-	f := newFixture(t, policyOptions())
+	f := newFixture(t, policyOptions("--probe-interval=1s"))
 	ctx := t.Context()
 	waitPolicyActive(t, f)
 	policyEnforced, policyAudited := vap.PolicyName(enforcedMapping), vap.PolicyName(auditedMapping)
@@ -345,6 +346,18 @@ func TestPolicyModeEnforces(t *testing.T) {
 		requirePolicyDenied(t, err, policyEnforced, `of MutatingWebhookConfiguration "enforced-webhooks"`, "not-owner")
 		if _, err := f.owner.SetCABundle(ctx, framework.Mutating, enforcedName, f.ownerCA.PEM); err != nil {
 			t.Fatalf("the owner writing its CA into the mutating configuration was rejected: %v", err)
+		}
+	})
+
+	t.Run("the policy shape's guard probes the guarded entries and exports the same series", func(t *testing.T) {
+		// The framework's entries call a URL where nothing listens.
+		for _, kind := range []framework.Kind{framework.Validating, framework.Mutating} {
+			failed := map[string]string{"kind": string(kind), "configuration": enforcedName, "reason": "unreachable"}
+			waitForProbe(t, f.env.Guard, string(kind)+" "+enforcedName+" is reported unreachable", func(m framework.Metrics) bool {
+				return m.Sum("webhook_guard_trust_path_probe_failures_total", failed) >= 1 &&
+					m.Sum("webhook_guard_trust_path_verified", map[string]string{"kind": string(kind), "configuration": enforcedName}) == 0 &&
+					strings.Contains(m.Series("webhook_guard_trust_path_verified"), enforcedName)
+			})
 		}
 	})
 }
