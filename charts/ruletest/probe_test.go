@@ -91,3 +91,41 @@ func Test_trustPathBrokenFires(t *testing.T) {
 		t.Errorf("firing for %v, want %v", firing, want)
 	}
 }
+
+// Test_recordWriteErrorsFiresForTheTrustPathReport:
+// WebhookGuardRecordWriteErrors fires when the leader cannot write the
+// trust-path report, as it does for the decision reports, and not while
+// its writes succeed.
+func Test_recordWriteErrorsFiresForTheTrustPathReport(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	metrics.NewProbe(reg).ReportWrites.WithLabelValues("error").Inc()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string // the counter the guard exports
+	for _, f := range families {
+		if strings.Contains(f.GetName(), "report_writes") {
+			name = f.GetName()
+		}
+	}
+	for result, wantFiring := range map[string]bool{"error": true, "updated": false} {
+		t.Run(result, func(t *testing.T) {
+			storage := promqltest.LoadedStorage(t, fmt.Sprintf("load 1m\n  %s{result=%q} 0+1x%d\n", name, result, int(evalFor/time.Minute)+5))
+			engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
+			rule := alertingRule(t, renderedRules(t), "WebhookGuardRecordWriteErrors")
+			fired := false
+			for at := time.Duration(0); at <= evalFor; at += time.Minute {
+				if _, err := rule.Eval(t.Context(), 0, start.Add(at), rules.EngineQueryFunc(engine, storage), nil, 0); err != nil {
+					t.Fatalf("evaluating at %s: %v", at, err)
+				}
+				for _, a := range rule.ActiveAlerts() {
+					fired = fired || a.State == rules.StateFiring
+				}
+			}
+			if fired != wantFiring {
+				t.Errorf("with %s{result=%q} rising, fired = %t, want %t", name, result, fired, wantFiring)
+			}
+		})
+	}
+}
