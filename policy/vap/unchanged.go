@@ -1,6 +1,9 @@
 package vap
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The early exit of an ordinary write.
 //
@@ -18,10 +21,50 @@ import "fmt"
 // where the part checks entries, a write that changes an entry, the
 // pointer, or a caBundle to anything but the CA) evaluates the policy whole.
 //
+// The same holds for a writer's rotation when every stored entry holds one
+// caBundle K (uniformRotation): each entry that becomes K, the CA, or K
+// followed by the CA passes the rotation rule, so cainjector's merge of
+// the new CA into every entry is skipped too, after one pass over each
+// object, instead of a lookup of every entry in the stored object.
+//
 // Each part skips on what its own rules read: partOwner (not-owner, the
 // entry rules, the pointer) on names and the pointer, and never on a CA;
 // partCA (caBundles only) on every caBundle being the CA, without reading
-// the stored object; partAll on both.
+// the stored object; partAll on both, and on a uniform rotation.
+
+// bundleOf is CEL for the caBundle of entry e as base64 text ("" when
+// absent).
+func bundleOf(e string) string {
+	return fmt.Sprintf(`(has(%[1]s.clientConfig) && has(%[1]s.clientConfig.caBundle) ? string(%[1]s.clientConfig.caBundle) : "")`, e)
+}
+
+// uniformRotation is CEL that is true when every stored entry holds the
+// same caBundle K (the common case: one writer wrote them all) and every
+// entry of the request's object holds K, the CA, or K followed by the CA
+// as a merging writer writes it: each entry then passes the rotation rule
+// (unchanged, current, or merged; mergedAfterOf), and the check costs a
+// pass over each list and one merged text, not a lookup of every entry in
+// the stored object (which grows with the square of the entries, and put
+// cainjector's merge of a few hundred entries over kube-apiserver's cost
+// limit). "false" when the CA literal is unknown. Only for a literal CA:
+// a param's shifted texts would be computed in CEL on every write.
+func (r rotation) uniformRotation() string {
+	if len(r.ca.PEM) == 0 {
+		return "false"
+	}
+	keepsOrCurrent := `object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ca])`
+	merge := "false"
+	if strings.HasPrefix(string(r.ca.PEM), pemHeader) {
+		// The merged text: K's whole groups, then the CA as it continues
+		// K's last group (mergedAfterOf).
+		q := `(size(k) / 4 * 3 - (k.endsWith("==") ? 2 : k.endsWith("=") ? 1 : 0))`
+		merged := fmt.Sprintf(`k.substring(0, %[1]s / 3 * 4) + (%[1]s %% 3 == 0 ? ca : %[1]s %% 3 == 1 ? %[2]s : %[3]s)`,
+			q, CELString("Ci0t"+shiftedText(r.ca.PEM, 2)), CELString("LQot"+shiftedText(r.ca.PEM, 1)))
+		merge = `k != "" && ` + endsWithFooter("k") + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ca, m]))`
+	}
+	return `size(oldObject.webhooks) > 0 && [` + CELString(r.literal()) + `].all(ca, [` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +
+		`oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && (` + keepsOrCurrent + ` || ` + merge + `)))`
+}
 
 // sameEntryNames is CEL that is true for an UPDATE that keeps every entry's
 // name and position.
@@ -58,7 +101,8 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 	case partOwner:
 		keeps = sameEntryNames + m.samePointer()
 	default:
-		keeps = sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` + sameBundles + `)` + m.samePointer()
+		keeps = sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +
+			m.rotation.uniformRotation() + ` || ` + sameBundles + `)` + m.samePointer()
 	}
 	return `!((` + keeps + `) && (` + isWriter + `))`, true
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -41,6 +42,10 @@ func Test_writerKeepsTrust(t *testing.T) {
 		"if a writer keeps the CA in every entry, allow": {r: update(writer, both, both)},
 		"if a writer keeps merged caBundles, allow": {
 			r: update(writer, []entry{{a, merged}, {b, merged}}, []entry{{a, merged}, {b, merged}})},
+		"if a writer merges the CA after the stored bundle in every entry, allow": {
+			r: update(writer, []entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, merged}, {b, merged}})},
+		"if a writer merges a foreign CA after the stored bundle in every entry, deny ca-mismatch": {
+			r: update(writer, []entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, append(slices.Clone(old.PEM), foreign.PEM...)}, {b, append(slices.Clone(old.PEM), foreign.PEM...)}}), deny: "ca-mismatch"},
 		"if a writer writes the CA over a foreign caBundle, allow": {
 			r: update(writer, []entry{{a, foreign.PEM}, {b, cur.PEM}}, both)},
 		"if a non-writer keeps every caBundle, deny not-owner": {r: update(intruder, both, both), deny: "not-owner"},
@@ -74,5 +79,51 @@ func Test_writerKeepsTrust(t *testing.T) {
 				assert.Contains(t, msgs[0], c.deny)
 			})
 		}
+	}
+}
+
+// Test_writerKeepsTrust_skips: which writes the matchCondition skips (the
+// policy's validations are replaced by one that always denies, so a write
+// is denied exactly when it is not skipped). A write that leaves every
+// entry alone, and a uniform merge, replace or keep of the stored caBundle
+// are skipped; a merge of a foreign CA, a bundle that is not the stored
+// one followed by the CA, and a write that does not keep every stored
+// caBundle alike are evaluated whole.
+func Test_writerKeepsTrust_skips(t *testing.T) {
+	cur, old, foreign := testpki.MustCA(t, "skips-current-ca"), testpki.MustCA(t, "skips-old-ca"), testpki.MustCA(t, "skips-foreign-ca")
+	merged := append(slices.Clone(old.PEM), cur.PEM...)
+	writer := &user.DefaultInfo{Name: "system:serviceaccount:app-system:controller"}
+	a, b := "a.app.io", "b.app.io"
+	update := func(was, is []entry) vaptest.Request {
+		return vaptest.Request{Operation: admission.Update, Name: "app", User: writer, Old: parityObject("app", nil, was), Object: parityObject("app", nil, is)}
+	}
+	cases := map[string]struct {
+		r       vaptest.Request
+		skipped bool
+	}{
+		"if the write leaves every entry as stored": {
+			r: update([]entry{{a, merged}, {b, merged}}, []entry{{a, merged}, {b, merged}}), skipped: true},
+		"if the writer merges the CA after the stored bundle in every entry": {
+			r: update([]entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, merged}, {b, merged}}), skipped: true},
+		"if the writer merges one entry and writes the CA alone in the other": {
+			r: update([]entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, merged}, {b, cur.PEM}}), skipped: true},
+		"if the writer merges a foreign CA": {
+			r: update([]entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, append(slices.Clone(old.PEM), foreign.PEM...)}, {b, old.PEM}})},
+		"if the merged bundle does not start with the stored one": {
+			r: update([]entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, append(slices.Clone(foreign.PEM), cur.PEM...)}, {b, merged}})},
+		"if the stored caBundles differ and one entry is merged": {
+			r: update([]entry{{a, old.PEM}, {b, foreign.PEM}}, []entry{{a, merged}, {b, foreign.PEM}})},
+	}
+	objs, err := Generate(Input{Config: load(t, nonWriterConfig), CAs: map[string]CA{"app": {PEM: cur.PEM, Source: paritySource}}})
+	require.NoError(t, err)
+	require.Len(t, objs.Policies, 1)
+	p := objs.Policies[0].DeepCopy()
+	p.Spec.Validations = []admv1.Validation{{Expression: "false", Message: "evaluated"}}
+	v, err := vaptest.Compile(p)
+	require.NoError(t, err)
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, !c.skipped, len(v.Validate(t.Context(), c.r)) > 0, "evaluated")
+		})
 	}
 }
