@@ -94,18 +94,31 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	var keeps string
+	skip := func(keeps string) string { return `!((` + keeps + `) && (` + isWriter + `))` }
 	switch part {
 	case partCA:
-		keeps = allBundlesAre(m.rotation.caExpression(part))
+		return skip(allBundlesAre(m.rotation.caExpression(part))), true
 	case partOwner:
-		keeps = sameEntryNames + m.samePointer()
-	default:
-		keeps = sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +
-			m.rotation.uniformRotation() + ` || ` + sameBundles + `)` + m.samePointer()
+		return skip(sameEntryNames + m.samePointer()), true
 	}
-	return `!((` + keeps + `) && (` + isWriter + `))`, true
+	keeps := func(uniform string) string {
+		return sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +
+			uniform + ` || ` + sameBundles + `)` + m.samePointer()
+	}
+	// The uniform rotation holds the CA three times more (as it is and
+	// shifted by one and two bytes): with a CA so large that the expression
+	// would pass kube-apiserver's limit, the policy goes without it rather
+	// than be refused.
+	if cond := skip(keeps(m.rotation.uniformRotation())); len(cond) <= maxExpressionCodePoints {
+		return cond, true
+	}
+	return skip(keeps("false")), true
 }
+
+// maxExpressionCodePoints is the longest CEL expression kube-apiserver
+// accepts in a policy, in code points ("expression code point size exceeds
+// limit"); the generated expressions are ASCII, so bytes.
+const maxExpressionCodePoints = 100000
 
 // samePointer requires the CA pointer unchanged under injectedByCertManager.
 func (m mappingPolicy) samePointer() string {

@@ -2,6 +2,7 @@ package vap
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -124,6 +125,32 @@ func Test_writerKeepsTrust_skips(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, !c.skipped, len(v.Validate(t.Context(), c.r)) > 0, "evaluated")
+		})
+	}
+}
+
+// Test_writerKeepsTrust_bigCA: a CA so large that the uniform rotation
+// would take the matchCondition past kube-apiserver's expression limit is
+// left out of it, so the policy is not refused for it.
+func Test_writerKeepsTrust_bigCA(t *testing.T) {
+	ca := testpki.MustCA(t, "big-ca")
+	var big []byte
+	for len(big) < 30000 {
+		big = append(big, ca.PEM...)
+	}
+	for name, c := range map[string]struct {
+		pem         []byte
+		wantUniform bool
+	}{"a CA of one certificate": {ca.PEM, true}, "a CA of 30 KB": {big, false}} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := Generate(Input{Config: load(t, nonWriterConfig), CAs: map[string]CA{"app": {PEM: c.pem, Source: paritySource}}})
+			require.NoError(t, err)
+			var cond string
+			for _, mc := range objs.Policies[0].Spec.MatchConditions {
+				assert.LessOrEqual(t, len(mc.Expression), maxExpressionCodePoints, mc.Name)
+				cond += mc.Expression
+			}
+			assert.Equal(t, c.wantUniform, strings.Contains(cond, "].all(k, "), "the uniform rotation is in the matchCondition")
 		})
 	}
 }
