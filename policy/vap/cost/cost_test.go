@@ -1,0 +1,156 @@
+package cost
+
+import (
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/webhook-guard/webhook-guard/hack/testpki"
+	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/policy/vap/vaptest"
+)
+
+const config = `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+owners:
+  - name: app
+    mode: enforce
+    match: {validating: [app]}
+    writers: {serviceAccounts: [cert-manager/cert-manager-cainjector]}
+    ca: {secret: {namespace: app-system, name: app-ca}}
+`
+
+var cainjector = &user.DefaultInfo{Name: "system:serviceaccount:cert-manager:cert-manager-cainjector"}
+
+// configuration is the validating configuration "app" with n entries,
+// entry i holding bundles[i % len(bundles)].
+func configuration(n int, bundles ...[]byte) *unstructured.Unstructured {
+	hooks := make([]any, n)
+	for i := range hooks {
+		hooks[i] = map[string]any{"name": fmt.Sprintf("w%d.app.io", i), "clientConfig": map[string]any{
+			"url": "https://app.example/validate", "caBundle": base64.StdEncoding.EncodeToString(bundles[i%len(bundles)])}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind":       "ValidatingWebhookConfiguration",
+		"metadata":   map[string]any{"name": "app"},
+		"webhooks":   hooks,
+	}}
+}
+
+func Test_Check(t *testing.T) {
+	cfg, err := policy.Load([]byte(config))
+	require.NoError(t, err)
+	owner := testpki.MustCA(t, "app-ca")
+	previous := testpki.MustCA(t, "app-ca-previous")
+	uniform := [][]byte{owner.PEM}
+	// mixed: every other entry still holds the previous CA before the
+	// owner's, so a merge is not one bundle written into every entry.
+	mixed := [][]byte{owner.PEM, slices.Concat(previous.PEM, owner.PEM)}
+	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+	tests := map[string]struct {
+		entries int
+		bundles [][]byte
+		param   *guardapi.KeyRef
+		// refused is whether each of Writes is refused.
+		refused map[Write]bool
+		// costliest is the expression that costs most, per write.
+		costliest map[Write]string
+	}{
+		"if the configuration has 50 entries, no write comes near the limit": {
+			entries: 50, bundles: mixed, refused: map[Write]bool{Merge: false, Merged: false},
+			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "matchConditions[changes-trust]"},
+		},
+		"if every entry holds one bundle, the merge is skipped by the matchCondition, under the limit at 250 entries": {
+			entries: 250, bundles: uniform, refused: map[Write]bool{Merge: false, Merged: false},
+			costliest: map[Write]string{Merge: "matchConditions[changes-trust]", Merged: "matchConditions[changes-trust]"},
+		},
+		"if the entries hold different bundles, the merge of 200 is still under the limit": {
+			entries: 200, bundles: mixed, refused: map[Write]bool{Merge: false, Merged: false},
+			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "matchConditions[changes-trust]"},
+		},
+		"if the entries hold different bundles, the merge of 250 is over the limit and an ordinary write is not": {
+			entries: 250, bundles: mixed, refused: map[Write]bool{Merge: true, Merged: false},
+			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "matchConditions[changes-trust]"},
+		},
+		"if the CA Secret is the policy's param, its -ca policy pays both writes, the merge over the limit at 250 entries": {
+			entries: 250, bundles: uniform, param: param, refused: map[Write]bool{Merge: true, Merged: false},
+			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "variables.badWebhooks"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := New(cfg, "app", vap.CA{PEM: owner.PEM, Source: "Secret app-system/app-ca", Param: tc.param})
+			require.NoError(t, err)
+			rs, err := c.Check(t.Context(), configuration(tc.entries, tc.bundles...))
+			require.NoError(t, err)
+			require.Len(t, rs, len(Writes))
+			for _, r := range rs {
+				t.Logf("%d entries, %s: %s, %s in %s, total %d", tc.entries, r.Write, r, r.Expression, r.Policy, r.Total)
+				assert.Equal(t, tc.entries, r.Entries)
+				assert.Equal(t, tc.refused[r.Write], r.Refused(), r.Write)
+				assert.Equal(t, tc.refused[r.Write], r.Ratio() > 1, r.Write)
+				assert.Equal(t, tc.costliest[r.Write], r.Expression, r.Write)
+			}
+		})
+	}
+}
+
+// Test_Check_agreesWithKubeAPIServer: the write Check reports over the
+// limit is the one kube-apiserver's own engine, with its own limits,
+// refuses with "actual cost limit exceeded"; the one under it is admitted
+// (it is a valid rotation, not a denial that would cost less).
+func Test_Check_agreesWithKubeAPIServer(t *testing.T) {
+	cfg, err := policy.Load([]byte(config))
+	require.NoError(t, err)
+	owner := testpki.MustCA(t, "app-ca")
+	previous := testpki.MustCA(t, "app-ca-previous")
+	for entries, refused := range map[int]bool{50: false, 250: true} {
+		t.Run(fmt.Sprint(entries), func(t *testing.T) {
+			c, err := New(cfg, "app", vap.CA{PEM: owner.PEM, Source: "Secret app-system/app-ca"})
+			require.NoError(t, err)
+			stored := configuration(entries, owner.PEM, slices.Concat(previous.PEM, owner.PEM))
+			rs, err := c.Check(t.Context(), stored)
+			require.NoError(t, err)
+			require.Equal(t, refused, rs[0].Refused())
+
+			objs, err := vap.Generate(vap.Input{Config: cfg, CAs: map[string]vap.CA{"app": {PEM: c.newCA, Source: "Secret app-system/app-ca"}}})
+			require.NoError(t, err)
+			merged, err := merge(stored, c.newCA)
+			require.NoError(t, err)
+			var msgs []string
+			for _, p := range objs.Policies {
+				v, err := vaptest.Compile(p)
+				require.NoError(t, err)
+				msgs = append(msgs, v.Validate(t.Context(), vaptest.Request{Operation: admission.Update, Name: "app", User: cainjector, Object: merged, Old: stored,
+					Params: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app-system", Name: "app-ca"}}})...)
+			}
+			if !refused {
+				assert.Empty(t, msgs)
+				return
+			}
+			require.Len(t, msgs, 1)
+			assert.Contains(t, msgs[0], `composited variable "badWebhooks" fails to evaluate: operation cancelled: actual cost limit exceeded`)
+		})
+	}
+}
+
+func Test_NewCA(t *testing.T) {
+	for _, size := range []int{0, 538, 1200, 2000} {
+		ca, err := NewCA(size)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, len(ca), size)
+		assert.Less(t, len(ca), max(size, 600)*11/10, "a CA of the size class of %d bytes", size)
+	}
+}
