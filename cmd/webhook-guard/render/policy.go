@@ -3,14 +3,19 @@ package render
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
+	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
+	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/policy/vap/cost"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 )
@@ -50,7 +55,15 @@ source holds it, or the stored caBundle followed by it (cainjector's merge). Wit
 so that a rotation reaches kube-apiserver as it reaches the writer; whoever
 applies such a policy must be allowed to get every Secret. See docs/rotation.md
 and docs/concepts.md (the two shapes) for what the webhook enforces that this
-mode cannot.`,
+mode cannot.
+
+kube-apiserver checks no cost of a policy beforehand: an expression past its
+runtime limit is cancelled and the write refused. For each webhook
+configuration of --objects that a mapping owns, this runs the policies in
+kube-apiserver's own engine on the owner's costliest writes (a rotation's
+merge, every entry's caBundle followed by a new CA, and an ordinary write on
+the merged bundles) and prints each one's cost against the limit; a write
+kube-apiserver would refuse is an error, and the exit code is 1.`,
 		Example: `  # The policies and bindings of the sample mappings, CAs from objects.yaml
   webhook-guard render policy --config config/samples/guard-koordinator.yaml \
     --objects config/samples/objects.yaml
@@ -76,7 +89,7 @@ func (o *PolicyOptions) Validate() error { return nil }
 
 // Run resolves the CAs against --objects and prints the policies and
 // bindings; a CA that does not resolve is a warning on ErrOut.
-func (o *PolicyOptions) Run(ctx context.Context) error {
+func (o *PolicyOptions) Run(ctx context.Context) (err error) {
 	out, errOut := o.Out, o.ErrOut
 	cfg, err := o.Source.LoadRequired(ctx)
 	if err != nil {
@@ -111,7 +124,17 @@ func (o *PolicyOptions) Run(ctx context.Context) error {
 	for _, b := range objs.Bindings {
 		docs = append(docs, b)
 	}
+	costs, err := worstWrites(ctx, cfg, res.CAs, objects)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "# webhook-guard policy mode, generated from %s: %d mapping(s)\n", o.Source.Name(), len(cfg.Spec.Owners))
+	refused := printCosts(out, errOut, costs)
+	defer func() {
+		if refused > 0 && err == nil {
+			err = cmdutil.Denied()
+		}
+	}()
 	for _, d := range docs {
 		b, err := marshalClean(d)
 		if err != nil {
@@ -120,6 +143,61 @@ func (o *PolicyOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(out, "---\n%s", b)
 	}
 	return nil
+}
+
+// objectCost is what one of the owner's worst writes costs on one guarded
+// object of --objects.
+type objectCost struct {
+	mapping string
+	object  *unstructured.Unstructured
+	result  cost.Result
+}
+
+// printCosts prints each cost as a comment on out, and an error on errOut
+// for each write kube-apiserver would refuse; it returns how many.
+func printCosts(out, errOut io.Writer, costs []objectCost) int {
+	refused := 0
+	for _, c := range costs {
+		fmt.Fprintf(out, "# %s\n", cost.Describe(c.mapping, c.object, c.result))
+		if c.result.Refused() {
+			fmt.Fprintf(errOut, "error: %s\n", cost.Refusal(c.mapping, c.object, c.result))
+			refused++
+		}
+	}
+	return refused
+}
+
+// worstWrites runs the owner's worst writes (policy/vap/cost) on every
+// webhook configuration of objects that a mapping owns, in the policies
+// generated for it.
+func worstWrites(ctx context.Context, cfg *policy.Mappings, cas map[string]vap.CA, objects *offline.Objects) ([]objectCost, error) {
+	configurations, err := objects.WebhookConfigurations()
+	if err != nil {
+		return nil, err
+	}
+	checkers := map[string]*cost.Checker{}
+	var out []objectCost
+	for _, obj := range configurations {
+		m := cfg.Match(policy.GuardedKind(obj.GetKind()), obj.GetName(), obj.GetLabels())
+		if m.Owner == nil {
+			continue
+		}
+		c, ok := checkers[m.Owner.Name]
+		if !ok {
+			if c, err = cost.New(cfg, m.Owner.Name, cas[m.Owner.Name]); err != nil {
+				return nil, err
+			}
+			checkers[m.Owner.Name] = c
+		}
+		rs, err := c.Check(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("owners[%s]: %s %s: %w", m.Owner.Name, obj.GetKind(), obj.GetName(), err)
+		}
+		for _, r := range rs {
+			out = append(out, objectCost{mapping: m.Owner.Name, object: obj, result: r})
+		}
+	}
+	return out, nil
 }
 
 // marshalClean prints an object without the empty creationTimestamp and

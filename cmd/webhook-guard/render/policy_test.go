@@ -3,14 +3,17 @@ package render_test
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
@@ -136,4 +139,68 @@ func Test_renderPolicy_writeBudget(t *testing.T) {
 	out, warning := render(budgeted)
 	assert.Equal(t, "warning: owners[koordinator].writeBudget is not applied by the generated policies (their CEL keeps no state across requests); run the static shape to limit caBundle writes\n", warning)
 	assert.Equal(t, plain, out)
+}
+
+// koordinatorObjects is config/samples/objects.yaml with the validating
+// configuration koordinator owns, of n entries holding the owner's CA as
+// its Secret does (every other one twice: entries that hold different
+// bundles, whose merge the policy checks entry by entry), written to a
+// file of its own.
+func koordinatorObjects(t *testing.T, n int) string {
+	t.Helper()
+	raw, err := os.ReadFile(samples + "objects.yaml")
+	require.NoError(t, err)
+	var ca string
+	for doc := range strings.SplitSeq(string(raw), "\n---\n") {
+		var secret struct {
+			StringData map[string]string `json:"stringData"`
+		}
+		if strings.Contains(doc, "name: webhook-certs") {
+			require.NoError(t, yaml.Unmarshal([]byte(doc+"\n"), &secret))
+			ca = secret.StringData["ca.crt"]
+		}
+	}
+	require.NotEmpty(t, ca)
+	cfg := admv1.ValidatingWebhookConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}}
+	cfg.Name = "koord-validating-webhook-configuration"
+	for i := range n {
+		url := fmt.Sprintf("https://koord-manager.example/validate-%d", i)
+		cfg.Webhooks = append(cfg.Webhooks, admv1.ValidatingWebhook{Name: fmt.Sprintf("w%d.koordinator.sh", i), ClientConfig: admv1.WebhookClientConfig{URL: &url, CABundle: []byte(strings.Repeat(ca, 1+i%2))}})
+	}
+	doc, err := yaml.Marshal(cfg)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "objects.yaml")
+	require.NoError(t, os.WriteFile(path, slices.Concat(raw, []byte("\n---\n"), doc), 0o600))
+	return path
+}
+
+// Test_renderPolicy_cost: render policy prints what the owner's costliest
+// writes cost on each configuration of --objects, and refuses (exit 1,
+// an error naming the configuration, its entries and the limit) a
+// configuration kube-apiserver would refuse a rotation of.
+func Test_renderPolicy_cost(t *testing.T) {
+	tests := map[string]struct {
+		entries int
+		code    int
+		stderr  string
+	}{
+		"if a configuration has 3 entries, print what its owner's worst writes cost": {
+			entries: 3,
+		},
+		"if a configuration has 250 entries, its owner's merge is over kube-apiserver's limit: an error": {
+			entries: 250, code: cmdutil.ExitDenied,
+			stderr: "error: owners[koordinator]: ValidatingWebhookConfiguration koord-validating-webhook-configuration has 250 entries: " +
+				"kube-apiserver would refuse the owner's merge for its CEL cost (variables.badWebhooks in webhook-guard-koordinator costs 1440629, " +
+				"over kube-apiserver's limit of 1000000 per CEL expression); split the configuration into smaller ones, or guard it with the static shape\n",
+		},
+	}
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := app.Main([]string{"render", "policy", "--config", samples + "guard-koordinator.yaml", "--objects", koordinatorObjects(t, test.entries)}, &stdout, &stderr)
+			assert.Equal(t, test.code, code, stderr.String())
+			assert.Equal(t, test.stderr, stderr.String())
+			golden.Assert(t, filepath.Join("testdata", "render-policy", golden.Name(name)), stdout.Bytes())
+		})
+	}
 }

@@ -6,15 +6,19 @@ package offline
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -113,4 +117,28 @@ func (r *Objects) Get(_ context.Context, key client.ObjectKey, obj client.Object
 // List implements client.Reader; CA sources never list.
 func (r *Objects) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return errors.New("objects reader: list is not supported")
+}
+
+// WebhookConfigurations are the validating and mutating webhook
+// configurations of the stream, as kube-apiserver would hand them to a
+// policy (unstructured, a caBundle its base64 text), sorted by kind and
+// name.
+func (r *Objects) WebhookConfigurations() ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for key, obj := range r.objects {
+		if key.gvk.Group != "admissionregistration.k8s.io" || (key.gvk.Kind != "ValidatingWebhookConfiguration" && key.gvk.Kind != "MutatingWebhookConfiguration") {
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(key.gvk)
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int {
+		return cmp.Or(strings.Compare(a.GetKind(), b.GetKind()), strings.Compare(a.GetName(), b.GetName()))
+	})
+	return out, nil
 }
