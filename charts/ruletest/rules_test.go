@@ -33,10 +33,10 @@ var start = time.Unix(0, 0).UTC()
 const evalFor = 30 * time.Minute
 
 // renderedRules renders the chart's PrometheusRule with bin/helm (default
-// values, the rule enabled) and parses its groups the way Prometheus loads
+// values, the rule enabled, then the --set arguments set) and parses its groups the way Prometheus loads
 // a rule file: every expression and annotation template of every alert
 // must be valid.
-func renderedRules(t *testing.T) *rulefmt.RuleGroups {
+func renderedRules(t *testing.T, set ...string) *rulefmt.RuleGroups {
 	t.Helper()
 	helm, err := filepath.Abs(filepath.Join("..", "..", "bin", "helm"))
 	if err != nil {
@@ -46,9 +46,10 @@ func renderedRules(t *testing.T) *rulefmt.RuleGroups {
 		t.Fatalf("%s is missing: run make tools (hack/build-helm.sh builds helm from the Go module proxy)", helm)
 	}
 	home := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), helm, "template", "webhook-guard", filepath.Join("..", "webhook-guard"),
+	args := append([]string{"template", "webhook-guard", filepath.Join("..", "webhook-guard"),
 		"--namespace", "webhook-guard", "--kube-version", "1.37.0",
-		"--show-only", "templates/prometheusrule.yaml", "--set", "monitoring.prometheusRule.enabled=true")
+		"--show-only", "templates/prometheusrule.yaml", "--set", "monitoring.prometheusRule.enabled=true"}, set...)
+	cmd := exec.CommandContext(t.Context(), helm, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
 		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"))

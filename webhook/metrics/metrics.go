@@ -406,6 +406,17 @@ type PolicySync struct {
 	//   kind: ValidatingAdmissionPolicy | ValidatingAdmissionPolicyBinding
 	//   name: the object's name
 	Conflicts *prometheus.CounterVec
+	// WorstWriteCost is, for each webhook configuration a mapping names,
+	// what the costlier of its owner's worst writes (a rotation's merge, an
+	// ordinary write on merged bundles) costs kube-apiserver in the
+	// mapping's policies, as a share of kube-apiserver's CEL cost limit: at
+	// 1 kube-apiserver refuses the write. At the syncer's margin (0.8) the
+	// mapping's policies are written with failurePolicy Ignore.
+	//   mapping: the mapping
+	//   configuration: Kind/name of the configuration
+	// Set by the leader only; a series is deleted once its configuration
+	// is no longer guarded.
+	WorstWriteCost *prometheus.GaugeVec
 }
 
 // NewPolicySync creates the syncer's collectors, registers them with reg
@@ -431,8 +442,11 @@ func NewPolicySync(reg prometheus.Registerer) *PolicySync {
 		Conflicts: counterVec("webhook_guard_policy_apply_conflicts_total",
 			"Server-side apply conflicts of the guard's writes of its generated objects (another field manager changed a field the guard owns; the guard then applied with force), by mapping, kind and name.",
 			"mapping", "kind", "name"),
+		WorstWriteCost: gaugeVec("webhook_guard_policy_worst_write_cost_ratio",
+			"What the costlier of the owner's worst writes (a rotation's merge, an ordinary write on merged bundles) costs kube-apiserver in the mapping's generated policies, as a share of its CEL cost limit (1: refused), by mapping and configuration (Kind/name). Set by the leader only.",
+			"mapping", "configuration"),
 	}
-	reg.MustRegister(m.Writes, m.Syncs, m.Refusals, m.Refused, m.AnchorPresent, m.Conflicts)
+	reg.MustRegister(m.Writes, m.Syncs, m.Refusals, m.Refused, m.AnchorPresent, m.Conflicts, m.WorstWriteCost)
 	for _, k := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		for _, v := range []string{VerbCreate, VerbUpdate, VerbDelete} {
 			m.Writes.WithLabelValues(k, v)

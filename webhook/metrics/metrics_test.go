@@ -100,6 +100,7 @@ func Test_everySeries(t *testing.T) {
 		"webhook_guard_policy_mapping_refused":                    {"mapping"},
 		"webhook_guard_policy_anchor_present":                     {"anchor"},
 		"webhook_guard_policy_apply_conflicts_total":              {"mapping", "kind", "name"},
+		"webhook_guard_policy_worst_write_cost_ratio":             {"mapping", "configuration"},
 		"webhook_guard_trust_path_verified":                       {"kind", "configuration", "webhook"},
 		"webhook_guard_trust_path_probe_failures_total":           {"kind", "configuration", "webhook", "reason"},
 	}

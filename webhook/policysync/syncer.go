@@ -95,6 +95,13 @@ type Syncer struct {
 	// staticOnlyWarned are the "field/mapping" pairs logged as not
 	// applied by the policy shape (warnStaticOnly).
 	staticOnlyWarned map[string]bool
+	// costs are the last pass's cost checks (checkCosts), costSeries the
+	// {mapping, configuration} series of the cost gauge it set, and
+	// costly the mappings whose policies the pass writes with
+	// failurePolicy Ignore (relaxCostly).
+	costs      map[costKey]costOf
+	costSeries map[[2]string]bool
+	costly     map[string]bool
 }
 
 func (s *Syncer) init() {
@@ -152,6 +159,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if !s.mayUseSecretParams(ctx) {
 		res.DropParams()
 	}
+	s.costly = s.checkCosts(ctx, cfg, res)
 	objs, err := s.generate(cfg, res, anchor)
 	if err != nil {
 		return err
@@ -248,6 +256,7 @@ func (s *Syncer) generate(cfg *policy.Mappings, res Resolution, anchor *metav1.O
 	if err != nil {
 		return nil, err
 	}
+	relaxCostly(objs, s.costly, mappingOf(cfg))
 	if anchor != nil && s.ProtectAnchor {
 		p, b := vap.AnchorPolicy(&cfg.Spec, anchor)
 		objs.Policies = append(objs.Policies, p)

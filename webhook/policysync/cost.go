@@ -1,0 +1,190 @@
+package policysync
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+
+	admv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/policy/vap/cost"
+)
+
+// CostMargin is the share of kube-apiserver's CEL cost limit at which a
+// mapping's worst owner write (policy/vap/cost) makes the guard stop
+// letting the mapping's policies fail its writes. Not 100%: the check
+// runs the policies with a stand-in for the next CA of the owner's CA's
+// size, and the owner's next CA may be larger (a longer key, a chain),
+// and entries may be added between two passes; 80% leaves a fifth of the
+// limit for both, so that the guard acts before any rotation can fail.
+const CostMargin = 0.8
+
+// maxCostChecks bounds the objects one pass runs the check on afresh (a
+// result cached for the object's resourceVersion and the mapping's
+// policies costs nothing): at most a few hundred milliseconds of CPU per
+// pass. What is left is checked at the next passes.
+const maxCostChecks = 4
+
+// costKey names one check: an object at a resourceVersion, under the
+// policies of one mapping as generated from one configuration and CA.
+type costKey struct {
+	mapping, object, resourceVersion, policies string
+}
+
+// costOf is what the check found for one object.
+type costOf struct {
+	mapping, object string
+	// worst is the costlier of the owner's worst writes.
+	worst cost.Result
+	obj   *unstructured.Unstructured
+}
+
+// checkCosts runs the owner's worst writes on every configuration a
+// mapping names (read through Sources, whose watch starts a pass when
+// one changes), from the cache where the object and the mapping's
+// policies are as they were. It returns the mappings at or over
+// CostMargin, sets webhook_guard_policy_worst_write_cost_ratio for every
+// object checked (and deletes the series of objects no longer guarded),
+// and logs each object over the margin.
+//
+// Such a mapping is not failed closed as a refused one is (refusal.go):
+// that would deny every caBundle change, the owner's rotation first,
+// which is the outage the guard exists to prevent. Nor is it dropped,
+// which would unguard it. Its policies are written with failurePolicy
+// Ignore (relaxCostly): a decision kube-apiserver completes within its
+// limits still denies (not-owner costs nothing: the caBundle rules run
+// for writers only), while a write whose evaluation runs out of budget,
+// the owner's rotation, is admitted instead of refused with a 422. What
+// that gives up, the caBundle check of the writers' writes too costly to
+// check, is said by the error log, the gauge and the alert
+// WebhookGuardPolicyCostNearLimit, until the configuration is split.
+func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resolution) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	costly := map[string]bool{}
+	seen := map[costKey]costOf{}
+	fresh := 0
+	for i := range cfg.Spec.Owners {
+		o := &cfg.Spec.Owners[i]
+		ca, ok := res.CAs[o.Name]
+		if !ok || ca.Err != "" {
+			continue // no CA: the policy denies every caBundle change at no cost
+		}
+		gen := policiesKey(cfg, ca)
+		var checker *cost.Checker
+		for _, obj := range s.guardedObjects(ctx, o.Match) {
+			key := costKey{mapping: o.Name, object: obj.GetKind() + "/" + obj.GetName(), resourceVersion: obj.GetResourceVersion(), policies: gen}
+			c, cached := s.costs[key]
+			if !cached {
+				if fresh >= maxCostChecks {
+					s.Trigger() // the rest at the next pass
+					continue
+				}
+				fresh++
+				if checker == nil {
+					var err error
+					if checker, err = cost.New(cfg, o.Name, ca); err != nil {
+						s.Log.Error(err, "policy mode: cannot check the cost of the mapping's policies", "mapping", o.Name)
+						break
+					}
+				}
+				rs, err := checker.Check(ctx, obj)
+				if err != nil {
+					s.Log.Error(err, "policy mode: cannot check the cost of the mapping's policies", "mapping", o.Name, "configuration", key.object)
+					continue
+				}
+				c = costOf{mapping: o.Name, object: key.object, obj: obj}
+				for _, r := range rs {
+					if r.Ratio() > c.worst.Ratio() || c.worst.Write == "" {
+						c.worst = r
+					}
+				}
+			}
+			seen[key] = c
+			if c.worst.Write == "" {
+				continue
+			}
+			s.Metrics.WorstWriteCost.WithLabelValues(o.Name, key.object).Set(c.worst.Ratio())
+			if c.worst.Ratio() >= CostMargin {
+				costly[o.Name] = true
+				if !cached {
+					s.Log.Error(fmt.Errorf("%s", cost.Refusal(o.Name, c.obj, c.worst)),
+						"policy mode: a worst-case owner write is over the guard's margin of kube-apiserver's CEL cost limit; the mapping's policies no longer fail a write whose evaluation runs out of budget (failurePolicy Ignore), so its caBundle check is not applied to such writes",
+						"mapping", o.Name, "configuration", key.object, "entries", c.worst.Entries, "write", string(c.worst.Write),
+						"cost", c.worst.Cost, "limit", cost.PerCallLimit, "ratio", c.worst.Ratio(), "margin", CostMargin)
+				}
+			}
+		}
+	}
+	series := map[[2]string]bool{}
+	for key, c := range seen {
+		if c.worst.Write != "" {
+			series[[2]string{key.mapping, key.object}] = true
+		}
+	}
+	for old := range s.costSeries {
+		if !series[old] {
+			s.Metrics.WorstWriteCost.DeleteLabelValues(old[0], old[1])
+		}
+	}
+	s.costs, s.costSeries = seen, series
+	return costly
+}
+
+// policiesKey names the policies a mapping is generated as from cfg and
+// ca: a new configuration or CA is a new key.
+func policiesKey(cfg *policy.Mappings, ca vap.CA) string {
+	h := sha256.New()
+	h.Write(ca.PEM)
+	if ca.Param != nil {
+		fmt.Fprintf(h, "\x00%s/%s/%s", ca.Param.Namespace, ca.Param.Name, ca.Param.Key)
+	}
+	return fmt.Sprintf("%p/%x", cfg, h.Sum(nil))
+}
+
+// guardedObjects are the webhook configurations m names that exist, as
+// Sources holds them. A mapping that selects by label is checked for the
+// configurations it names only.
+func (s *Syncer) guardedObjects(ctx context.Context, m guardapi.Match) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	read := func(obj client.Object, kind, name string) {
+		if err := s.Sources.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+			if !apierrors.IsNotFound(err) {
+				s.Log.Error(err, "policy mode: cannot read a guarded configuration to check its cost", "configuration", kind+"/"+name)
+			}
+			return
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return
+		}
+		o := &unstructured.Unstructured{Object: u}
+		o.SetGroupVersionKind(admv1.SchemeGroupVersion.WithKind(kind))
+		out = append(out, o)
+	}
+	for _, name := range m.Validating {
+		read(&admv1.ValidatingWebhookConfiguration{}, "ValidatingWebhookConfiguration", name)
+	}
+	for _, name := range m.Mutating {
+		read(&admv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", name)
+	}
+	return out
+}
+
+// relaxCostly writes the policies of the costly mappings with
+// failurePolicy Ignore (checkCosts says why).
+func relaxCostly(objs *vap.Objects, costly map[string]bool, owners map[string]string) {
+	for _, p := range objs.Policies {
+		if costly[owners[p.Name]] {
+			p.Spec.FailurePolicy = ptr.To(admv1.Ignore)
+		}
+	}
+}
