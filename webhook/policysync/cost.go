@@ -67,8 +67,11 @@ type costOf struct {
 // check, is said by the error log, the gauge and the alert
 // WebhookGuardPolicyCostNearLimit, until the configuration is split.
 func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resolution) map[string]bool {
+	// The checks run without the lock (a check may take most of a second);
+	// only the pass's own goroutine writes the cache.
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	prev, prevSeries := s.costs, s.costSeries
+	s.mu.Unlock()
 	costly := map[string]bool{}
 	seen := map[costKey]costOf{}
 	fresh := 0
@@ -82,7 +85,7 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 		var checker *cost.Checker
 		for _, obj := range s.guardedObjects(ctx, o.Match) {
 			key := costKey{mapping: o.Name, object: obj.GetKind() + "/" + obj.GetName(), resourceVersion: obj.GetResourceVersion(), policies: gen}
-			c, cached := s.costs[key]
+			c, cached := prev[key]
 			if !cached {
 				if fresh >= maxCostChecks {
 					s.Trigger() // the rest at the next pass
@@ -130,12 +133,14 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 			series[[2]string{key.mapping, key.object}] = true
 		}
 	}
-	for old := range s.costSeries {
+	for old := range prevSeries {
 		if !series[old] {
 			s.Metrics.WorstWriteCost.DeleteLabelValues(old[0], old[1])
 		}
 	}
+	s.mu.Lock()
 	s.costs, s.costSeries = seen, series
+	s.mu.Unlock()
 	return costly
 }
 
