@@ -3,6 +3,7 @@ package policysync
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -92,38 +93,21 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 					continue
 				}
 				fresh++
+				var err error
 				if checker == nil {
-					var err error
-					if checker, err = cost.New(cfg, o.Name, ca); err != nil {
-						s.Log.Error(err, "policy mode: cannot check the cost of the mapping's policies", "mapping", o.Name)
-						break
-					}
+					checker, err = cost.New(cfg, o.Name, ca)
 				}
-				rs, err := checker.Check(ctx, obj)
+				if err == nil {
+					c, err = check(ctx, checker, key, obj)
+				}
 				if err != nil {
 					s.Log.Error(err, "policy mode: cannot check the cost of the mapping's policies", "mapping", o.Name, "configuration", key.object)
 					continue
 				}
-				c = costOf{mapping: o.Name, object: key.object, obj: obj}
-				for _, r := range rs {
-					if r.Ratio() > c.worst.Ratio() || c.worst.Write == "" {
-						c.worst = r
-					}
-				}
 			}
 			seen[key] = c
-			if c.worst.Write == "" {
-				continue
-			}
-			s.Metrics.WorstWriteCost.WithLabelValues(o.Name, key.object).Set(c.worst.Ratio())
-			if c.worst.Ratio() >= CostMargin {
+			if s.reportCost(c, !cached) {
 				costly[o.Name] = true
-				if !cached {
-					s.Log.Error(fmt.Errorf("%s", cost.Refusal(o.Name, c.obj, c.worst)),
-						"policy mode: a worst-case owner write is over the guard's margin of kube-apiserver's CEL cost limit; the mapping's policies no longer fail a write whose evaluation runs out of budget (failurePolicy Ignore), so its caBundle check is not applied to such writes",
-						"mapping", o.Name, "configuration", key.object, "entries", c.worst.Entries, "write", string(c.worst.Write),
-						"cost", c.worst.Cost, "limit", cost.PerCallLimit, "ratio", c.worst.Ratio(), "margin", CostMargin)
-				}
 			}
 		}
 	}
@@ -142,6 +126,44 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 	s.costs, s.costSeries = seen, series
 	s.mu.Unlock()
 	return costly
+}
+
+// check runs the owner's worst writes on obj and keeps the costlier.
+func check(ctx context.Context, checker *cost.Checker, key costKey, obj *unstructured.Unstructured) (costOf, error) {
+	rs, err := checker.Check(ctx, obj)
+	if err != nil {
+		return costOf{}, err
+	}
+	c := costOf{mapping: key.mapping, object: key.object, obj: obj}
+	for _, r := range rs {
+		if r.Ratio() > c.worst.Ratio() || c.worst.Write == "" {
+			c.worst = r
+		}
+	}
+	return c, nil
+}
+
+// reportCost sets c's gauge and reports whether it is at or over
+// CostMargin; a fresh result over it is logged as an error.
+func (s *Syncer) reportCost(c costOf, fresh bool) bool {
+	if c.worst.Write == "" {
+		return false // no entries: no such write
+	}
+	s.Metrics.WorstWriteCost.WithLabelValues(c.mapping, c.object).Set(c.worst.Ratio())
+	if c.worst.Ratio() < CostMargin {
+		return false
+	}
+	if fresh {
+		msg := cost.Describe(c.mapping, c.obj, c.worst) + fmt.Sprintf(", at or over the guard's margin of %.0f%% of the limit", 100*CostMargin)
+		if c.worst.Refused() {
+			msg = cost.Refusal(c.mapping, c.obj, c.worst)
+		}
+		s.Log.Error(errors.New(msg),
+			"policy mode: a worst-case owner write is over the guard's margin of kube-apiserver's CEL cost limit; the mapping's policies no longer fail a write whose evaluation runs out of budget (failurePolicy Ignore), so its caBundle check is not applied to such writes",
+			"mapping", c.mapping, "configuration", c.object, "entries", c.worst.Entries, "write", string(c.worst.Write),
+			"cost", c.worst.Cost, "limit", cost.PerCallLimit, "ratio", c.worst.Ratio(), "margin", CostMargin)
+	}
+	return true
 }
 
 // policiesKey names the policies a mapping is generated as from cfg and

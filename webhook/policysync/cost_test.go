@@ -14,7 +14,6 @@ import (
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 )
 
 // webhookConfiguration is the validating configuration app-webhooks with n
@@ -24,7 +23,7 @@ func webhookConfiguration(n int) *admv1.ValidatingWebhookConfiguration {
 	c := &admv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "app-webhooks"}}
 	for i := range n {
 		c.Webhooks = append(c.Webhooks, admv1.ValidatingWebhook{Name: fmt.Sprintf("w%d.app.io", i),
-			ClientConfig: admv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://app.example/%d", i)), CABundle: bytes.Repeat(caPEM, 1+i%2)}})
+			ClientConfig: admv1.WebhookClientConfig{URL: new(fmt.Sprintf("https://app.example/%d", i)), CABundle: bytes.Repeat(caPEM, 1+i%2)}})
 	}
 	return c
 }
