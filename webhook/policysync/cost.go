@@ -90,6 +90,13 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 			if !cached {
 				if fresh >= maxCostChecks {
 					s.Trigger() // the rest at the next pass
+					// Until then the object's last result stands, so
+					// that a mapping over the margin is not written
+					// with Fail for one pass because its objects changed.
+					if lastKey, last, ok := lastResult(prev, key); ok {
+						seen[lastKey] = last
+						costly[o.Name] = costly[o.Name] || last.worst.Ratio() >= CostMargin
+					}
 					continue
 				}
 				fresh++
@@ -126,6 +133,17 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 	s.costs, s.costSeries = seen, series
 	s.mu.Unlock()
 	return costly
+}
+
+// lastResult is the last pass's result for key's mapping and object at
+// any resourceVersion.
+func lastResult(prev map[costKey]costOf, key costKey) (costKey, costOf, bool) {
+	for k, c := range prev {
+		if k.mapping == key.mapping && k.object == key.object {
+			return k, c, true
+		}
+	}
+	return costKey{}, costOf{}, false
 }
 
 // check runs the owner's worst writes on obj and keeps the costlier.

@@ -90,3 +90,16 @@ func Test_SyncerCost(t *testing.T) {
 	require.NoError(t, e.syncer.Sync(ctx))
 	assert.Equal(t, 0, testutil.CollectAndCount(e.metrics.WorstWriteCost), "no series for a configuration that is gone")
 }
+
+// Test_lastResult: an object the pass has no room to check again keeps
+// its last result, whatever resourceVersion it was checked at, so that a
+// mapping over the margin is not written with Fail for a pass.
+func Test_lastResult(t *testing.T) {
+	old := costKey{mapping: "app", object: "ValidatingWebhookConfiguration/a", resourceVersion: "7", policies: "p"}
+	prev := map[costKey]costOf{old: {mapping: "app", object: old.object}}
+	k, _, ok := lastResult(prev, costKey{mapping: "app", object: old.object, resourceVersion: "8", policies: "p"})
+	assert.True(t, ok)
+	assert.Equal(t, old, k)
+	_, _, ok = lastResult(prev, costKey{mapping: "other", object: old.object, resourceVersion: "8"})
+	assert.False(t, ok, "another mapping's result is not this one's")
+}
