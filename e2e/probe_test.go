@@ -142,7 +142,13 @@ func TestTrustPathProbe(t *testing.T) {
 		t.Errorf("review does not count the trust paths: want 0 verified, 3 not")
 	}
 	scanOut, code := cli(t, "scan", "-o", "json", "--kubeconfig", kubeconfig)
-	type finding struct{ Level, Check, Configuration, Webhook, Detail string }
+	type finding struct {
+		Level         string `json:"level"`
+		Check         string `json:"check"`
+		Configuration string `json:"configuration"`
+		Webhook       string `json:"webhook"`
+		Detail        string `json:"detail"`
+	}
 	var scanned struct {
 		Findings []finding `json:"findings"`
 	}

@@ -100,6 +100,7 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 		return skip(allBundlesAre(m.rotation.caExpression(part))), true
 	case partOwner:
 		return skip(sameEntryNames + m.samePointer()), true
+	case partAll:
 	}
 	keeps := func(uniform string) string {
 		return sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +

@@ -90,13 +90,7 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 			if !cached {
 				if fresh >= maxCostChecks {
 					s.Trigger() // the rest at the next pass
-					// Until then the object's last result stands, so
-					// that a mapping over the margin is not written
-					// with Fail for one pass because its objects changed.
-					if lastKey, last, ok := lastResult(prev, key); ok {
-						seen[lastKey] = last
-						costly[o.Name] = costly[o.Name] || last.worst.Ratio() >= CostMargin
-					}
+					keepLast(prev, key, seen, costly)
 					continue
 				}
 				fresh++
@@ -133,6 +127,17 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 	s.costs, s.costSeries = seen, series
 	s.mu.Unlock()
 	return costly
+}
+
+// keepLast keeps key's last result for a pass with no room to check it
+// again: until the next pass checks it, the object's last result stands,
+// so that a mapping over the margin is not written with Fail for one pass
+// because its objects changed.
+func keepLast(prev map[costKey]costOf, key costKey, seen map[costKey]costOf, costly map[string]bool) {
+	if lastKey, last, ok := lastResult(prev, key); ok {
+		seen[lastKey] = last
+		costly[key.mapping] = costly[key.mapping] || last.worst.Ratio() >= CostMargin
+	}
 }
 
 // lastResult is the last pass's result for key's mapping and object at

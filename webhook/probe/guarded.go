@@ -161,6 +161,7 @@ func ObjectPaths(cfg *policy.Mappings, u *unstructured.Unstructured) ([]TrustPat
 			return []TrustPath{p}, nil
 		}
 		return nil, nil
+	case policy.KindAdmissionPolicy, policy.KindAdmissionPolicyBinding:
 	}
 	return nil, fmt.Errorf("kind %q has no trust path (want one of the four guarded kinds)", u.GetKind())
 }

@@ -226,6 +226,7 @@ func fix(r Result) string {
 		return fmt.Sprintf("run ready pods behind %s, or point %s at a Service that has them", where(p), entry)
 	case ReasonNoCABundle:
 		return fmt.Sprintf("set the caBundle of %s to the PEM of the CA that signs what it serves, or remove it to trust the system roots", entry)
+	case ReasonNone:
 	}
 	return "see the guard's log (probe) for " + entry
 }

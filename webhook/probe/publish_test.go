@@ -30,7 +30,7 @@ type publishTest struct {
 
 func newPublishTest(t *testing.T, funcs interceptor.Funcs) *publishTest {
 	scheme := runtime.NewScheme()
-	require.NoError(t, reportsv1alpha1.AddToScheme(scheme))
+	require.NoError(t, reportsv1alpha1.Install(scheme))
 	pt := &publishTest{t: t, now: time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC), results: map[string]int{}}
 	pt.client = fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(funcs).Build()
 	pt.pub = &Publisher{Client: pt.client, Refresh: time.Minute, Now: func() time.Time { return pt.now },
