@@ -198,14 +198,13 @@ func (g *Guard) start(t testing.TB) error {
 		return fmt.Errorf("start webhook-guard serve: %w", err)
 	}
 
-	var once sync.Once
 	t.Cleanup(func() {
-		once.Do(func() {
-			if t.Failed() {
-				t.Logf("--- webhook-guard log (last 40 lines) ---\n%s", g.Log.Tail(40))
-			}
-		})
+		// Stopped first: a guard that does not exit in time fails the
+		// test in Stop, and its log (shutdown included) says why.
 		g.Stop(t)
+		if t.Failed() {
+			t.Logf("--- webhook-guard log (last 40 lines) ---\n%s", g.Log.Tail(40))
+		}
 	})
 
 	deadline := time.Now().Add(30 * time.Second)
