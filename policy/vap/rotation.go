@@ -257,11 +257,25 @@ func mergedAfter(k string) string { return mergedAfterOf(k, newBundle) }
 // CEL expression nb. The footer and header checks come first: they look at
 // a few characters, and fail at once for a K a merge cannot follow.
 func mergedAfterOf(k, nb string) string {
-	q := fmt.Sprintf(`(size(%[1]s) / 4 * 3 - (%[1]s.endsWith("==") ? 2 : %[1]s.endsWith("=") ? 1 : 0))`, k)
+	q := byteLength(k)
 	cut := q + ` / 3 * 4`
-	return fmt.Sprintf(`(%[1]s != "" && %[5]s && %[6]s && %[2]s.startsWith(%[1]s.substring(0, %[3]s)) && %[2]s.substring(%[3]s) == `+
-		`(%[4]s %% 3 == 0 ? variables.ca : %[4]s %% 3 == 1 ? "Ci0t" + variables.caShift2 : "LQot" + variables.caShift1))`,
-		k, nb, cut, q, endsWithFooter(k), caStartsWithHeader)
+	return fmt.Sprintf(`(%[1]s != "" && %[4]s && %[5]s && %[2]s.startsWith(%[1]s.substring(0, %[3]s)) && %[2]s.substring(%[3]s) == %[6]s)`,
+		k, nb, cut, endsWithFooter(k), caStartsWithHeader,
+		mergedTail(q, `variables.ca`, `"Ci0t" + variables.caShift2`, `"LQot" + variables.caShift1`))
+}
+
+// byteLength is CEL for the length in bytes of the bytes whose base64
+// text is the CEL expression k.
+func byteLength(k string) string {
+	return fmt.Sprintf(`(size(%[1]s) / 4 * 3 - (%[1]s.endsWith("==") ? 2 : %[1]s.endsWith("=") ? 1 : 0))`, k)
+}
+
+// mergedTail is CEL for the base64 text a merge appends after the whole
+// groups of a stored bundle of q bytes (a CEL expression): the CA's text
+// when q is a multiple of 3, else the mixed group followed by the CA
+// shifted by two bytes (afterOne, for q%3 = 1) or by one (afterTwo).
+func mergedTail(q, ca, afterOne, afterTwo string) string {
+	return fmt.Sprintf(`(%[1]s %% 3 == 0 ? %[2]s : %[1]s %% 3 == 1 ? %[3]s : %[4]s)`, q, ca, afterOne, afterTwo)
 }
 
 // pemFooter ends every bundle a merge may follow, and pemHeader starts every

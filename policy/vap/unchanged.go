@@ -57,9 +57,9 @@ func (r rotation) uniformRotation() string {
 	if strings.HasPrefix(string(r.ca.PEM), pemHeader) {
 		// The merged text: K's whole groups, then the CA as it continues
 		// K's last group (mergedAfterOf).
-		q := `(size(k) / 4 * 3 - (k.endsWith("==") ? 2 : k.endsWith("=") ? 1 : 0))`
-		merged := fmt.Sprintf(`k.substring(0, %[1]s / 3 * 4) + (%[1]s %% 3 == 0 ? ca : %[1]s %% 3 == 1 ? %[2]s : %[3]s)`,
-			q, CELString("Ci0t"+shiftedText(r.ca.PEM, 2)), CELString("LQot"+shiftedText(r.ca.PEM, 1)))
+		q := byteLength("k")
+		merged := `k.substring(0, ` + q + ` / 3 * 4) + ` +
+			mergedTail(q, "ca", CELString("Ci0t"+shiftedText(r.ca.PEM, 2)), CELString("LQot"+shiftedText(r.ca.PEM, 1)))
 		merge = `k != "" && ` + endsWithFooter("k") + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ca, m]))`
 	}
 	return `size(oldObject.webhooks) > 0 && [` + CELString(r.literal()) + `].all(ca, [` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +

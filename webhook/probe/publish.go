@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
@@ -198,7 +197,7 @@ func reportResult(r Result, since time.Time) reportsv1alpha1.ReportResult {
 		props[records.PropEndpoint] = r.Endpoint
 	}
 	if r.Err != nil {
-		props[records.PropDetail] = cut(r.Err.Error(), maxDetailLen)
+		props[records.PropDetail] = records.Truncate(r.Err.Error(), maxDetailLen)
 	}
 	out.Result, out.Severity = "fail", "high"
 	if path.FailurePolicy == "Ignore" {
@@ -263,11 +262,4 @@ func failureMessage(r Result) string {
 		consequence += " and the webhook is skipped (failurePolicy Ignore)"
 	}
 	return fmt.Sprintf("%s: %s (%s); %s", where(r.Path), what, r.Reason, consequence)
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }

@@ -365,9 +365,13 @@ func union(a, b []string) []string {
 	return out
 }
 
-func truncate(s string) string {
-	if len(s) <= maxMessageLen {
+func truncate(s string) string { return Truncate(s, maxMessageLen) }
+
+// Truncate cuts s to at most n bytes, ending in "..." when cut, without
+// splitting a UTF-8 character.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxMessageLen-3], "") + "..."
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }

@@ -22,9 +22,12 @@ const (
 )
 
 // TrustPathsRefresh is the longest time between two writes of the
-// trust-path report while the leader probes; a reader takes a report
-// older than two of them for a prober that stopped.
+// trust-path report while the leader probes.
 const TrustPathsRefresh = 5 * time.Minute
+
+// TrustPathsStaleAfter is the age past which a reader takes the report
+// for a prober that stopped: two refreshes.
+const TrustPathsStaleAfter = 2 * TrustPathsRefresh
 
 // Properties of a trust-path result, besides PropConfiguration (Kind/name),
 // PropWebhook and PropMapping.

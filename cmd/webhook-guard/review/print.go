@@ -99,11 +99,6 @@ func printReview(out io.Writer, o *cmdutil.OutputFlags, res review.Result, now t
 	return nil
 }
 
-// staleTrustPaths is the age past which the trust-path report is said to
-// be stale: the leader rewrites it at least every five minutes while it
-// probes.
-const staleTrustPaths = 2 * records.TrustPathsRefresh
-
 // printTrustPaths prints the prober's last round: the count of verified
 // paths, and each path that did not verify with its fix.
 func printTrustPaths(out io.Writer, tp *review.TrustPaths, now time.Time) {
@@ -111,8 +106,8 @@ func printTrustPaths(out io.Writer, tp *review.TrustPaths, now time.Time) {
 		return
 	}
 	fmt.Fprintf(out, "\nTrust paths (the guard's probe %s ago): %d verified, %d not.\n", age(tp.ProbedAt, now), tp.Verified, len(tp.NotVerified))
-	if t, err := time.Parse(time.RFC3339, tp.ProbedAt); err == nil && now.Sub(t) > staleTrustPaths {
-		fmt.Fprintf(out, "  The report is older than %s: the guard's leader is not probing (stopped, or --probe-interval 0).\n", duration.HumanDuration(staleTrustPaths))
+	if t, err := time.Parse(time.RFC3339, tp.ProbedAt); err == nil && now.Sub(t) > records.TrustPathsStaleAfter {
+		fmt.Fprintf(out, "  The report is older than %s: the guard's leader is not probing (stopped, or --probe-interval 0).\n", duration.HumanDuration(records.TrustPathsStaleAfter))
 	}
 	for _, p := range tp.NotVerified {
 		fmt.Fprintf(out, "  - %s %s (mapping %s, failurePolicy %s), for %s: %s\n    fix: %s\n",

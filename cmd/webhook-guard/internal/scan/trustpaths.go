@@ -19,10 +19,6 @@ import (
 // from inside, as kube-apiserver calls.
 const CheckTrustPath = "trust-path"
 
-// staleTrustPaths is the age past which the report says nothing current:
-// the leader rewrites it at least every records.TrustPathsRefresh.
-const staleTrustPaths = 2 * records.TrustPathsRefresh
-
 // scanTrustPaths turns the guard's trust-path report into findings: each
 // path its last round did not verify (fail when fail-closed, warn when
 // failurePolicy is Ignore), and an info finding when the report is stale.
@@ -42,9 +38,9 @@ func scanTrustPaths(ctx context.Context, c client.Reader, o Options) []Finding {
 	}
 	var out []Finding
 	probedAt := rep.Annotations[records.AnnotationProbedAt]
-	if t, err := time.Parse(time.RFC3339, probedAt); err != nil || o.Now.Sub(t) > staleTrustPaths {
+	if t, err := time.Parse(time.RFC3339, probedAt); err != nil || o.Now.Sub(t) > records.TrustPathsStaleAfter {
 		out = append(out, Finding{Level: LevelInfo, Check: CheckTrustPath, Configuration: ref,
-			Detail:     fmt.Sprintf("the guard's last trust path probe is from %q, older than %s: what follows may be stale", probedAt, staleTrustPaths),
+			Detail:     fmt.Sprintf("the guard's last trust path probe is from %q, older than %s: what follows may be stale", probedAt, records.TrustPathsStaleAfter),
 			Suggestion: "check that the guard runs with --probe-interval above 0 and has a leader"})
 	}
 	for _, r := range rep.Results {
