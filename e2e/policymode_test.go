@@ -289,6 +289,9 @@ func TestPolicyModeEnforces(t *testing.T) {
 	t.Run("scenario 3: the owner writes a foreign CA", func(t *testing.T) {
 		foreign := framework.NewCA(t, "foreign-ca")
 		before := f.admin.MustGet(t, framework.Validating, enforcedName)
+		// The write carries the generation it read: kube-apiserver sets
+		// the generation before the policy reads it, so a changed entry is
+		// never skipped as one that leaves the webhooks alone.
 		_, err := f.owner.SetCABundle(ctx, framework.Validating, enforcedName, foreign.PEM)
 		t.Logf("kube-apiserver's denial: %v", err)
 		requirePolicyDenied(t, err, policyEnforced, "ca-mismatch", `w0.e2e.webhook-guard.io`,

@@ -10,6 +10,7 @@ import (
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // apiWrite is one kind of owner write the benchmark has kube-apiserver
@@ -21,8 +22,10 @@ type apiWrite struct {
 	// stored is every entry's caBundle before the write.
 	stored func(s *apiServer) []byte
 	// merge writes every entry's stored bundle followed by the current CA,
-	// as cainjector merges; otherwise the write changes an annotation.
-	merge bool
+	// as cainjector merges; retime changes the first entry's timeout and no
+	// caBundle (a chart upgrade's write; the least policy's write is the
+	// same); otherwise the write changes an annotation, no entry.
+	merge, retime bool
 }
 
 func curCA(s *apiServer) []byte     { return s.Cur.PEM }
@@ -31,11 +34,17 @@ func oldAndCur(s *apiServer) []byte { return append(slices.Clone(s.Old.PEM), s.C
 
 // apiWrites: an ordinary write with the CA as a literal and as the CA
 // Secret (a param); an ordinary write while every entry holds old+new (a
-// merging writer's state for most of a CA's life); the merge itself.
+// merging writer's state for most of a CA's life); the merge itself. The
+// ordinary writes change an annotation (kube-apiserver keeps the
+// generation: the policies skip them on it) or, in the -spec rows, an
+// entry's timeout (a new generation: the policies compare the entries).
 var apiWrites = []apiWrite{
 	{name: "ordinary", kase: caseLit, stored: curCA},
 	{name: "ordinary-param", kase: caseParam, stored: curCA},
 	{name: "merged-state", kase: caseLit, stored: oldAndCur},
+	{name: "ordinary-spec", kase: caseLit, stored: curCA, retime: true},
+	{name: "ordinary-param-spec", kase: caseParam, stored: curCA, retime: true},
+	{name: "merged-state-spec", kase: caseLit, stored: oldAndCur, retime: true},
 	{name: "merge", kase: caseLit, stored: oldCA, merge: true},
 }
 
@@ -55,7 +64,7 @@ func BenchmarkAPIServer(b *testing.B) {
 	s := startAPIServer(b)
 	for _, n := range entryCounts {
 		objs := map[string]*admv1.ValidatingWebhookConfiguration{}
-		for _, kase := range []string{caseLeast, caseLit, caseParam} {
+		for _, kase := range []string{caseLeast, caseFloor, caseLit, caseParam} {
 			objs[kase] = s.create(b, apiConfig(fmt.Sprintf("bench-%s-%d", kase, n), kase, n, s.Cur.PEM))
 		}
 		for _, w := range apiWrites {
@@ -73,10 +82,15 @@ func (s *apiServer) run(b *testing.B, objs map[string]*admv1.ValidatingWebhookCo
 	if objs[w.kase], err = s.setBundles(ctx, objs[w.kase], w.stored(s)); err != nil {
 		b.Fatal(err)
 	}
-	var gen, least []time.Duration
+	if w.retime {
+		if objs[caseFloor], err = s.setBundles(ctx, objs[caseFloor], w.stored(s)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var gen, least, floor []time.Duration
 	b.ResetTimer()
 	for range b.N * apiPairsPerOp {
-		d, err := s.measure(ctx, nil, func() (err error) { objs[caseLeast], err = s.annotate(ctx, objs[caseLeast]); return err })
+		d, err := s.measure(ctx, nil, func() (err error) { objs[caseLeast], err = s.ordinary(ctx, objs[caseLeast], w.retime); return err })
 		if err != nil {
 			b.Fatalf("least policy, ordinary write: %v", err)
 		}
@@ -85,12 +99,24 @@ func (s *apiServer) run(b *testing.B, objs map[string]*admv1.ValidatingWebhookCo
 			b.Fatalf("generated policy, %s write: %v", w.name, err)
 		}
 		gen = append(gen, d)
+		if !w.retime {
+			continue
+		}
+		if d, err = s.measure(ctx, nil, func() (err error) { objs[caseFloor], err = s.ordinary(ctx, objs[caseFloor], true); return err }); err != nil {
+			b.Fatalf("floor policy, %s write: %v", w.name, err)
+		}
+		floor = append(floor, d)
 	}
 	b.StopTimer()
 	g, l := median(gen), median(least)
 	b.ReportMetric(float64(g.Nanoseconds()), "ns/write")
 	b.ReportMetric(float64(l.Nanoseconds()), "least-ns/write")
 	b.ReportMetric(float64(g)/float64(l), "x-least")
+	if w.retime {
+		f := median(floor)
+		b.ReportMetric(float64(f.Nanoseconds()), "floor-ns/write")
+		b.ReportMetric(float64(g)/float64(f), "x-floor")
+	}
 }
 
 // setup puts every entry of a merge's configuration back to its stored
@@ -108,12 +134,24 @@ func (s *apiServer) setup(ctx context.Context, objs map[string]*admv1.Validating
 // write is the owner's write w.
 func (s *apiServer) write(ctx context.Context, objs map[string]*admv1.ValidatingWebhookConfiguration, w apiWrite) func() error {
 	if !w.merge {
-		return func() (err error) { objs[w.kase], err = s.annotate(ctx, objs[w.kase]); return err }
+		return func() (err error) { objs[w.kase], err = s.ordinary(ctx, objs[w.kase], w.retime); return err }
 	}
 	return func() (err error) { objs[w.kase], err = s.mergeCur(ctx, objs[w.kase]); return err }
 }
 
-// annotate is an owner write that leaves every caBundle alone.
+// ordinary is an owner write that leaves every caBundle alone: retime
+// changes the first entry's timeout, otherwise an annotation.
+func (s *apiServer) ordinary(ctx context.Context, c *admv1.ValidatingWebhookConfiguration, retime bool) (*admv1.ValidatingWebhookConfiguration, error) {
+	if !retime {
+		return s.annotate(ctx, c)
+	}
+	c = c.DeepCopy()
+	t := ptr.Deref(c.Webhooks[0].TimeoutSeconds, 10)
+	c.Webhooks[0].TimeoutSeconds = ptr.To(t%30 + 1)
+	return s.owner.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
+}
+
+// annotate is an owner write that leaves every entry alone.
 func (s *apiServer) annotate(ctx context.Context, c *admv1.ValidatingWebhookConfiguration) (*admv1.ValidatingWebhookConfiguration, error) {
 	c = c.DeepCopy()
 	if c.Annotations == nil {
@@ -164,14 +202,15 @@ func (s *apiServer) largest(b *testing.B) {
 	b.ReportMetric(float64(largest), "largest-entries")
 }
 
-// mergeAndWrite merges the current CA into every entry of c and then writes
-// an annotation, both as the owner.
+// mergeAndWrite merges the current CA into every entry of c and then
+// changes an entry's timeout (the costlier ordinary write), both as the
+// owner.
 func (s *apiServer) mergeAndWrite(ctx context.Context, c *admv1.ValidatingWebhookConfiguration) error {
 	c, err := s.mergeCur(ctx, c)
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
-	if _, err := s.annotate(ctx, c); err != nil {
+	if _, err := s.ordinary(ctx, c, true); err != nil {
 		return fmt.Errorf("ordinary write in the merged state: %w", err)
 	}
 	return nil

@@ -38,6 +38,9 @@ const (
 	// The policies' cases: the least policy, the generated policy with the
 	// CA as a literal, and with the CA Secret as its param.
 	caseLeast = "least"
+	// caseFloor is the least policy that also keeps what an ordinary write
+	// must keep (floorPolicy).
+	caseFloor = "floor"
 	caseLit   = "literal"
 	caseParam = "param"
 )
@@ -116,7 +119,8 @@ func (s *apiServer) install(b *testing.B) {
 		b.Fatal(err)
 	}
 	least, leastBinding := leastPolicy(objs.Policies[0], s.Cur)
-	objs.Policies, objs.Bindings = append(objs.Policies, least), append(objs.Bindings, leastBinding)
+	floor, floorBinding := floorPolicy(objs.Policies[0], s.Cur)
+	objs.Policies, objs.Bindings = append(objs.Policies, least, floor), append(objs.Bindings, leastBinding, floorBinding)
 	api := s.admin.AdmissionregistrationV1()
 	for _, p := range objs.Policies {
 		if _, err := api.ValidatingAdmissionPolicies().Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -164,6 +168,27 @@ func leastPolicy(gen *admv1.ValidatingAdmissionPolicy, ca CA) (*admv1.Validating
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       admv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admv1.ValidationAction{admv1.Deny}},
 	}
+	return p, bd
+}
+
+// floorPolicy is the least policy that keeps, for an owner's write that
+// changes an entry, what the generated policy must keep without reading
+// the generation: every entry keeps its name and position, and every
+// caBundle is the CA or, entry by entry, the stored one. It skips the
+// break-glass admin as the generated policy does (one matchCondition), so
+// that the benchmark can set its bundles. A write of an entry costs any
+// policy that keeps these rules at least this much: the stored entries
+// must be read, which the least policy never does.
+func floorPolicy(gen *admv1.ValidatingAdmissionPolicy, ca CA) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
+	p, bd := leastPolicy(gen, ca)
+	name := "bench-floor"
+	p.Name, bd.Name, bd.Spec.PolicyName = name, name, name
+	p.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{apiCaseKey: caseFloor}}
+	p.Spec.MatchConditions = []admv1.MatchCondition{{Name: "not-break-glass", Expression: `request.userInfo.username != "` + apiAdmin + `"`}}
+	bundles := func(o string) string { return o + `.webhooks.map(w, string(w.clientConfig.caBundle))` }
+	p.Spec.Validations = []admv1.Validation{{Expression: `request.operation != "UPDATE" || ` +
+		`object.webhooks.map(w, w.name) == oldObject.webhooks.map(w, w.name) && (` + p.Spec.Validations[0].Expression +
+		` || ` + bundles("object") + ` == ` + bundles("oldObject") + `)`}}
 	return p, bd
 }
 

@@ -27,6 +27,18 @@ import (
 // the new CA into every entry is skipped too, after one pass over each
 // object, instead of a lookup of every entry in the stored object.
 //
+// Before any of that, the cheapest test: kube-apiserver itself says whether
+// the entries changed. Its update path (rest.BeforeUpdate) copies the stored
+// generation into the request's object, and a webhook configuration's
+// PrepareForUpdate adds one when the webhooks differ in any field; both run
+// before validating admission. So an UPDATE whose generation is the stored
+// one changed labels, annotations or nothing at all: every entry, name and
+// caBundle is as stored, and a writer's such write is skipped reading one
+// field of each object (with the pointer check under
+// injectedByCertManager, as the pointer is an annotation). Nothing a client
+// sends can forge it: BeforeUpdate overwrites the generation the request
+// carries.
+//
 // Each part skips on what its own rules read: partOwner (not-owner, the
 // entry rules, the pointer) on names and the pointer, and never on a CA;
 // partCA (caBundles only) on every caBundle being the CA, without reading
@@ -71,6 +83,11 @@ func (r rotation) uniformRotation() string {
 const sameEntryNames = `request.operation == "UPDATE" && object != null && oldObject != null && ` +
 	`has(object.webhooks) && has(oldObject.webhooks) && object.webhooks.map(e, e.name) == oldObject.webhooks.map(e, e.name)`
 
+// sameWebhooks is CEL that is true for an UPDATE that leaves the webhooks
+// as stored, read from the generation kube-apiserver computed for it.
+const sameWebhooks = `request.operation == "UPDATE" && object != null && oldObject != null && ` +
+	`has(object.metadata.generation) && has(oldObject.metadata.generation) && object.metadata.generation == oldObject.metadata.generation`
+
 // sameBundles is CEL that is true when, entry by entry, the caBundles of
 // the request's object are the stored ones ("" when absent: a zero-length
 // caBundle is omitted, and no other encodes to "").
@@ -94,17 +111,19 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	skip := func(keeps string) string { return `!((` + keeps + `) && (` + isWriter + `))` }
+	// The writer first: a non-writer's write evaluates the policy whole
+	// and need not pay for the entries here too.
+	skip := func(keeps string) string { return `!((` + isWriter + `) && (` + keeps + `))` }
 	switch part {
 	case partCA:
-		return skip(allBundlesAre(m.rotation.caExpression(part))), true
+		return skip(sameWebhooks + ` || ` + allBundlesAre(m.rotation.caExpression(part))), true
 	case partOwner:
-		return skip(sameEntryNames + m.samePointer()), true
+		return skip(`(` + sameWebhooks + ` || ` + sameEntryNames + `)` + m.samePointer()), true
 	case partAll:
 	}
 	keeps := func(uniform string) string {
-		return sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +
-			uniform + ` || ` + sameBundles + `)` + m.samePointer()
+		return `(` + sameWebhooks + ` || ` + sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +
+			uniform + ` || ` + sameBundles + `))` + m.samePointer()
 	}
 	// The uniform rotation holds the CA three times more (as it is and
 	// shifted by one and two bytes): with a CA so large that the expression

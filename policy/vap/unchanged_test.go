@@ -89,7 +89,9 @@ func Test_writerKeepsTrust(t *testing.T) {
 // entry alone, and a uniform merge, replace or keep of the stored caBundle
 // are skipped; a merge of a foreign CA, a bundle that is not the stored
 // one followed by the CA, and a write that does not keep every stored
-// caBundle alike are evaluated whole.
+// caBundle alike are evaluated whole. A write that changes no entry is
+// skipped on its generation whatever its caBundles hold; the generation a
+// request sends decides nothing, as kube-apiserver sets it.
 func Test_writerKeepsTrust_skips(t *testing.T) {
 	cur, old, foreign := testpki.MustCA(t, "skips-current-ca"), testpki.MustCA(t, "skips-old-ca"), testpki.MustCA(t, "skips-foreign-ca")
 	merged := append(slices.Clone(old.PEM), cur.PEM...)
@@ -114,6 +116,12 @@ func Test_writerKeepsTrust_skips(t *testing.T) {
 			r: update([]entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, append(slices.Clone(foreign.PEM), cur.PEM...)}, {b, merged}})},
 		"if the stored caBundles differ and one entry is merged": {
 			r: update([]entry{{a, old.PEM}, {b, foreign.PEM}}, []entry{{a, merged}, {b, foreign.PEM}})},
+		"if the write changes only an annotation while the stored caBundles are foreign and differ": {
+			r: annotated(update([]entry{{a, foreign.PEM}, {b, old.PEM}}, []entry{{a, foreign.PEM}, {b, old.PEM}})), skipped: true},
+		"if the request carries the stored generation and changes a caBundle": {
+			r: withGeneration(update([]entry{{a, cur.PEM}, {b, cur.PEM}}, []entry{{a, cur.PEM}, {b, foreign.PEM}}), 7, 7)},
+		"if the request carries the stored generation and renames an entry": {
+			r: withGeneration(update([]entry{{a, cur.PEM}, {b, cur.PEM}}, []entry{{a, cur.PEM}, {"c.app.io", cur.PEM}}), 7, 7)},
 	}
 	objs, err := Generate(Input{Config: load(t, nonWriterConfig), CAs: map[string]CA{"app": {PEM: cur.PEM, Source: paritySource}}})
 	require.NoError(t, err)
@@ -127,6 +135,24 @@ func Test_writerKeepsTrust_skips(t *testing.T) {
 			assert.Equal(t, !c.skipped, len(v.Validate(t.Context(), c.r)) > 0, "evaluated")
 		})
 	}
+}
+
+// annotated is r with an annotation added to the request's object: a
+// write that leaves the webhooks alone.
+func annotated(r vaptest.Request) vaptest.Request {
+	r.Object = r.Object.DeepCopy()
+	r.Object.SetAnnotations(map[string]string{"example.io/touched": "yes"})
+	return r
+}
+
+// withGeneration is r with the generations its objects carry: the stored
+// one, and the one the request sends. kube-apiserver (and vaptest, as it
+// does) overwrites the latter before validating admission.
+func withGeneration(r vaptest.Request, stored, sent int64) vaptest.Request {
+	r.Old, r.Object = r.Old.DeepCopy(), r.Object.DeepCopy()
+	r.Old.SetGeneration(stored)
+	r.Object.SetGeneration(sent)
+	return r
 }
 
 // Test_writerKeepsTrust_bigCA: a CA so large that the uniform rotation

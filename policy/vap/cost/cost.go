@@ -73,9 +73,11 @@ const (
 	// Merge is cert-manager cainjector's rotation: every entry's caBundle
 	// becomes the stored bundle followed by a new CA.
 	Merge Write = "merge"
-	// Merged is an ordinary write (a label change) while every entry holds
-	// the stored bundle and the new CA, the state of most of a CA's life
-	// under cainjector.
+	// Merged is an ordinary write while every entry holds the stored
+	// bundle and the new CA, the state of most of a CA's life under
+	// cainjector: one that changes an entry (its timeout) and no caBundle,
+	// as a chart upgrade does. A write that changes no entry at all costs
+	// less: the policies skip it on its generation.
 	Merged Write = "ordinary write on merged bundles"
 )
 
@@ -234,14 +236,11 @@ func (c *Checker) Check(ctx context.Context, obj *unstructured.Unstructured) ([]
 	if err != nil {
 		return nil, err
 	}
-	relabelled := merged.DeepCopy()
-	labels := relabelled.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
+	retimed, err := retime(merged)
+	if err != nil {
+		return nil, err
 	}
-	labels["webhook-guard.io/cost-check"] = "relabelled"
-	relabelled.SetLabels(labels)
-	writes := map[Write][2]*unstructured.Unstructured{Merge: {merged, obj}, Merged: {relabelled, merged}}
+	writes := map[Write][2]*unstructured.Unstructured{Merge: {merged, obj}, Merged: {retimed, merged}}
 	out := make([]Result, 0, len(Writes))
 	for _, w := range Writes {
 		r := Result{Write: w, Entries: len(hooks)}
@@ -414,4 +413,24 @@ func NewCA(size int) ([]byte, error) {
 		// and base64 makes three of those four.
 		pad += (size-len(out))*3/8 + 1
 	}
+}
+
+// retime is obj with its first entry's timeoutSeconds changed: a write
+// that changes an entry and no caBundle.
+func retime(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	out := obj.DeepCopy()
+	hooks, _, err := unstructured.NestedSlice(out.Object, "webhooks")
+	if err != nil {
+		return nil, err
+	}
+	first, ok := hooks[0].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("webhooks[0] of %s is not an object", obj.GetName())
+	}
+	timeout, _, _ := unstructured.NestedInt64(first, "timeoutSeconds")
+	first["timeoutSeconds"] = timeout%30 + 1
+	if err := unstructured.SetNestedSlice(out.Object, hooks, "webhooks"); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

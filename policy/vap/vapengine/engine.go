@@ -150,9 +150,11 @@ func (p *Policy) Condition(expressions []string) *plugincel.CompositedConditionE
 
 // Attributes are the admission attributes kube-apiserver hands the VAP
 // engine for one request of op on name by u (obj, old: nil when none), and
-// the resource it matched.
+// the resource it matched. The objects carry the generations kube-apiserver
+// sets before validating admission (withGenerations).
 func Attributes(op admission.Operation, name string, obj, old runtime.Object, u user.Info) (*admission.VersionedAttributes, schema.GroupVersionResource) {
 	gvk, gvr := kindOf(obj, old)
+	obj, old = withGenerations(op, obj, old)
 	attrs := admission.NewAttributesRecord(obj, old, gvk, "", name, gvr, "", op, nil, false, u)
 	return &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}, gvr
 }
