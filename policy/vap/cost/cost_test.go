@@ -154,3 +154,39 @@ func Test_NewCA(t *testing.T) {
 		assert.Less(t, len(ca), max(size, 600)*11/10, "a CA of the size class of %d bytes", size)
 	}
 }
+
+// Test_measure_writeThatChangesNoEntry: a writer's write that changes no
+// entry (a label) is skipped on its generation, and what it costs does not
+// grow with the entries or depend on what the caBundles hold, under either
+// layout of the CA.
+func Test_measure_writeThatChangesNoEntry(t *testing.T) {
+	cfg, err := policy.Load([]byte(config))
+	require.NoError(t, err)
+	owner, previous := testpki.MustCA(t, "app-ca"), testpki.MustCA(t, "app-ca-previous")
+	merged := slices.Concat(previous.PEM, owner.PEM)
+	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+	relabel := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
+		out := obj.DeepCopy()
+		out.SetLabels(map[string]string{"example.io/touched": "yes"})
+		return out
+	}
+	for name, p := range map[string]*guardapi.KeyRef{"CA literal": nil, "CA Secret as param": param} {
+		t.Run(name, func(t *testing.T) {
+			c, err := New(cfg, "app", vap.CA{PEM: owner.PEM, Source: "Secret app-system/app-ca", Param: p})
+			require.NoError(t, err)
+			costs := map[int]int64{}
+			for _, n := range []int{5, 250} {
+				stored := configuration(n, merged, previous.PEM)
+				for _, pol := range c.policies {
+					r, err := c.measure(t.Context(), pol, relabel(stored), stored)
+					require.NoError(t, err)
+					assert.Equal(t, "matchConditions[changes-trust]", r.Expression, "%s, %d entries: only the skip is evaluated", pol.name, n)
+					assert.Zero(t, r.Total, "%s, %d entries: no variable is evaluated", pol.name, n)
+					costs[n] += r.Cost
+				}
+			}
+			t.Logf("a label write costs %d at 5 entries, %d at 250", costs[5], costs[250])
+			assert.Equal(t, costs[5], costs[250])
+		})
+	}
+}
