@@ -108,8 +108,8 @@ func StartControllerManager(t testing.TB, admin *rest.Config, controllers ...str
 	return cm
 }
 
-// Stop terminates kube-controller-manager (SIGTERM, then SIGKILL after
-// 10 s). It is safe to call more than once.
+// Stop terminates kube-controller-manager (SIGTERM, then SIGKILL after a
+// pod's termination grace period). It is safe to call more than once.
 func (cm *ControllerManager) Stop(t testing.TB) {
 	t.Helper()
 	cm.mu.Lock()

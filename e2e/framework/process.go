@@ -11,7 +11,8 @@ import (
 
 // process is one child process the framework runs (the guard, cainjector,
 // the rotator): started at most once at a time, never leaked (it dies with
-// the test process), stopped with SIGTERM and, after 10 s, SIGKILL.
+// the test process), stopped with SIGTERM and, after a pod's termination
+// grace period, SIGKILL.
 type process struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
