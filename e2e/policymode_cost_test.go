@@ -13,12 +13,14 @@ import (
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 )
 
 // TestPolicyModeCostLimit: on a real kube-apiserver, a configuration of 300
 // entries whose owner's rotation (cainjector's merge) would cost more than
 // kube-apiserver's CEL limit is reported by the guard (the cost gauge over
-// 1, an error log naming the mapping, configuration, entries and limit)
+// 1, an error log naming the mapping, configuration, entries and limit,
+// one PolicyCostNearLimit Event about its policy)
 // and its mapping's policies get failurePolicy Ignore: the owner's merge
 // is admitted instead of refused with "actual cost limit exceeded", while
 // a non-writer is still denied not-owner. A 50-entry configuration of the
@@ -75,6 +77,14 @@ func TestPolicyModeCostLimit(t *testing.T) {
 	})
 	if fp := failurePolicy(smallMapping); len(fp) == 0 || slices.Contains(fp, admv1.Ignore) {
 		t.Errorf("the 50-entry mapping's policies: failurePolicy %v, want Fail", fp)
+	}
+	var near []string
+	framework.Eventually(t, 10*time.Second, "a PolicyCostNearLimit Event about the costly mapping's policy", func() bool {
+		near = eventsWithReason(t, f, policysync.ReasonPolicyCostNearLimit)
+		return len(near) > 0
+	})
+	if len(near) != 1 || !strings.HasPrefix(near[0], "ValidatingAdmissionPolicy/"+vap.PolicyName(bigMapping)+": ") {
+		t.Errorf("PolicyCostNearLimit Events: %q; want one about %s", near, vap.PolicyName(bigMapping))
 	}
 	var logged string
 	for line := range strings.SplitSeq(f.env.Guard.Log.String(), "\n") {

@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -49,9 +52,8 @@ type costOf struct {
 }
 
 // checkCosts runs the owner's worst writes on every configuration a
-// mapping names (read through Sources, whose watch starts a pass when
-// one changes), from the cache where the object and the mapping's
-// policies are as they were. It returns the mappings at or over
+// mapping guards (guardedObjects), from the cache where the object and the
+// mapping's policies are as they were. It returns the mappings at or over
 // CostMargin, sets webhook_guard_policy_worst_write_cost_ratio for every
 // object checked (and deletes the series of objects no longer guarded),
 // and logs each object over the margin.
@@ -200,16 +202,18 @@ func policiesKey(cfg *policy.Mappings, ca vap.CA) string {
 	return fmt.Sprintf("%p/%x", cfg, h.Sum(nil))
 }
 
-// guardedObjects are the webhook configurations m names that exist, as
-// Sources holds them. A mapping that selects by label is checked for the
-// configurations it names only.
+// guardedObjects are the webhook configurations m guards that exist: those
+// it names, as Sources holds them (its watches start a pass when one
+// changes), and those its label selector selects, listed from the API
+// server at each pass (a selector names nothing to watch: a configuration
+// it selects is checked at the next pass after it appears or grows, which
+// the interval bounds and CostMargin leaves room for). One named and
+// selected is checked once.
 func (s *Syncer) guardedObjects(ctx context.Context, m guardapi.Match) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	read := func(obj client.Object, kind, name string) {
-		if err := s.Sources.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
-			if !apierrors.IsNotFound(err) {
-				s.Log.Error(err, "policy mode: cannot read a guarded configuration to check its cost", "configuration", kind+"/"+name)
-			}
+	seen := map[string]bool{}
+	add := func(obj client.Object, kind string) {
+		if seen[kind+"/"+obj.GetName()] {
 			return
 		}
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -218,15 +222,77 @@ func (s *Syncer) guardedObjects(ctx context.Context, m guardapi.Match) []*unstru
 		}
 		o := &unstructured.Unstructured{Object: u}
 		o.SetGroupVersionKind(admv1.SchemeGroupVersion.WithKind(kind))
+		seen[kind+"/"+obj.GetName()] = true
 		out = append(out, o)
 	}
+	read := func(obj client.Object, kind, name string) {
+		if err := s.Sources.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+			if !apierrors.IsNotFound(err) {
+				s.Log.Error(err, "policy mode: cannot read a guarded configuration to check its cost", "configuration", kind+"/"+name)
+			}
+			return
+		}
+		add(obj, kind)
+	}
 	for _, name := range m.Validating {
-		read(&admv1.ValidatingWebhookConfiguration{}, "ValidatingWebhookConfiguration", name)
+		read(&admv1.ValidatingWebhookConfiguration{}, guardapi.KindValidatingWebhookConfiguration, name)
 	}
 	for _, name := range m.Mutating {
-		read(&admv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", name)
+		read(&admv1.MutatingWebhookConfiguration{}, guardapi.KindMutatingWebhookConfiguration, name)
+	}
+	if m.LabelSelector == nil {
+		return out
+	}
+	selector, err := metav1.LabelSelectorAsSelector(m.LabelSelector)
+	if err != nil {
+		// policy.Load refuses such a selector; nothing to list.
+		return out
+	}
+	sel := client.MatchingLabelsSelector{Selector: selector}
+	var validating admv1.ValidatingWebhookConfigurationList
+	if err := s.Reader.List(ctx, &validating, sel); err != nil {
+		s.Log.Error(err, "policy mode: cannot list the configurations a mapping selects to check their cost", "kind", guardapi.KindValidatingWebhookConfiguration, "selector", selector.String())
+	}
+	for i := range validating.Items {
+		add(&validating.Items[i], guardapi.KindValidatingWebhookConfiguration)
+	}
+	var mutating admv1.MutatingWebhookConfigurationList
+	if err := s.Reader.List(ctx, &mutating, sel); err != nil {
+		s.Log.Error(err, "policy mode: cannot list the configurations a mapping selects to check their cost", "kind", guardapi.KindMutatingWebhookConfiguration, "selector", selector.String())
+	}
+	for i := range mutating.Items {
+		add(&mutating.Items[i], guardapi.KindMutatingWebhookConfiguration)
 	}
 	return out
+}
+
+// Reasons of the cost check's Events.
+const (
+	ReasonPolicyCostNearLimit   = "PolicyCostNearLimit"
+	ReasonPolicyCostWithinLimit = "PolicyCostWithinLimit"
+)
+
+// reportCostly writes an Event about a mapping's main policy when the
+// mapping goes over CostMargin (its policies are written with
+// failurePolicy Ignore from this pass on) and when it is back under: once
+// per change, not once per pass. The error log and the gauge name the
+// configuration; the Event is where `kubectl describe` and event
+// exporters see it.
+func (s *Syncer) reportCostly(objs *vap.Objects, prev, now map[string]bool) {
+	for _, m := range slices.Sorted(maps.Keys(now)) {
+		if !prev[m] {
+			s.event(objs, m, "Warning", ReasonPolicyCostNearLimit, fmt.Sprintf(
+				"a worst-case owner write to a configuration of mapping %q is at or over %.0f%% of kube-apiserver's CEL cost limit "+
+					"(webhook_guard_policy_worst_write_cost_ratio names it); its policies are written with failurePolicy Ignore, so a writer's "+
+					"write too costly to decide is admitted without its caBundle check: split the configuration", m, 100*CostMargin))
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(prev)) {
+		if !now[m] {
+			s.event(objs, m, "Normal", ReasonPolicyCostWithinLimit, fmt.Sprintf(
+				"every configuration of mapping %q is under %.0f%% of kube-apiserver's CEL cost limit again; its policies fail closed again", m, 100*CostMargin))
+		}
+	}
 }
 
 // relaxCostly writes the policies of the costly mappings with

@@ -32,8 +32,9 @@ func webhookConfiguration(n int) *admv1.ValidatingWebhookConfiguration {
 // margin of kube-apiserver's CEL cost limit is reported (gauge, one error
 // log naming the mapping, configuration, entries, cost and limit) and its
 // mapping's policies are written with failurePolicy Ignore, so that
-// kube-apiserver admits the rotation it could not finish deciding; under
-// the margin they fail again; the series goes with the configuration.
+// kube-apiserver admits the rotation it could not finish deciding (one
+// Warning Event when it starts, one Normal when it ends); under the
+// margin they fail again; the series goes with the configuration.
 func Test_SyncerCost(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t, testConfig)
@@ -64,10 +65,15 @@ func Test_SyncerCost(t *testing.T) {
 		return testutil.ToFloat64(e.metrics.WorstWriteCost.WithLabelValues("app", "ValidatingWebhookConfiguration/app-webhooks"))
 	}
 
+	ev := &events{}
+	e.syncer.Events = ev
+
 	big := webhookConfiguration(250)
 	require.NoError(t, e.client.Create(ctx, big))
 	require.NoError(t, e.syncer.Sync(ctx))
 	assert.Greater(t, ratio(), 1.0, "kube-apiserver would refuse the merge")
+	require.Len(t, ev.got, 1)
+	assert.Contains(t, ev.got[0], `Warning PolicyCostNearLimit webhook-guard-app: a worst-case owner write to a configuration of mapping "app" is at or over 80% of kube-apiserver's CEL cost limit`)
 	assert.Equal(t, admv1.Ignore, failurePolicy("webhook-guard-app"))
 	assert.Equal(t, admv1.Fail, failurePolicy("webhook-guard-other"), "other mappings are untouched")
 	require.Len(t, overLogs(), 1)
@@ -78,6 +84,7 @@ func Test_SyncerCost(t *testing.T) {
 	require.NoError(t, e.syncer.Sync(ctx))
 	assert.Equal(t, writes, e.total(), "an unchanged configuration costs no write")
 	assert.Len(t, overLogs(), 1, "nor a check or a log: the result is cached")
+	assert.Len(t, ev.got, 1, "nor an Event")
 
 	require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "app-webhooks"}, big))
 	big.Webhooks = webhookConfiguration(5).Webhooks
@@ -85,6 +92,8 @@ func Test_SyncerCost(t *testing.T) {
 	require.NoError(t, e.syncer.Sync(ctx))
 	assert.Less(t, ratio(), 0.1)
 	assert.Equal(t, admv1.Fail, failurePolicy("webhook-guard-app"), "under the margin the policy fails its writes again")
+	require.Len(t, ev.got, 2)
+	assert.Contains(t, ev.got[1], `Normal PolicyCostWithinLimit webhook-guard-app: every configuration of mapping "app" is under 80%`)
 
 	require.NoError(t, e.client.Delete(ctx, big))
 	require.NoError(t, e.syncer.Sync(ctx))
@@ -102,4 +111,53 @@ func Test_lastResult(t *testing.T) {
 	assert.Equal(t, old, k)
 	_, _, ok = lastResult(prev, costKey{mapping: "other", object: old.object, resourceVersion: "8"})
 	assert.False(t, ok, "another mapping's result is not this one's")
+}
+
+// labelledConfig maps the configurations labelled app=selected to one
+// owner, by selector alone.
+const labelledConfig = `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+breakGlass: {groups: [system:masters]}
+owners:
+  - name: app
+    mode: enforce
+    match: {labelSelector: {matchLabels: {app: selected}}}
+    writers: {serviceAccounts: [app/controller]}
+    ca: {secret: {namespace: app, name: app-ca}}
+`
+
+// Test_SyncerCost_labelSelected: a mapping that selects its
+// configurations by label has them checked too, each once, and a
+// configuration it no longer selects loses its series.
+func Test_SyncerCost_labelSelected(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t, labelledConfig)
+	ratio := func(object string) float64 {
+		return testutil.ToFloat64(e.metrics.WorstWriteCost.WithLabelValues("app", object))
+	}
+	big := webhookConfiguration(250)
+	big.Labels = map[string]string{"app": "selected"}
+	require.NoError(t, e.client.Create(ctx, big))
+	small := &admv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "small-webhooks", Labels: map[string]string{"app": "selected"}},
+		Webhooks: []admv1.MutatingWebhook{{Name: "m.app.io", ClientConfig: admv1.WebhookClientConfig{URL: new("https://app.example/m"), CABundle: caPEM}}}}
+	require.NoError(t, e.client.Create(ctx, small))
+	unselected := webhookConfiguration(250)
+	unselected.Name = "unselected-webhooks"
+	require.NoError(t, e.client.Create(ctx, unselected))
+
+	require.NoError(t, e.syncer.Sync(ctx))
+	assert.Greater(t, ratio("ValidatingWebhookConfiguration/app-webhooks"), 1.0, "kube-apiserver would refuse the merge")
+	assert.Less(t, ratio("MutatingWebhookConfiguration/small-webhooks"), 0.1)
+	assert.Equal(t, 2, testutil.CollectAndCount(e.metrics.WorstWriteCost), "an unselected configuration is not the mapping's")
+	var p admv1.ValidatingAdmissionPolicy
+	require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &p))
+	assert.Equal(t, admv1.Ignore, *p.Spec.FailurePolicy)
+
+	require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "app-webhooks"}, big))
+	big.Labels = nil
+	require.NoError(t, e.client.Update(ctx, big))
+	require.NoError(t, e.syncer.Sync(ctx))
+	assert.Equal(t, 1, testutil.CollectAndCount(e.metrics.WorstWriteCost), "no series for a configuration no longer selected")
+	require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &p))
+	assert.Equal(t, admv1.Fail, *p.Spec.FailurePolicy)
 }

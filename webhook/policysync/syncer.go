@@ -159,11 +159,13 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if !s.mayUseSecretParams(ctx) {
 		res.DropParams()
 	}
+	prevCostly := s.costly
 	s.costly = s.checkCosts(ctx, cfg, res)
 	objs, err := s.generate(cfg, res, anchor)
 	if err != nil {
 		return err
 	}
+	s.reportCostly(objs, prevCostly, s.costly)
 	l, err := s.listLive(ctx)
 	if err != nil {
 		return err
