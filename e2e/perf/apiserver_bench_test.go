@@ -38,6 +38,8 @@ func oldAndCur(s *apiServer) []byte { return append(slices.Clone(s.Old.PEM), s.C
 // ordinary writes change an annotation (kube-apiserver keeps the
 // generation: the policies skip them on it) or, in the -spec rows, an
 // entry's timeout (a new generation: the policies compare the entries).
+// The merge under the param is decided by a policy variable, not the
+// matchCondition: kube-apiserver derives the CA's shifted texts in CEL.
 var apiWrites = []apiWrite{
 	{name: "ordinary", kase: caseLit, stored: curCA},
 	{name: "ordinary-param", kase: caseParam, stored: curCA},
@@ -46,6 +48,7 @@ var apiWrites = []apiWrite{
 	{name: "ordinary-param-spec", kase: caseParam, stored: curCA, retime: true},
 	{name: "merged-state-spec", kase: caseLit, stored: oldAndCur, retime: true},
 	{name: "merge", kase: caseLit, stored: oldCA, merge: true},
+	{name: "merge-param", kase: caseParam, stored: oldCA, merge: true},
 }
 
 // apiPairsPerOp is how many write pairs (the least policy's, the

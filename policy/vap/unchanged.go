@@ -41,8 +41,9 @@ import (
 //
 // Each part skips on what its own rules read: partOwner (not-owner, the
 // entry rules, the pointer) on names and the pointer, and never on a CA;
-// partCA (caBundles only) on every caBundle being the CA, without reading
-// the stored object; partAll on both, and on a uniform rotation.
+// partCA (caBundles only) on every caBundle being the CA without reading
+// the stored object, else on every caBundle kept; partAll on both, and on
+// a uniform rotation.
 
 // bundleOf is CEL for the caBundle of entry e as base64 text ("" when
 // absent).
@@ -76,6 +77,23 @@ func (r rotation) uniformRotation() string {
 	}
 	return `size(oldObject.webhooks) > 0 && [` + CELString(r.literal()) + `].all(ca, [` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +
 		`oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && (` + keepsOrCurrent + ` || ` + merge + `)))`
+}
+
+// uniformRotationVariable is uniformRotation as a policy variable, for the
+// writes the matchCondition could not skip: under a CA Secret param (whose
+// shifted texts kube-apiserver derives once per request, as the variables
+// caShift1 and caShift2), and under a literal CA too large for the
+// matchCondition. badWebhooks is empty when it holds, without the lookup
+// of each entry in the stored object. sameNames is CEL that is true when
+// every entry keeps its name and position: a new or renamed entry has no
+// stored bundle to keep or merge after, and must be checked alone.
+func uniformRotationVariable(sameNames string) string {
+	q := byteLength("k")
+	merged := `k.substring(0, ` + q + ` / 3 * 4) + ` +
+		mergedTail(q, "variables.ca", `"Ci0t" + variables.caShift2`, `"LQot" + variables.caShift1`)
+	return `variables.ca != "" && ` + sameNames + ` && size(oldObject.webhooks) > 0 && [` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +
+		`oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && (object.webhooks.all(w, ` + bundleOf("w") + ` in [k, variables.ca]) || ` +
+		`k != "" && ` + endsWithFooter("k") + ` && ` + caStartsWithHeader + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, variables.ca, m]))))`
 }
 
 // sameEntryNames is CEL that is true for an UPDATE that keeps every entry's
@@ -116,7 +134,7 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 	skip := func(keeps string) string { return `!((` + isWriter + `) && (` + keeps + `))` }
 	switch part {
 	case partCA:
-		return skip(sameWebhooks + ` || ` + allBundlesAre(m.rotation.caExpression(part))), true
+		return skip(sameWebhooks + ` || ` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` + sameEntryNames + ` && ` + sameBundles), true
 	case partOwner:
 		return skip(`(` + sameWebhooks + ` || ` + sameEntryNames + `)` + m.samePointer()), true
 	case partAll:

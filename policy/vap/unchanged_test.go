@@ -47,6 +47,12 @@ func Test_writerKeepsTrust(t *testing.T) {
 			r: update(writer, []entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, merged}, {b, merged}})},
 		"if a writer merges a foreign CA after the stored bundle in every entry, deny ca-mismatch": {
 			r: update(writer, []entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, append(slices.Clone(old.PEM), foreign.PEM...)}, {b, append(slices.Clone(old.PEM), foreign.PEM...)}}), deny: "ca-mismatch"},
+		"if a writer merges the CA after the stored bundle in every entry and renames one, deny ca-mismatch": {
+			r: update(writer, []entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, merged}, {"c.app.io", merged}}), deny: "ca-mismatch"},
+		"if a writer merges the CA into every entry but writes a foreign CA in one, deny ca-mismatch": {
+			r: update(writer, []entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, merged}, {b, foreign.PEM}}), deny: "ca-mismatch"},
+		"if a writer keeps the stored bundle in one entry and merges the other, allow": {
+			r: update(writer, []entry{{a, old.PEM}, {b, old.PEM}}, []entry{{a, old.PEM}, {b, merged}})},
 		"if a writer writes the CA over a foreign caBundle, allow": {
 			r: update(writer, []entry{{a, foreign.PEM}, {b, cur.PEM}}, both)},
 		"if a non-writer keeps every caBundle, deny not-owner": {r: update(intruder, both, both), deny: "not-owner"},

@@ -362,7 +362,13 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 		return vars
 	}
 	vars = append(vars, m.rotation.variables(part)...)
+	// The part that holds the entry variables has sameNames already.
+	names := sameNames
+	if part != partCA {
+		names = "variables.sameNames"
+	}
 	return append(vars,
+		admv1.Variable{Name: "uniformRotation", Expression: uniformRotationVariable(names)},
 		// The webhooks[] entries whose caBundle the request added or
 		// changed to something the rotation rule does not allow
 		// (rotation.go), or emptied. An unchanged caBundle is never
@@ -371,8 +377,9 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 		// cheap comparisons come first (CEL's || stops at a true left side): the lookup of the
 		// entry in the stored object (a scan of its webhooks, quadratic
 		// over the whole object) and the merge check run only for a
-		// caBundle that is not the owner's CA.
-		admv1.Variable{Name: "badWebhooks", Expression: `object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
+		// caBundle that is not the owner's CA. A uniform rotation
+		// (unchanged.go) has none, found in one pass over each object.
+		admv1.Variable{Name: "badWebhooks", Expression: `!variables.uniformRotation && object != null && has(object.webhooks) ? object.webhooks.filter(w, ` + newHasBundle + ` ? ` +
 			`!(` + m.rotation.allowed(part) + `) : ` +
 			oldHasBundle + `).map(w, w.name) : []`},
 	)
