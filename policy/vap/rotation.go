@@ -191,7 +191,7 @@ func (r rotation) caExpression(part policyPart) string {
 // the first two, which is exactly what caShift1 and caShift2 compute.
 func (r rotation) variables(part policyPart) []admv1.Variable {
 	if part == partCA {
-		return rotationVariables(r.caExpression(part))
+		return r.rotationVariables(part)
 	}
 	return []admv1.Variable{
 		{Name: "ca", Expression: r.caExpression(part)},

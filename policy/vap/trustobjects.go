@@ -118,7 +118,7 @@ func (m mappingPolicy) trustVariables(k trustKind, part policyPart) []admv1.Vari
 		admv1.Variable{Name: "unfilled", Expression: `request.operation != "DELETE" && ` + k.entry("object") + ` && variables.bundle == "" && !(request.operation == "UPDATE" && ` + k.entry("oldObject") + `)`},
 	)
 	if part != partOwner {
-		vars = append(vars, rotationVariables(m.rotation.caExpression(part))...)
+		vars = append(vars, m.rotation.rotationVariables(part)...)
 	}
 	if part == partCA {
 		return vars

@@ -333,18 +333,31 @@ func (m mappingPolicy) subjectVariables() []admv1.Variable {
 }
 
 // rotationVariables are the rotation rule's: the owner's CA as base64 text
-// (the CEL expression ca) and what the merge check computes from it in CEL,
-// for a CA read from a param. A literal CA's are literals too (see
-// rotation.variables).
-func rotationVariables(ca string) []admv1.Variable {
+// (r.caExpression) and what the merge check computes from it in CEL, for a
+// CA read from a param. A CA the guard resolved has its shifted texts as
+// literals: CEL derives them (a pass over every character of the CA, tens
+// of milliseconds inside kube-apiserver) only when the CA it reads is
+// another one, a param the guard has not synced yet. A CA so large that
+// the literals would pass kube-apiserver's expression limit is always
+// derived.
+func (r rotation) rotationVariables(part policyPart) []admv1.Variable {
+	shift1, shift2 := caShift1, caShift2
+	if lit := r.literal(); lit != "" {
+		known := func(n int, derived string) string {
+			return `variables.ca == ` + CELString(lit) + ` ? ` + CELString(shiftedText(r.ca.PEM, n)) + ` : (` + derived + `)`
+		}
+		if e := known(1, caShift1); len(e) <= maxExpressionCodePoints {
+			shift1, shift2 = e, known(2, caShift2)
+		}
+	}
 	return []admv1.Variable{
-		{Name: "ca", Expression: ca},
+		{Name: "ca", Expression: r.caExpression(part)},
 		{Name: "b64", Expression: base64Values},
 		{Name: "b64chars", Expression: base64Chars},
 		{Name: "caValues", Expression: caValues},
 		{Name: "caLen", Expression: caLen},
-		{Name: "caShift1", Expression: caShift1},
-		{Name: "caShift2", Expression: caShift2},
+		{Name: "caShift1", Expression: shift1},
+		{Name: "caShift2", Expression: shift2},
 	}
 }
 
