@@ -61,7 +61,12 @@ func bundleOf(e string) string {
 // cainjector's merge of a few hundred entries over kube-apiserver's cost
 // limit). "false" when the CA literal is unknown. Only for a literal CA:
 // a param's shifted texts would be computed in CEL on every write.
-func (r rotation) uniformRotation() string {
+//
+// Under the CA Secret param (part partCA) it reads the param's CA and
+// holds only while that is the CA the guard synced, whose shifted texts it
+// holds as literals; another CA (a rotation the guard has not synced yet)
+// is checked by the policy's variables (uniformRotationVariable).
+func (r rotation) uniformRotation(part policyPart) string {
 	if len(r.ca.PEM) == 0 {
 		return "false"
 	}
@@ -75,7 +80,11 @@ func (r rotation) uniformRotation() string {
 			mergedTail(q, "ca", CELString("Ci0t"+shiftedText(r.ca.PEM, 2)), CELString("LQot"+shiftedText(r.ca.PEM, 1)))
 		merge = `k != "" && ` + endsWithFooter("k") + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ca, m]))`
 	}
-	return `size(oldObject.webhooks) > 0 && [` + CELString(r.literal()) + `].all(ca, [` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +
+	bind := `[` + CELString(r.literal()) + `].all(ca, `
+	if part == partCA {
+		bind = `[` + r.caExpression(part) + `].all(ca, ca == ` + CELString(r.literal()) + ` && `
+	}
+	return `size(oldObject.webhooks) > 0 && ` + bind + `[` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +
 		`oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && (` + keepsOrCurrent + ` || ` + merge + `)))`
 }
 
@@ -134,12 +143,14 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 	skip := func(keeps string) string { return `!((` + isWriter + `) && (` + keeps + `))` }
 	switch part {
 	case partCA:
-		return skip(sameWebhooks + ` || ` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` + sameEntryNames + ` && ` + sameBundles), true
 	case partOwner:
 		return skip(`(` + sameWebhooks + ` || ` + sameEntryNames + `)` + m.samePointer()), true
 	case partAll:
 	}
 	keeps := func(uniform string) string {
+		if part == partCA {
+			return sameWebhooks + ` || ` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` + sameEntryNames + ` && (` + sameBundles + ` || ` + uniform + `)`
+		}
 		return `(` + sameWebhooks + ` || ` + sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +
 			uniform + ` || ` + sameBundles + `))` + m.samePointer()
 	}
@@ -147,7 +158,7 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 	// shifted by one and two bytes): with a CA so large that the expression
 	// would pass kube-apiserver's limit, the policy goes without it rather
 	// than be refused.
-	if cond := skip(keeps(m.rotation.uniformRotation())); len(cond) <= maxExpressionCodePoints {
+	if cond := skip(keeps(m.rotation.uniformRotation(part))); len(cond) <= maxExpressionCodePoints {
 		return cond, true
 	}
 	return skip(keeps("false")), true

@@ -186,3 +186,41 @@ func Test_writerKeepsTrust_bigCA(t *testing.T) {
 		})
 	}
 }
+
+// Test_writerKeepsTrust_skipsUnderParam: under the CA Secret param the -ca
+// policy's matchCondition skips a uniform merge of the CA the guard synced
+// (whose shifted texts it holds), and leaves a merge of another CA in the
+// Secret, one the guard has not synced yet, to the policy's variables.
+func Test_writerKeepsTrust_skipsUnderParam(t *testing.T) {
+	synced, next, old := testpki.MustCA(t, "skips-synced-ca"), testpki.MustCA(t, "skips-next-ca"), testpki.MustCA(t, "skips-param-old-ca")
+	writer := &user.DefaultInfo{Name: "system:serviceaccount:app-system:controller"}
+	a, b := "a.app.io", "b.app.io"
+	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
+	objs, err := Generate(Input{Config: load(t, nonWriterConfig), CAs: map[string]CA{"app": {PEM: synced.PEM, Source: paritySource, Param: param}}})
+	require.NoError(t, err)
+	var p *admv1.ValidatingAdmissionPolicy
+	for _, q := range objs.Policies {
+		if q.Spec.ParamKind != nil {
+			p = q.DeepCopy()
+		}
+	}
+	require.NotNil(t, p, "the policy that reads the CA Secret")
+	p.Spec.Validations = []admv1.Validation{{Expression: "false", Message: "evaluated"}}
+	v, err := vaptest.Compile(p)
+	require.NoError(t, err)
+	for name, c := range map[string]struct {
+		secret  []byte
+		skipped bool
+	}{
+		"if the Secret holds the synced CA and the writer merges it into every entry": {secret: synced.PEM, skipped: true},
+		"if the Secret holds a CA the guard has not synced and the writer merges it":  {secret: next.PEM},
+	} {
+		t.Run(name, func(t *testing.T) {
+			merged := append(slices.Clone(old.PEM), c.secret...)
+			r := vaptest.Request{Operation: admission.Update, Name: "app", User: writer,
+				Old: parityObject("app", nil, []entry{{a, old.PEM}, {b, old.PEM}}), Object: parityObject("app", nil, []entry{{a, merged}, {b, merged}}),
+				Params: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app-system", Name: "app-ca"}, Data: map[string][]byte{"ca.crt": c.secret}}}
+			assert.Equal(t, !c.skipped, len(v.Validate(t.Context(), r)) > 0, "evaluated")
+		})
+	}
+}

@@ -84,9 +84,9 @@ func Test_Check(t *testing.T) {
 			entries: 250, bundles: mixed, refused: map[Write]bool{Merge: true, Merged: false},
 			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "matchConditions[changes-trust]"},
 		},
-		"if the CA Secret is the policy's param and every entry holds one bundle, its -ca policy finds the uniform rotation in one pass, under the limit at 250 entries": {
+		"if the CA Secret is the policy's param and every entry holds one bundle, its -ca policy skips the uniform rotation, under the limit at 250 entries": {
 			entries: 250, bundles: uniform, param: param, refused: map[Write]bool{Merge: false, Merged: false},
-			costliest: map[Write]string{Merge: "variables.uniformRotation", Merged: "matchConditions[changes-trust]"},
+			costliest: map[Write]string{Merge: "matchConditions[changes-trust]", Merged: "matchConditions[changes-trust]"},
 		},
 		"if the CA Secret is the policy's param and the entries hold different bundles, the merge of 250 is over the limit": {
 			entries: 250, bundles: mixed, param: param, refused: map[Write]bool{Merge: true, Merged: false},
