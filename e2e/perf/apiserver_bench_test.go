@@ -150,7 +150,7 @@ func (s *apiServer) ordinary(ctx context.Context, c *admv1.ValidatingWebhookConf
 	}
 	c = c.DeepCopy()
 	t := ptr.Deref(c.Webhooks[0].TimeoutSeconds, 10)
-	c.Webhooks[0].TimeoutSeconds = ptr.To(t%30 + 1)
+	c.Webhooks[0].TimeoutSeconds = new(t%30 + 1)
 	return s.owner.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
 }
 

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/utils/ptr"
 )
 
 // Test_withGenerations: the engine's objects carry the generations
@@ -20,7 +19,7 @@ func Test_withGenerations(t *testing.T) {
 		return &admv1.ValidatingWebhookConfiguration{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Generation: gen},
-			Webhooks:   []admv1.ValidatingWebhook{{Name: "a.app.io", TimeoutSeconds: ptr.To(timeout)}},
+			Webhooks:   []admv1.ValidatingWebhook{{Name: "a.app.io", TimeoutSeconds: new(timeout)}},
 		}
 	}
 	annotated := func(c *admv1.ValidatingWebhookConfiguration) *admv1.ValidatingWebhookConfiguration {
