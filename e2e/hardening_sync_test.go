@@ -127,6 +127,11 @@ func TestHardeningSyncRefusedPolicyFailsClosed(t *testing.T) {
 	t.Run("the owner's caBundle change is denied ca-unavailable, naming the refusal", func(t *testing.T) {
 		other := framework.NewCA(t, "any-new-ca").PEM
 		var err error
+		defer func() {
+			if t.Failed() {
+				t.Logf("kube-apiserver's last answer to the owner's write: %v", err)
+			}
+		}()
 		// Until kube-apiserver has the fail-closed policy, it may still
 		// enforce the one written while the Secret did not exist yet (its
 		// denial names the missing Secret): wait for the refusal's.

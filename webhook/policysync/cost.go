@@ -104,8 +104,15 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 					c, err = check(ctx, checker, key, obj)
 				}
 				if err != nil {
+					// Logged once per key, not at every pass: a check that
+					// cannot compile (a CA past kube-apiserver's expression
+					// limit, which the refusal reports) would fail the same
+					// way, at the cost of compiling it again.
 					s.Log.Error(err, "policy mode: cannot check the cost of the mapping's policies", "mapping", o.Name, "configuration", key.object)
-					continue
+					if ctx.Err() != nil {
+						continue // the pass was stopped: check it again
+					}
+					c = costOf{mapping: o.Name, object: key.object}
 				}
 			}
 			seen[key] = c
