@@ -132,13 +132,25 @@ func TestHardeningSyncRefusedPolicyFailsClosed(t *testing.T) {
 				t.Logf("kube-apiserver's last answer to the owner's write: %v", err)
 			}
 		}()
-		// Until kube-apiserver has the fail-closed policy, it may still
-		// enforce the one written while the Secret did not exist yet (its
-		// denial names the missing Secret): wait for the refusal's.
+		// Until kube-apiserver has loaded the fail-closed policy it
+		// enforces what the guard's first pass wrote before the refusal:
+		// the mapping's not-owner policy alone, which admits the owner's
+		// write (as no policy did before the guard's first pass). Wait for
+		// the refusal's denial, with a new CA after a write admitted in
+		// that window: writing the same one again changes no entry, which
+		// every policy lets a writer do.
+		attempt := 0
 		framework.Eventually(t, 20*time.Second, "kube-apiserver enforces the fail-closed policy", func() bool {
 			_, err = f.owner.SetCABundle(ctx, framework.Validating, bigName, other)
+			if err == nil {
+				attempt++
+				other = framework.NewCA(t, fmt.Sprintf("any-new-ca-%d", attempt)).PEM
+			}
 			return err != nil && strings.Contains(err.Error(), "kube-apiserver refused the mapping's generated policy")
 		})
+		if attempt > 0 {
+			t.Logf("%d write(s) admitted before kube-apiserver loaded the fail-closed policy", attempt)
+		}
 		requirePolicyDenied(t, err, vap.PolicyName(bigMapping), "ca-unavailable", "kube-apiserver refused the mapping's generated policy", "code point size exceeds limit")
 		if _, err := f.owner.SetCABundle(ctx, framework.Validating, bigName, bigPEM); err == nil || !strings.Contains(err.Error(), "ca-unavailable") {
 			t.Errorf("the owner writing the (oversized) CA itself: want ca-unavailable, got %v", err)
