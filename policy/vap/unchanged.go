@@ -70,22 +70,13 @@ func (r rotation) uniformRotation(part policyPart) string {
 	if len(r.ca.PEM) == 0 {
 		return "false"
 	}
-	keepsOrCurrent := `object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ca])`
-	merge := "false"
-	if strings.HasPrefix(string(r.ca.PEM), pemHeader) {
-		// The merged text: K's whole groups, then the CA as it continues
-		// K's last group (mergedAfterOf).
-		q := byteLength("k")
-		merged := `k.substring(0, ` + q + ` / 3 * 4) + ` +
-			mergedTail(q, "ca", CELString("Ci0t"+shiftedText(r.ca.PEM, 2)), CELString("LQot"+shiftedText(r.ca.PEM, 1)))
-		merge = `k != "" && ` + endsWithFooter("k") + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ca, m]))`
-	}
+	canMerge := strings.HasPrefix(string(r.ca.PEM), pemHeader)
 	bind := `[` + CELString(r.literal()) + `].all(ca, `
 	if part == partCA {
 		bind = `[` + r.caExpression(part) + `].all(ca, ca == ` + CELString(r.literal()) + ` && `
 	}
-	return `size(oldObject.webhooks) > 0 && ` + bind + `[` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +
-		`oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && (` + keepsOrCurrent + ` || ` + merge + `)))`
+	return `size(oldObject.webhooks) > 0 && ` + bind +
+		uniformUnder("ca", CELString("Ci0t"+shiftedText(r.ca.PEM, 2)), CELString("LQot"+shiftedText(r.ca.PEM, 1)), "", canMerge) + `)`
 }
 
 // uniformRotationVariable is uniformRotation as a policy variable, for the
@@ -97,12 +88,26 @@ func (r rotation) uniformRotation(part policyPart) string {
 // every entry keeps its name and position: a new or renamed entry has no
 // stored bundle to keep or merge after, and must be checked alone.
 func uniformRotationVariable(sameNames string) string {
-	q := byteLength("k")
-	merged := `k.substring(0, ` + q + ` / 3 * 4) + ` +
-		mergedTail(q, "variables.ca", `"Ci0t" + variables.caShift2`, `"LQot" + variables.caShift1`)
-	return `variables.ca != "" && ` + sameNames + ` && size(oldObject.webhooks) > 0 && [` + bundleOf("oldObject.webhooks[0]") + `].all(k, ` +
-		`oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && (object.webhooks.all(w, ` + bundleOf("w") + ` in [k, variables.ca]) || ` +
-		`k != "" && ` + endsWithFooter("k") + ` && ` + caStartsWithHeader + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, variables.ca, m]))))`
+	return `variables.ca != "" && ` + sameNames + ` && size(oldObject.webhooks) > 0 && ` +
+		uniformUnder("variables.ca", `"Ci0t" + variables.caShift2`, `"LQot" + variables.caShift1`, ` && `+caStartsWithHeader, true)
+}
+
+// uniformUnder is the uniform rotation of the CA whose base64 text is the
+// CEL expression ca: every stored entry holds the first one's bundle K,
+// and every entry of the request's object holds K, the CA, or (canMerge)
+// K followed by the CA. The merged text is K's whole groups, then the CA
+// as it continues K's last group (mergedAfterOf): afterOne or afterTwo
+// for K's length modulo 3 (mergedTail); mergeIf is CEL the merge also
+// requires ("" for none).
+func uniformUnder(ca, afterOne, afterTwo, mergeIf string, canMerge bool) string {
+	merge := "false"
+	if canMerge {
+		q := byteLength("k")
+		merged := `k.substring(0, ` + q + ` / 3 * 4) + ` + mergedTail(q, ca, afterOne, afterTwo)
+		merge = `k != "" && ` + endsWithFooter("k") + mergeIf + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ` + ca + `, m]))`
+	}
+	return `[` + bundleOf("oldObject.webhooks[0]") + `].all(k, oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && ` +
+		`(object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ` + ca + `]) || ` + merge + `))`
 }
 
 // sameEntryNames is CEL that is true for an UPDATE that keeps every entry's
