@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -37,8 +38,10 @@ func trustConfig() *guardapi.GuardConfig {
 
 // TestTrustEmptyCABundleStaticShape: an entry without a caBundle makes
 // kube-apiserver trust its system roots, so the static webhook denies a
-// writer's new entry without one, unless cainjector's fill is coming; and
-// it denies removing or renaming an entry that carried a caBundle.
+// writer's new entry without one, unless cainjector's fill is coming, and
+// a renamed entry left without one; it admits the writer's removal of an
+// entry (which takes its trust away, as Kyverno does when the last policy
+// that uses a webhook goes) and a rename that keeps the owner's CA.
 func TestTrustEmptyCABundleStaticShape(t *testing.T) {
 	f := newFixture(t, framework.Options{Config: trustConfig()})
 	runTrustScenario(t, f, true, func(t testing.TB, err error, _ string, want ...string) {
@@ -93,13 +96,49 @@ func runTrustScenario(t *testing.T, f *fixture, namesEntries bool, denied denyFu
 		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
 	})
 
-	t.Run("the owner renames an entry that carries the owner's CA: denied", func(t *testing.T) {
+	t.Run("the owner renames an entry and leaves the new name without a caBundle: denied", func(t *testing.T) {
 		before := f.admin.MustGet(t, framework.Validating, enforcedName)
 		_, err := updateValidating(ctx, f.owner, enforcedName, func(o *admv1.ValidatingWebhookConfiguration) {
 			o.Webhooks[0].Name = "renamed.e2e.webhook-guard.io"
+			o.Webhooks[0].ClientConfig.CABundle = nil
 		})
-		denied(t, err, enforcedMapping, "ca-mismatch", "removed or renamed")
+		want := []string{"ca-mismatch", "no caBundle", systemRoots}
+		if namesEntries {
+			want = append(want, `webhook "renamed.e2e.webhook-guard.io"`)
+		}
+		denied(t, err, enforcedMapping, want...)
 		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
+	})
+
+	t.Run("the owner adds an entry with its CA, then removes it, then renames the first keeping its CA: admitted", func(t *testing.T) {
+		_, err := updateValidating(ctx, f.owner, enforcedName, func(o *admv1.ValidatingWebhookConfiguration) {
+			extra := *o.Webhooks[0].DeepCopy()
+			extra.Name = "second.e2e.webhook-guard.io"
+			o.Webhooks = append(o.Webhooks, extra)
+		})
+		if err != nil {
+			t.Fatalf("the owner's new entry with its CA: %v", err)
+		}
+		// Removing an entry takes its trust away: kube-apiserver stops
+		// calling it. A writer does it in normal operation.
+		got, err := updateValidating(ctx, f.owner, enforcedName, func(o *admv1.ValidatingWebhookConfiguration) {
+			o.Webhooks = o.Webhooks[:1]
+		})
+		if err != nil {
+			t.Fatalf("the owner's removal of an entry was refused: %v", err)
+		}
+		if len(got.Webhooks) != 1 {
+			t.Fatalf("stored %d entries after the removal, want 1", len(got.Webhooks))
+		}
+		got, err = updateValidating(ctx, f.owner, enforcedName, func(o *admv1.ValidatingWebhookConfiguration) {
+			o.Webhooks[0].Name = "renamed.e2e.webhook-guard.io"
+		})
+		if err != nil {
+			t.Fatalf("the owner's rename keeping its CA was refused: %v", err)
+		}
+		if got.Webhooks[0].Name != "renamed.e2e.webhook-guard.io" || !bytes.Equal(got.Webhooks[0].ClientConfig.CABundle, f.ownerCA.PEM) {
+			t.Fatalf("stored entry %q with caBundle %d bytes, want the renamed entry with the owner's CA", got.Webhooks[0].Name, len(got.Webhooks[0].ClientConfig.CABundle))
+		}
 	})
 
 	t.Run("the owner creates a configuration with no caBundle under a mapping whose CA is not injected: denied", func(t *testing.T) {

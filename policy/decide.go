@@ -143,10 +143,13 @@ func (c *Mappings) checkBundles(co *compiledOwner, in *Input, changes []BundleCh
 		// write, the owner's own CA, builds no strings.
 		mismatch := func() Violation { return Violation{Rule: RuleCAMismatch, Field: ch.Field(), Webhook: ch.Webhook} }
 		if ch.Removed {
-			v := mismatch()
-			v.Detail = fmt.Sprintf("the entry %q, which carried a caBundle, was removed or renamed; that empties its caBundle", ch.Webhook)
-			v.Hint = "keep the entry (and its name) with the owner's CA; removing it is a break-glass change"
-			out = append(out, v)
+			// An entry gone from the object takes its trust with it:
+			// kube-apiserver no longer calls that endpoint at all. Writers
+			// drop entries in normal operation (Kyverno removes a webhook
+			// when the last policy that uses it goes). A rename is a
+			// removal plus a new entry, and the new entry is held to the
+			// rules of new entries: the current CA, or an empty caBundle
+			// only while cainjector will fill it.
 			continue
 		}
 		if ch.Emptied() {

@@ -80,7 +80,6 @@ func Test_Decide_rotation(t *testing.T) {
 		"if a renamed entry keeps the old name's certificate, deny: a new name has nothing stored": {
 			input: update(whA, f.Owner.PEM, whB, slices.Concat(f.Owner.PEM, f.OwnerNew.PEM)),
 			expViolations: []Violation{
-				{Rule: RuleCAMismatch, Field: "webhooks", Webhook: whA, Detail: `the entry "a.koord.io", which carried a caBundle, was removed or renamed; that empties its caBundle`, Hint: "keep the entry (and its name) with the owner's CA; removing it is a break-glass change"},
 				foreignHere(0, whB, f.Owner.Short()),
 			},
 		},

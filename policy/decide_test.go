@@ -140,16 +140,6 @@ var sharedTeamAAmbiguous = Violation{
 	Hint:   "narrow the labelSelector of all but one of these mappings",
 }
 
-func caRemoved(webhook string) Violation {
-	return Violation{
-		Rule:    RuleCAMismatch,
-		Field:   "webhooks",
-		Webhook: webhook,
-		Detail:  fmt.Sprintf("the entry %q, which carried a caBundle, was removed or renamed; that empties its caBundle", webhook),
-		Hint:    "keep the entry (and its name) with the owner's CA; removing it is a break-glass change",
-	}
-}
-
 func caInvalid(index int, webhook, reason string) Violation {
 	return Violation{
 		Rule:    RuleCAMismatch,
@@ -617,21 +607,35 @@ func Test_Decide(t *testing.T) {
 			expViolations: []Violation{sharedTeamAAmbiguous},
 			expRecord:     true,
 		},
-		"if the owner removes an entry that carried a caBundle, deny with ca-mismatch: removing it empties it": {
+		"if the owner removes an entry that carried a caBundle, allow: the trust goes with the entry": {
 			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
 				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: f.Owner.PEM}},
 				Entries:    []Entry{{Name: whA, CABundle: f.Owner.PEM}}},
-			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
-			expViolations: []Violation{caRemoved(whB)},
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expChanges: []string{"webhooks"},
+		},
+		"if a non-writer removes an entry that carried a caBundle, deny with not-owner": {
+			input: Input{Operation: OperationUpdate, Name: "koord", User: intruder, CA: koordCA,
+				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}, {Name: whB, CABundle: f.Owner.PEM}},
+				Entries:    []Entry{{Name: whA, CABundle: f.Owner.PEM}}},
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expViolations: []Violation{notOwnerSA("kube-system", "intruder", "koordinator")},
 			expChanges:    []string{"webhooks"},
 			expRecord:     true,
+		},
+		"if the owner renames an entry and keeps its CA, allow: the new name holds the current CA": {
+			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
+				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}},
+				Entries:    []Entry{{Name: "renamed.koord.io", CABundle: f.Owner.PEM}}},
+			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeAllow, expRule: RuleNone,
+			expChanges: []string{"webhooks[0].clientConfig.caBundle", "webhooks"},
 		},
 		"if the owner renames an entry that carried a caBundle and leaves the new one empty, deny with ca-mismatch": {
 			input: Input{Operation: OperationUpdate, Name: "koord", User: koordSA, CA: koordCA,
 				OldEntries: []Entry{{Name: whA, CABundle: f.Owner.PEM}},
 				Entries:    []Entry{{Name: "renamed.koord.io"}}},
 			expMapping: "koordinator", expMode: guardapi.ModeEnforce, expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
-			expViolations: []Violation{caRemoved(whA), caUnfilled(0, "renamed.koord.io")},
+			expViolations: []Violation{caUnfilled(0, "renamed.koord.io")},
 			expChanges:    []string{"webhooks"},
 			expRecord:     true,
 		},

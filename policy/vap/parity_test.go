@@ -128,6 +128,7 @@ func parityCases(t *testing.T) (map[string]parityCase, *testpki.CA) {
 		"writer empties a caBundle":                       upd(writer, []entry{{a, cur.PEM}}, []entry{{a, nil}}),
 		"writer removes an entry that carried a caBundle": upd(writer, []entry{{a, cur.PEM}, {b, cur.PEM}}, []entry{{a, cur.PEM}}),
 		"writer removes every entry":                      upd(writer, []entry{{a, cur.PEM}}, nil),
+		"writer removes the first entry of a merged pair": upd(writer, []entry{{a, cur.PEM}, {b, cat(prev.PEM, cur.PEM)}}, []entry{{b, cat(prev.PEM, cur.PEM)}}),
 		"writer removes an entry that carried none":       upd(writer, []entry{{a, cur.PEM}, {b, nil}}, []entry{{a, cur.PEM}}),
 		"writer renames an entry keeping the owner's CA":  upd(writer, []entry{{a, cur.PEM}}, []entry{{b, cur.PEM}}),
 		"writer renames an entry keeping a merged bundle": upd(writer, []entry{{a, prev.PEM}}, []entry{{b, cat(prev.PEM, cur.PEM)}}),

@@ -67,6 +67,10 @@ func trustParityCases(writer, intruder user.Info, cur, foreign *testpki.CA) map[
 			conv(cur.PEM), conv(cur.PEM), svcA, svcA),
 		"writer moves a CRD's conversion webhook": obj(crd, upd, "gadgets.example.com", writer, nil, nil,
 			conv(cur.PEM), conv(cur.PEM), svcA, evil),
+		"writer switches a CRD's conversion to None": obj(crd, upd, "gadgets.example.com", writer, nil, nil,
+			conv(cur.PEM), nil, svcA, policy.Endpoint{}),
+		"non-writer switches a CRD's conversion to None": obj(crd, upd, "gadgets.example.com", intruder, nil, nil,
+			conv(cur.PEM), nil, svcA, policy.Endpoint{}),
 
 		// A non-writer moves the trust of a CRD or APIService (rule 1).
 		"non-writer moves a CRD's conversion webhook to another Service": obj(crd, upd, "gadgets.example.com", intruder, nil, nil,

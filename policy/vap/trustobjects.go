@@ -147,8 +147,12 @@ func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Va
 	}
 	allowed := `(variables.ca != "" && !variables.insecure && variables.bundle != "" && (variables.bundle == variables.ca` + orLiteral + ` || ` +
 		mergedAfterOf("variables.oldBundle", "variables.bundle") + `))`
+	// A writer that removes the entry (a CRD's conversion webhook, an
+	// APIService's service) takes the trust away: kube-apiserver no longer
+	// calls anything for it.
+	removed := `(!variables.insecure && !` + k.entry("object") + `)`
 	caCheck := admv1.Validation{
-		Expression:        `!variables.isWriter || !variables.changesTrust || ` + allowed,
+		Expression:        `!variables.isWriter || !variables.changesTrust || ` + removed + ` || ` + allowed,
 		Message:           m.caMismatchFallback(),
 		MessageExpression: m.trustMismatchMessage(k),
 		Reason:            ptr.To(metav1.StatusReasonForbidden),

@@ -56,10 +56,12 @@ func Test_writerKeepsTrust(t *testing.T) {
 		"if a writer writes the CA over a foreign caBundle, allow": {
 			r: update(writer, []entry{{a, foreign.PEM}, {b, cur.PEM}}, both)},
 		"if a non-writer keeps every caBundle, deny not-owner": {r: update(intruder, both, both), deny: "not-owner"},
-		"if a writer removes an entry that carried a caBundle, deny ca-mismatch": {
-			r: update(writer, both, []entry{{a, cur.PEM}}), deny: "ca-mismatch"},
-		"if a writer renames an entry, keeping its caBundle, deny ca-mismatch": {
-			r: update(writer, both, []entry{{a, cur.PEM}, {"c.app.io", cur.PEM}}), deny: "ca-mismatch"},
+		"if a writer removes an entry that carried a caBundle, allow: its trust goes with it": {
+			r: update(writer, both, []entry{{a, cur.PEM}})},
+		"if a writer renames an entry, keeping the CA, allow: the new name holds the CA": {
+			r: update(writer, both, []entry{{a, cur.PEM}, {"c.app.io", cur.PEM}})},
+		"if a writer renames an entry, keeping a stored bundle that is not the CA, deny ca-mismatch": {
+			r: update(writer, []entry{{a, cur.PEM}, {b, old.PEM}}, []entry{{a, cur.PEM}, {"c.app.io", old.PEM}}), deny: "ca-mismatch"},
 		"if a writer writes a foreign caBundle, deny ca-mismatch": {
 			r: update(writer, both, []entry{{a, cur.PEM}, {b, foreign.PEM}}), deny: "ca-mismatch"},
 	}

@@ -128,9 +128,9 @@ func Test_Generate(t *testing.T) {
 		owner, ca, b := objs.Policies[1], objs.Policies[2], objs.Bindings[2]
 		assert.Nil(t, owner.Spec.ParamKind, "not-owner never depends on a param kube-apiserver may skip")
 		assert.Nil(t, objs.Bindings[1].Spec.ParamRef)
-		require.Len(t, owner.Spec.Validations, 2, "not-owner and the entry rules, which need no CA")
+		require.Len(t, owner.Spec.Validations, 2, "not-owner and the entry rule, which needs no CA")
 		assert.Equal(t, "variables.isWriter", owner.Spec.Validations[0].Expression)
-		assert.Equal(t, `!variables.isWriter || variables.sameNames || (size(variables.unfilledWebhooks) == 0 && size(variables.removedWebhooks) == 0)`, owner.Spec.Validations[1].Expression)
+		assert.Equal(t, `!variables.isWriter || variables.sameNames || size(variables.unfilledWebhooks) == 0`, owner.Spec.Validations[1].Expression)
 		assert.Equal(t, &admv1.ParamKind{APIVersion: "v1", Kind: "Secret"}, ca.Spec.ParamKind)
 		assert.Equal(t, &admv1.ParamRef{Name: "webhook-certs", Namespace: "koordinator-system", ParameterNotFoundAction: ptr.To(admv1.AllowAction)}, b.Spec.ParamRef)
 		assert.Equal(t, "webhook-guard-koordinator-ca", b.Spec.PolicyName)
