@@ -17,6 +17,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -56,16 +57,28 @@ type injectedTarget struct {
 
 // injectedConfig is guardConfig plus the mapping that owns both targets,
 // with the CA the configurations' own cert-manager annotation names and
-// cainjector (the chart's service account) as a writer for it.
-func injectedConfig(mode guardapi.Mode) *guardapi.GuardConfig {
-	cfg := guardConfig(guardapi.Owner{
+// cainjector (the chart's service account) as a writer for it: the
+// products page's cainjector snippet
+// (config/samples/products/cert-manager-cainjector.yaml).
+func injectedConfig(t testing.TB, mode guardapi.Mode) *guardapi.GuardConfig {
+	t.Helper()
+	cfg := guardConfig()
+	owner := framework.ProductMapping(t, "cert-manager-cainjector", mode, cfg)
+	want := guardapi.Owner{
 		Name:    cainjectorMapping,
 		Mode:    mode,
 		Match:   guardapi.Match{Validating: []string{injectedVWC}, Mutating: []string{injectedMWC}},
 		Writers: guardapi.Subjects{ServiceAccounts: []string{appNamespace + "/" + ownerSA}},
 		CA:      guardapi.CASource{InjectedByCertManager: &guardapi.InjectedByCertManager{}},
-	})
-	cfg.CertManager.CAInjectorServiceAccount = framework.CAInjectorNamespace + "/" + framework.CAInjectorServiceAccount
+	}
+	if !reflect.DeepEqual(owner, want) {
+		t.Fatalf("the cainjector snippet's mapping %+v is not the one these tests create objects for: %+v", owner, want)
+	}
+	if cfg.CertManager.CAInjectorServiceAccount != framework.CAInjectorNamespace+"/"+framework.CAInjectorServiceAccount {
+		t.Fatalf("the cainjector snippet names cainjector %q; the suite runs it as %s/%s",
+			cfg.CertManager.CAInjectorServiceAccount, framework.CAInjectorNamespace, framework.CAInjectorServiceAccount)
+	}
+	cfg.Owners = append(cfg.Owners, owner)
 	return cfg
 }
 
@@ -408,7 +421,7 @@ func (r *injectorRun) logCAInjectorIdentity(t testing.TB) {
 // denied as ca-mismatch while cainjector keeps injecting.
 func TestRealWriterCAInjectorStaticShape(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeEnforce)}})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(t, guardapi.ModeEnforce)}})
 	ctx := t.Context()
 	r.logCAInjectorIdentity(t)
 
@@ -476,7 +489,7 @@ func TestRealWriterCAInjectorStaticShape(t *testing.T) {
 // converge within 5 s each and nothing refuses it.
 func TestRealWriterCAInjectorMergingOff(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeEnforce)}, mergingOff: true})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(t, guardapi.ModeEnforce)}, mergingOff: true})
 	for i := 1; i <= rotations; i++ {
 		r.rotate(t, i)
 	}
@@ -491,7 +504,7 @@ func TestRealWriterCAInjectorMergingOff(t *testing.T) {
 // still denied.
 func TestRealWriterCAInjectorFromSecret(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeEnforce)}, fromSecret: true})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(t, guardapi.ModeEnforce)}, fromSecret: true})
 	for i := 1; i <= rotations; i++ {
 		r.rotate(t, i)
 	}
@@ -510,7 +523,7 @@ func TestRealWriterCAInjectorFromSecret(t *testing.T) {
 // controller's writes as ca-mismatch and records nothing about cainjector.
 func TestRealWriterCAInjectorAuditFight(t *testing.T) {
 	t.Parallel()
-	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(guardapi.ModeAudit)}})
+	r := startInjectorRun(t, injectorRunOptions{opts: framework.Options{Config: injectedConfig(t, guardapi.ModeAudit)}})
 	ctx := t.Context()
 	own := framework.NewCA(t, "app-self-generated-ca")
 	r.others = append(r.others, own)
@@ -570,7 +583,7 @@ func TestRealWriterCAInjectorAuditFight(t *testing.T) {
 func TestRealWriterCAInjectorPolicyShape(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
-	opts.Config = injectedConfig(guardapi.ModeEnforce)
+	opts.Config = injectedConfig(t, guardapi.ModeEnforce)
 	policyName := vap.PolicyName(cainjectorMapping)
 	r := startInjectorRun(t, injectorRunOptions{opts: opts, beforeInjector: func(t *testing.T, r *injectorRun) {
 		// The generated policy knows the Certificate's CA once the owner's

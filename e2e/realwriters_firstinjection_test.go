@@ -45,7 +45,7 @@ func logFirstDenials(t *testing.T, r *injectorRun) int {
 func TestRealWriterCAInjectorPolicyShapeFirstInjection(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
-	opts.Config = injectedConfig(guardapi.ModeEnforce)
+	opts.Config = injectedConfig(t, guardapi.ModeEnforce)
 	r := startInjectorRun(t, injectorRunOptions{opts: opts, injectorFirst: true})
 	logFirstDenials(t, r)
 }
@@ -58,7 +58,7 @@ func TestRealWriterCAInjectorPolicyShapeFirstInjection(t *testing.T) {
 func TestRealWriterCAInjectorPolicyShapeFirstInjectionSecretParam(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
-	cfg := injectedConfig(guardapi.ModeEnforce)
+	cfg := injectedConfig(t, guardapi.ModeEnforce)
 	for i := range cfg.Owners {
 		if cfg.Owners[i].Name == cainjectorMapping {
 			cfg.Owners[i].CA = guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: appNamespace, Name: injectedCert, Key: "ca.crt"}}

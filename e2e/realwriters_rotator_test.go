@@ -43,20 +43,21 @@ const (
 var rotatorUser = framework.ServiceAccountUser(framework.GatekeeperNamespace, framework.GatekeeperServiceAccount)
 
 // rotatorConfig maps Gatekeeper's configurations, in enforce, to the
-// rotator's service account and the ca.crt of its Secret.
-func rotatorConfig() *guardapi.GuardConfig {
-	return &guardapi.GuardConfig{
+// rotator's service account and the ca.crt of its Secret: the products
+// page's Gatekeeper snippet (config/samples/products/gatekeeper.yaml).
+func rotatorConfig(t testing.TB) *guardapi.GuardConfig {
+	t.Helper()
+	cfg := &guardapi.GuardConfig{
 		DefaultMode: guardapi.ModeAudit,
 		BreakGlass:  guardapi.Subjects{Groups: []string{"system:masters"}},
 		Unmanaged:   guardapi.UnmanagedAllow,
-		Owners: []guardapi.Owner{{
-			Name:    rotatorMapping,
-			Mode:    guardapi.ModeEnforce,
-			Match:   guardapi.Match{Validating: []string{framework.GatekeeperValidating}, Mutating: []string{framework.GatekeeperMutating}},
-			Writers: guardapi.Subjects{ServiceAccounts: []string{framework.GatekeeperNamespace + "/" + framework.GatekeeperServiceAccount}},
-			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: framework.GatekeeperNamespace, Name: framework.GatekeeperSecret, Key: "ca.crt"}},
-		}},
 	}
+	owner := framework.ProductMapping(t, "gatekeeper", guardapi.ModeEnforce, cfg)
+	if owner.Name != rotatorMapping {
+		t.Fatalf("the Gatekeeper snippet names its mapping %q, the test counts decisions of %q", owner.Name, rotatorMapping)
+	}
+	cfg.Owners = []guardapi.Owner{owner}
+	return cfg
 }
 
 // createGatekeeperConfigurations creates Gatekeeper's configurations as its
@@ -209,7 +210,7 @@ func readGuardCounts(t testing.TB, g *framework.Guard) guardCounts {
 // and the rotator's own service account writing a foreign CA, are denied.
 func TestRealWriterRotatorStaticShape(t *testing.T) {
 	t.Parallel()
-	env := framework.Start(t, framework.Options{Config: rotatorConfig(), AuditLog: true})
+	env := framework.Start(t, framework.Options{Config: rotatorConfig(t), AuditLog: true})
 	ctx := t.Context()
 	admin := env.AdminClient(t)
 	createGatekeeperConfigurations(t, admin)
@@ -335,7 +336,7 @@ const rotatorCALead = 5 * time.Second
 // in the Secret, and none of the rotator's writes is denied.
 func TestRealWriterRotatorRotatesBeforeExpiry(t *testing.T) {
 	t.Parallel()
-	env := framework.Start(t, framework.Options{Config: rotatorConfig(), AuditLog: true})
+	env := framework.Start(t, framework.Options{Config: rotatorConfig(t), AuditLog: true})
 	createGatekeeperConfigurations(t, env.AdminClient(t))
 	r := framework.StartRotator(t, env, framework.RotatorOptions{
 		Lookahead:              time.Hour,
@@ -400,7 +401,7 @@ type rotationResult struct {
 func TestRealWriterRotatorPolicyShape(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
-	opts.Config = rotatorConfig()
+	opts.Config = rotatorConfig(t)
 	opts.AuditLog = true
 	opts.AuditRequestsOf = []string{rotatorUser.Name}
 	env := framework.Start(t, opts)

@@ -47,7 +47,7 @@ const (
 func TestTrustPointerPolicyShape(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
-	cfg := injectedConfig(guardapi.ModeEnforce)
+	cfg := injectedConfig(t, guardapi.ModeEnforce)
 	pinned := &cfg.Owners[len(cfg.Owners)-1]
 	pinned.CA.InjectedByCertManager = &guardapi.InjectedByCertManager{Certificate: &guardapi.ObjectRef{Namespace: appNamespace, Name: injectedCert}}
 	opts.Config = cfg
@@ -259,7 +259,7 @@ func updateTrustObjectWith(ctx context.Context, c *framework.Client, kind framew
 func TestRealWriterCAInjectorPolicyShapeFirstInjectionPinned(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
-	cfg := injectedConfig(guardapi.ModeEnforce)
+	cfg := injectedConfig(t, guardapi.ModeEnforce)
 	pinned := &cfg.Owners[len(cfg.Owners)-1]
 	pinned.CA.InjectedByCertManager = &guardapi.InjectedByCertManager{Certificate: &guardapi.ObjectRef{Namespace: appNamespace, Name: injectedCert}}
 	opts.Config = cfg
