@@ -32,7 +32,7 @@ IMAGE_LICENSES ?= Apache-2.0
 export GOWORK := off
 # The Go modules below the root (each with its own go.mod), which `go vet
 # ./...` and golangci-lint at the root do not reach.
-NESTED_MODULES := charts charts/ruletest e2e e2e/perf hack/image config/recipes/recipetest policy/gitops/tooltypes
+NESTED_MODULES := charts charts/ruletest e2e e2e/perf e2e/writers/knative hack/image config/recipes/recipetest policy/gitops/tooltypes
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
 FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy/cabundle:FuzzParseBundle ./policy:FuzzLoad
 
@@ -112,9 +112,10 @@ release: image ## Build bin/release: binaries (linux/darwin amd64/arm64), kubect
 	@ls -l $(RELEASE_DIR)
 
 .PHONY: tools
-tools: ## Build kube-apiserver, kube-controller-manager, etcd and helm from the Go module proxy into bin/ (once per machine).
+tools: ## Build kube-apiserver, kube-controller-manager, etcd and helm, and the real CA writers of e2e/writers, from the Go module proxy into bin/ (once per machine).
 	hack/build-control-plane.sh
 	hack/build-helm.sh
+	hack/build-writers.sh
 
 .PHONY: lint-tools
 lint-tools: ## Build golangci-lint and govulncheck into bin/ (once per machine).
