@@ -3,15 +3,33 @@ package probe
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// SliceEndpoints finds a Service's ready endpoints from its EndpointSlices
-// (label kubernetes.io/service-name), the addresses of the endpoints that
-// are ready (unset means ready).
+// ControllerManagedBy is the endpointslice.kubernetes.io/managed-by value
+// of the slices kube-controller-manager's endpointslice controller writes
+// from a Service's ready pods.
+const ControllerManagedBy = "endpointslice-controller.k8s.io"
+
+// SliceEndpoints finds a Service's ready endpoints from the EndpointSlices
+// the endpointslice controller manages for it (labels
+// kubernetes.io/service-name and endpointslice.kubernetes.io/managed-by),
+// the first address of each endpoint that is ready (unset means ready), of
+// address type IPv4 or IPv6 only.
+//
+// Only those, because anyone who may create an EndpointSlice can name any
+// address in one: kube-apiserver routes a service reference to the
+// Service's ClusterIP by default (kube-proxy then picks one of the pods the
+// controller's slices list) and, with --enable-aggregator-routing, to a
+// ready endpoint of the Service's slices; an FQDN address is never a pod.
+// The controller deletes a slice carrying its label that the Service does
+// not own and rewrites one that lists other endpoints than the Service's
+// ready pods, so an address planted under its label is gone at its next
+// sync (docs/hardening.md, "The probe dials what kube-apiserver would").
 //
 // kube-apiserver's endpoint resolver finds the Service's port whose number
 // is the entry's port, then the slices' port of the same name. Reading the
@@ -30,10 +48,32 @@ type SliceEndpoints struct {
 func (s SliceEndpoints) Ready(ctx context.Context, namespace, name string, port int32) ([]string, error) {
 	var list discoveryv1.EndpointSliceList
 	if err := s.Reader.List(ctx, &list, client.InNamespace(namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
+		client.MatchingLabels{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ControllerManagedBy}); err != nil {
 		return nil, err
 	}
 	return readyAddresses(list.Items, port)
+}
+
+// dialable reports whether a slice is one whose endpoints kube-apiserver
+// may be routed to and a non-writer cannot fill at will: the controller's,
+// of an IP address type (the label selector of the list already asks for
+// the controller's; a reader that ignores it is not trusted).
+func dialable(sl *discoveryv1.EndpointSlice) bool {
+	return sl.Labels[discoveryv1.LabelManagedBy] == ControllerManagedBy &&
+		(sl.AddressType == discoveryv1.AddressTypeIPv4 || sl.AddressType == discoveryv1.AddressTypeIPv6)
+}
+
+// endpointIP is the endpoint's first address when it is an IP of the
+// slice's type (kube-apiserver dials Addresses[0] only).
+func endpointIP(ep *discoveryv1.Endpoint, t discoveryv1.AddressType) (string, bool) {
+	if len(ep.Addresses) == 0 {
+		return "", false
+	}
+	ip, err := netip.ParseAddr(ep.Addresses[0])
+	if err != nil || ip.Zone() != "" || (t == discoveryv1.AddressTypeIPv4) != ip.Is4() {
+		return "", false
+	}
+	return ip.String(), true
 }
 
 // slicePort is one port the slices name.
@@ -44,10 +84,10 @@ type slicePort struct {
 
 // targetPort is the slices' port the entry's port reaches (see
 // SliceEndpoints); false with no slices.
-func targetPort(items []discoveryv1.EndpointSlice, port int32) (slicePort, bool, error) {
+func targetPort(items []*discoveryv1.EndpointSlice, port int32) (slicePort, bool, error) {
 	var ports []slicePort
-	for i := range items {
-		for _, p := range items[i].Ports {
+	for _, sl := range items {
+		for _, p := range sl.Ports {
 			if p.Port == nil {
 				continue
 			}
@@ -72,27 +112,36 @@ func targetPort(items []discoveryv1.EndpointSlice, port int32) (slicePort, bool,
 	return slicePort{}, false, fmt.Errorf("the Service's endpoints have %d ports and none is %d: which one port %d targets is named in the Service, which the guard does not read", len(ports), port, port)
 }
 
-// readyAddresses are the host:port of the slices' ready endpoints at the
-// port the entry's port reaches, sorted and without duplicates.
-func readyAddresses(items []discoveryv1.EndpointSlice, port int32) ([]string, error) {
+// readyAddresses are the host:port of the dialable slices' ready
+// endpoints at the port the entry's port reaches, sorted and without
+// duplicates.
+func readyAddresses(all []discoveryv1.EndpointSlice, port int32) ([]string, error) {
+	var items []*discoveryv1.EndpointSlice
+	for i := range all {
+		if dialable(&all[i]) {
+			items = append(items, &all[i])
+		}
+	}
 	target, ok, err := targetPort(items, port)
 	if !ok {
 		return nil, err
 	}
 	var out []string
-	for i := range items {
-		sl := &items[i]
+	for _, sl := range items {
 		if !slices.ContainsFunc(sl.Ports, func(p discoveryv1.EndpointPort) bool {
 			return p.Port != nil && *p.Port == target.port && (p.Name == nil) == (target.name == "") &&
 				(p.Name == nil || *p.Name == target.name)
 		}) {
 			continue
 		}
-		for _, ep := range sl.Endpoints {
-			if ready := ep.Conditions.Ready; (ready != nil && !*ready) || len(ep.Addresses) == 0 {
+		for i := range sl.Endpoints {
+			ep := &sl.Endpoints[i]
+			if ready := ep.Conditions.Ready; ready != nil && !*ready {
 				continue
 			}
-			out = append(out, joinAddr(ep.Addresses[0], target.port))
+			if ip, ok := endpointIP(ep, sl.AddressType); ok {
+				out = append(out, joinAddr(ip, target.port))
+			}
 		}
 	}
 	slices.Sort(out)

@@ -5,11 +5,24 @@ import (
 
 	"github.com/stretchr/testify/require"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func Test_readyAddresses(t *testing.T) {
+	// slice is the endpointslice controller's IPv4 slice; handMade and
+	// fqdn are slices anyone who may create one can write.
 	slice := func(ports []discoveryv1.EndpointPort, eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
-		return discoveryv1.EndpointSlice{Ports: ports, Endpoints: eps}
+		return discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Ports: ports, Endpoints: eps,
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{discoveryv1.LabelManagedBy: ControllerManagedBy}}}
+	}
+	handMade := func(ports []discoveryv1.EndpointPort, eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
+		s := slice(ports, eps...)
+		s.Labels = map[string]string{discoveryv1.LabelManagedBy: "someone"}
+		return s
+	}
+	ofType := func(t discoveryv1.AddressType, s discoveryv1.EndpointSlice) discoveryv1.EndpointSlice {
+		s.AddressType = t
+		return s
 	}
 	port := func(name string, target int32) discoveryv1.EndpointPort {
 		return discoveryv1.EndpointPort{Name: new(name), Port: new(target)}
@@ -31,6 +44,23 @@ func Test_readyAddresses(t *testing.T) {
 			items: []discoveryv1.EndpointSlice{slice(https, ep("10.0.0.1", new(false)))},
 		},
 		"if the Service has no slices, there is no address": {},
+		"if a slice is not the endpointslice controller's, its endpoints are not dialed (and its ports not read)": {
+			items: []discoveryv1.EndpointSlice{slice(https, ep("10.0.0.1", nil)), handMade([]discoveryv1.EndpointPort{port("other", 9443)}, ep("10.9.9.9", nil))},
+			want:  []string{"10.0.0.1:8443"},
+		},
+		"if only a hand-made slice names endpoints, there is no address": {
+			items: []discoveryv1.EndpointSlice{handMade(https, ep("10.9.9.9", nil))},
+		},
+		"if a slice's address type is FQDN, its endpoints are not dialed": {
+			items: []discoveryv1.EndpointSlice{ofType(discoveryv1.AddressTypeFQDN, slice(https, ep("evil.example.com", nil)))},
+		},
+		"if an address is not an IP of the slice's type, it is not dialed": {
+			items: []discoveryv1.EndpointSlice{
+				slice(https, ep("evil.example.com", nil), ep("fd00::1", nil), ep("10.0.0.1", nil)),
+				ofType(discoveryv1.AddressTypeIPv6, slice(https, ep("10.0.0.2", nil), ep("fd00::2", nil))),
+			},
+			want: []string{"10.0.0.1:8443", "[fd00::2]:8443"},
+		},
 		"if two slices hold one address, it is listed once": {
 			items: []discoveryv1.EndpointSlice{slice(https, ep("10.0.0.1", nil)), slice(https, ep("10.0.0.1", nil))},
 			want:  []string{"10.0.0.1:8443"},

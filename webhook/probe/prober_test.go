@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,14 +201,19 @@ func Test_keep(t *testing.T) {
 	chain := [][]byte{der, der, der, der}
 	cases := map[string]struct {
 		maxCerts, maxBytes, want int
+		cut                      bool
 	}{
-		"if the chain is within both bounds, it is kept whole":                  {maxCerts: 8, maxBytes: 64 << 10, want: 4},
-		"if the chain has more certificates than the bound, the first are kept": {maxCerts: 2, maxBytes: 64 << 10, want: 2},
-		"if the chain is larger than the byte bound, what fits is kept":         {maxCerts: 8, maxBytes: 2*len(der) + 1, want: 2},
+		"if the chain is within both bounds, it is kept whole":                              {maxCerts: 8, maxBytes: 64 << 10, want: 4},
+		"if the chain has more certificates than the bound, the first are kept, marked cut": {maxCerts: 2, maxBytes: 64 << 10, want: 2, cut: true},
+		"if the chain is larger than the byte bound, what fits is kept, marked cut":         {maxCerts: 8, maxBytes: 2*len(der) + 1, want: 2, cut: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			require.Len(t, keep(chain, tc.maxCerts, tc.maxBytes).certs, tc.want)
+			got, cut := keep(chain, tc.maxCerts, tc.maxBytes)
+			require.Len(t, got.certs, tc.want)
+			require.Equal(t, tc.want*len(der), got.size())
+			require.Equal(t, tc.cut, cut)
+			require.NotSame(t, &der[0], &got.certs[0].Raw[0], "the DER is copied, not kept in the handshake's buffer")
 		})
 	}
 }
@@ -233,4 +240,63 @@ func Test_Prober_Probe_looksUpEachServiceOncePerCall(t *testing.T) {
 	require.Equal(t, int32(1), c.calls.Load(), "three entries calling one Service port")
 	p.Probe(t.Context(), []TrustPath{path})
 	require.Equal(t, int32(2), c.calls.Load(), "the next round looks again")
+}
+
+// countConns serves leaf as serveTLS does and counts the connections.
+func countConns(t *testing.T, leaf *testpki.Leaf, conns *atomic.Int32) string {
+	t.Helper()
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	require.NoError(t, err)
+	return serveHandshakes(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, conns)
+}
+
+// serveHandshakes completes a handshake under cfg at each connection, and
+// counts them.
+func serveHandshakes(t testing.TB, cfg *tls.Config, conns *atomic.Int32) string {
+	t.Helper()
+	return serve(t, func(c net.Conn) {
+		conns.Add(1)
+		tc := tls.Server(c, cfg)
+		_ = tc.HandshakeContext(t.Context())
+		_ = tc.Close()
+	})
+}
+
+func Test_Prober_Probe_dialsEachAddressOncePerRound(t *testing.T) {
+	ca, other := testpki.MustCA(t, "webhook-ca"), testpki.MustCA(t, "other-ca")
+	leaf, err := ca.Issue("webhook", "guard.ns.svc")
+	require.NoError(t, err)
+	var conns atomic.Int32
+	addr := countConns(t, leaf, &conns)
+	svc := func(port int32, bundle []byte) TrustPath {
+		return TrustPath{Service: &ServiceRef{Namespace: "ns", Name: "guard", Port: port}, CABundle: bundle}
+	}
+	// Two ports of one Service reaching one address, five entries, two
+	// caBundles: one handshake, each entry verified against its own bundle.
+	paths := []TrustPath{svc(443, ca.PEM), svc(443, other.PEM), svc(443, ca.PEM), svc(8443, ca.PEM), svc(8443, other.PEM)}
+	got := (&Prober{Endpoints: fixedEndpoints{"ns/guard": {addr}}}).Probe(t.Context(), paths)
+	require.Equal(t, int32(1), conns.Load(), "handshakes with the one address")
+	for i, want := range []Reason{ReasonNone, ReasonUnknownAuthority, ReasonNone, ReasonNone, ReasonUnknownAuthority} {
+		require.Equal(t, want, got[i].Reason, "entry %d: %v", i, got[i].Err)
+	}
+	// Another server name is another handshake (SNI may choose the leaf).
+	url := TrustPath{URL: "https://" + addr, CABundle: ca.PEM}
+	(&Prober{Endpoints: fixedEndpoints{"ns/guard": {addr}}}).Probe(t.Context(), []TrustPath{svc(443, ca.PEM), url, url})
+	require.Equal(t, int32(3), conns.Load(), "one handshake per (address, server name) per round")
+}
+
+func Test_Prober_Probe_errorTextIsBounded(t *testing.T) {
+	ca := testpki.MustCA(t, "webhook-ca")
+	// x509 lists up to 99 names of the served leaf in its error.
+	names := make([]string, 99)
+	for i := range names {
+		names[i] = fmt.Sprintf("name-%03d-\x1b[31m-%s.example.com", i, strings.Repeat("x", 40))
+	}
+	leaf, err := ca.Issue("webhook", names...)
+	require.NoError(t, err)
+	path := TrustPath{Service: &ServiceRef{Namespace: "ns", Name: "guard", Port: 443}, CABundle: ca.PEM}
+	got := (&Prober{Endpoints: fixedEndpoints{"ns/guard": {serveTLS(t, leaf)}}}).Probe(t.Context(), []TrustPath{path})
+	require.Equal(t, ReasonNameMismatch, got[0].Reason)
+	require.LessOrEqual(t, len(got[0].Err.Error()), 256, "the error of a leaf with 99 long names: %d bytes", len(got[0].Err.Error()))
+	require.NotContains(t, got[0].Err.Error(), "\x1b", "a control character the server chose")
 }

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/webhook-guard/webhook-guard/webhook/metrics"
@@ -25,7 +27,7 @@ func (r *Reporter) Report(results []Result) {
 		if res.Verified() {
 			v = 1
 		} else {
-			r.Metrics.Failures.WithLabelValues(k.Kind, k.Configuration, k.Webhook, string(res.Reason)).Inc()
+			r.Metrics.Failures.WithLabelValues(k.Kind, k.Configuration, k.Webhook, reasonLabel(res.Reason)).Inc()
 		}
 		r.Metrics.Verified.WithLabelValues(k.Kind, k.Configuration, k.Webhook).Set(v)
 	}
@@ -38,4 +40,17 @@ func (r *Reporter) Report(results []Result) {
 	}
 	r.last = now
 	r.Metrics.Rounds.Inc()
+}
+
+// ReasonOther is the reason label of a failure whose reason is none of
+// Reasons (none is produced; the label's values stay a closed set all the
+// same).
+const ReasonOther = "other"
+
+// reasonLabel is r as a label value: one of Reasons, or ReasonOther.
+func reasonLabel(r Reason) string {
+	if slices.Contains(Reasons(), r) {
+		return string(r)
+	}
+	return ReasonOther
 }

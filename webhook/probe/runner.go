@@ -111,7 +111,7 @@ func (r *Runner) Round(ctx context.Context) []Result {
 		if !res.Verified() {
 			k := res.Path.Key()
 			r.Log.Info("trust path not verified", "kind", k.Kind, "configuration", k.Configuration, "webhook", k.Webhook,
-				"reason", string(res.Reason), "endpoint", res.Endpoint, "error", res.Err.Error())
+				"reason", reasonLabel(res.Reason), "endpoint", boundText(res.Endpoint, maxWhereText), "error", boundText(res.Err.Error(), maxErrText))
 		}
 	}
 	return results

@@ -12,9 +12,10 @@ import (
 
 // Served keeps what each guarded entry's endpoints served at the last
 // probe round, so that admission can tell a writer, without a network
-// call, that the caBundle it writes does not verify it. It holds one
-// bounded chain per probed endpoint of each guarded entry (Prober's
-// MaxEndpoints, MaxCerts, MaxChainSize), replaced whole every round. Safe
+// call, that the caBundle it writes does not verify it. Each entry holds a
+// reference per endpoint to the chain that address served; a chain is kept
+// once per round however many entries call its address, and a round keeps
+// at most Prober.MaxRoundBytes of them, replaced whole every round. Safe
 // for concurrent use.
 type Served struct {
 	mu    sync.RWMutex
@@ -48,15 +49,18 @@ type servedPath struct {
 	endpoints  []servedAt
 }
 
-// servedAt is one endpoint's chain.
+// servedAt is one endpoint's chain (shared with the other entries that
+// call the address).
 type servedAt struct {
 	addr  string
-	chain servedChain
+	chain *servedChain
 }
 
-// Store replaces the chains with a round's: an entry no longer probed, or
-// whose endpoints did not all answer, is forgotten (nothing to compare a
-// write with).
+// Store replaces the chains with a round's: an entry no longer probed,
+// whose ready endpoints were not all probed, did not all answer or were not
+// all kept (cut short, over the round's budget) is forgotten: admission
+// judges a write on what every endpoint kube-apiserver may call served, or
+// not at all.
 func (s *Served) Store(results []Result) {
 	next := make(map[Key]servedPath, len(results))
 	for _, res := range results {
@@ -70,9 +74,13 @@ func (s *Served) Store(results []Result) {
 }
 
 // Check verifies what key's endpoints served at the last round against
-// caBundle, as kube-apiserver would with that bundle, at now. known is
-// false when the last round kept nothing for key; detail names the
-// endpoint and the reason when the bundle does not verify.
+// caBundle, as kube-apiserver would with that bundle, at now. verified is
+// false only when the bundle verifies what no endpoint served: every
+// endpoint kube-apiserver may call would fail, so one endpoint a
+// non-writer got into the Service's endpoints cannot make the owner's
+// write fail (the round's series and report still show it). known is
+// false when the last round kept nothing for key; detail names the reason
+// and the endpoint when the bundle does not verify.
 func (s *Served) Check(key Key, caBundle []byte, now time.Time) (verified, known bool, detail string) {
 	if s == nil {
 		return false, false, ""
@@ -97,20 +105,29 @@ func (s *Served) Check(key Key, caBundle []byte, now time.Time) (verified, known
 	return v.verified, true, v.detail
 }
 
-// check verifies what p's endpoints served against caBundle at now.
+// check verifies what p's endpoints served against caBundle at now: it
+// verifies when what any endpoint served verifies.
 func (p servedPath) check(caBundle []byte, now time.Time) verdict {
 	roots, err := rootsOf(caBundle)
 	if err != nil {
 		return verdict{detail: fmt.Sprintf("%s: %v", ReasonNoCABundle, err)}
 	}
+	first := ""
 	for _, e := range p.endpoints {
 		// The reason, not Go's error text: the detail goes into a warning
 		// kubectl prints, which kube-apiserver cuts at 256 characters.
-		if reason, err := verify(e.chain, roots, p.serverName, now); err != nil {
-			return verdict{detail: fmt.Sprintf("%s at %s for %s", reason, e.addr, p.serverName)}
+		reason, err := verify(*e.chain, roots, p.serverName, now)
+		if err == nil {
+			return verdict{verified: true}
+		}
+		if first == "" {
+			first = fmt.Sprintf("%s at %s", reason, boundText(e.addr, maxWhereText))
 		}
 	}
-	return verdict{verified: true}
+	if n := len(p.endpoints); n > 1 {
+		first = fmt.Sprintf("%s and at every other of its %d endpoints", first, n)
+	}
+	return verdict{detail: fmt.Sprintf("%s for %s", first, boundText(p.serverName, maxWhereText))}
 }
 
 // StoreChain adds a chain read from a file (PEM, leaf first) as what
@@ -137,8 +154,8 @@ func (s *Served) StoreChain(path TrustPath, where string, pemChain []byte) error
 			return fmt.Errorf("certificate %d of %d does not parse: %w", i+1, len(raw), err)
 		}
 	}
-	chain := keep(raw, DefaultMaxCerts, DefaultMaxChainSize)
-	if len(chain.certs) < len(raw) {
+	chain, cut := keep(raw, DefaultMaxCerts, DefaultMaxChainSize)
+	if cut {
 		return fmt.Errorf("%d certificates, over the prober's bounds (%d certificates, %d bytes of DER)", len(raw), DefaultMaxCerts, DefaultMaxChainSize)
 	}
 	s.mu.Lock()
@@ -148,7 +165,7 @@ func (s *Served) StoreChain(path TrustPath, where string, pemChain []byte) error
 	}
 	p := s.byKey[path.Key()]
 	p.serverName = path.serverName()
-	p.endpoints = append(p.endpoints, servedAt{addr: where, chain: chain})
+	p.endpoints = append(p.endpoints, servedAt{addr: where, chain: &chain})
 	s.byKey[path.Key()] = p
 	s.verdicts = nil
 	return nil

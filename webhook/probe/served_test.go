@@ -55,3 +55,39 @@ func Test_Served_Check(t *testing.T) {
 	_, known, _ = none.Check(path.Key(), ca.PEM, time.Now())
 	assert.False(t, known, "no prober: nothing known")
 }
+
+// Test_Served_Check_everyEndpointMustFail: a caBundle is refused only when
+// it verifies what no endpoint of the entry served. One endpoint a
+// non-writer got into the Service's endpoints, serving a leaf under its
+// own CA, does not make the owner's bundle (which verifies the others)
+// unverified; a bundle that verifies no endpoint is, naming the first.
+// An entry whose ready endpoints were not all probed is not judged.
+func Test_Served_Check_everyEndpointMustFail(t *testing.T) {
+	owner, planted, third := testpki.MustCA(t, "owner-ca"), testpki.MustCA(t, "planted-ca"), testpki.MustCA(t, "third-ca")
+	issue := func(ca *testpki.CA) *testpki.Leaf {
+		l, err := ca.Issue("webhook", "hook.app.svc")
+		require.NoError(t, err)
+		return l
+	}
+	real, plant := serveTLS(t, issue(owner)), serveTLS(t, issue(planted))
+	path := TrustPath{Kind: "ValidatingWebhookConfiguration", Configuration: "app", Webhook: "w.example.com",
+		Service: &ServiceRef{Namespace: "app", Name: "hook", Port: 443}, CABundle: owner.PEM}
+	endpoints := fixedEndpoints{"app/hook": {real, plant}}
+
+	var s Served
+	results := (&Prober{Endpoints: endpoints}).Probe(t.Context(), []TrustPath{path})
+	require.Equal(t, ReasonUnknownAuthority, results[0].Reason, "the round reports the endpoint that fails")
+	s.Store(results)
+	verified, known, detail := s.Check(path.Key(), owner.PEM, time.Now())
+	assert.True(t, known)
+	assert.True(t, verified, "the owner's bundle verifies what the Service's other endpoint serves: %s", detail)
+	verified, known, detail = s.Check(path.Key(), third.PEM, time.Now())
+	assert.True(t, known)
+	assert.False(t, verified)
+	assert.Contains(t, detail, "unknown-authority at ")
+	assert.Contains(t, detail, "and at every other of its 2 endpoints for hook.app.svc")
+
+	s.Store((&Prober{Endpoints: endpoints, MaxEndpoints: 1}).Probe(t.Context(), []TrustPath{path}))
+	_, known, _ = s.Check(path.Key(), third.PEM, time.Now())
+	assert.False(t, known, "one of two ready endpoints probed: nothing to judge a write on")
+}

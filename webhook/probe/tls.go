@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,27 +13,33 @@ import (
 
 // servedChain is what a handshake keeps of the certificates the endpoint
 // served: at most maxCerts of them and maxBytes of DER, in the order
-// served. A longer chain is cut, never kept whole.
+// served, parsed from copies of their DER (never from the handshake's
+// buffer, which holds whatever else the server sent). A longer chain is
+// cut, never kept whole.
 type servedChain struct {
 	certs []*x509.Certificate
+	bytes int
 }
 
-// keep copies the served certificates within the bounds.
-func keep(raw [][]byte, maxCerts, maxBytes int) servedChain {
-	var c servedChain
-	total := 0
+// size is the DER the chain holds.
+func (c *servedChain) size() int { return c.bytes }
+
+// keep copies the served certificates within the bounds; cut is true when
+// the server sent more than was kept (or a certificate that does not
+// parse), so that what is kept is not the whole chain kube-apiserver sees.
+func keep(raw [][]byte, maxCerts, maxBytes int) (c servedChain, cut bool) {
 	for _, der := range raw {
-		if len(c.certs) == maxCerts || total+len(der) > maxBytes {
-			break
+		if len(c.certs) == maxCerts || c.bytes+len(der) > maxBytes {
+			return c, true
 		}
-		cert, err := x509.ParseCertificate(der)
+		cert, err := x509.ParseCertificate(bytes.Clone(der))
 		if err != nil {
-			break
+			return c, true
 		}
-		total += len(der)
+		c.bytes += len(der)
 		c.certs = append(c.certs, cert)
 	}
-	return c
+	return c, false
 }
 
 // handshake dials addr and completes a TLS handshake offering serverName
@@ -40,10 +47,9 @@ func keep(raw [][]byte, maxCerts, maxBytes int) servedChain {
 // verified afterwards so that a failure can be classified. Nothing is
 // written after the handshake. The deadline bounds the dial and the
 // handshake together.
-func handshake(ctx context.Context, addr, serverName string, timeout time.Duration, maxCerts, maxBytes int) (servedChain, error) {
+func handshake(ctx context.Context, addr, serverName string, timeout time.Duration, maxCerts, maxBytes int) (chain servedChain, cut bool, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var chain servedChain
 	cfg := &tls.Config{
 		ServerName: serverName,
 		MinVersion: tls.VersionTLS12,
@@ -54,20 +60,20 @@ func handshake(ctx context.Context, addr, serverName string, timeout time.Durati
 			for i, c := range cs.PeerCertificates {
 				raw[i] = c.Raw
 			}
-			chain = keep(raw, maxCerts, maxBytes)
+			chain, cut = keep(raw, maxCerts, maxBytes)
 			return nil
 		},
 	}
 	d := &tls.Dialer{NetDialer: &net.Dialer{}, Config: cfg}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return servedChain{}, err
+		return servedChain{}, false, err
 	}
 	_ = conn.Close()
 	if len(chain.certs) == 0 {
-		return servedChain{}, errors.New("the endpoint served no certificate within the bounds")
+		return servedChain{}, false, errors.New("the endpoint served no certificate within the bounds")
 	}
-	return chain, nil
+	return chain, cut, nil
 }
 
 // verify checks the served chain as kube-apiserver's client does: the
