@@ -35,8 +35,10 @@ const maxDetailLen = 256
 // equal to the last round: one result per path, pass when it verified,
 // fail when a fail-closed path did not (warn for failurePolicy Ignore:
 // kube-apiserver then skips the webhook instead of failing the request).
-// It writes only when a verdict changed, or every Refresh; the leader alone
-// publishes.
+// Each round reads the stored report (one GET) and writes it when it
+// differs from the round (its results, its source, label and owner, or the
+// time of the last write, so that anyone else's write is undone at the
+// next round), or every Refresh; the leader alone publishes.
 type Publisher struct {
 	Client client.Client
 	// Refresh is the longest time between two writes (DefaultReportRefresh
@@ -49,8 +51,7 @@ type Publisher struct {
 
 	// since is when each path's current verdict began.
 	since map[Key]verdictSince
-	// written are the results last written, and when.
-	written   []reportsv1alpha1.ReportResult
+	// writtenAt is the time of the last write, its probed-at annotation.
 	writtenAt time.Time
 }
 
@@ -60,26 +61,23 @@ type verdictSince struct {
 	at     time.Time
 }
 
-// Publish writes results (a whole round) to the report when they differ
-// from what was last written or the last write is older than Refresh.
-// The OpenReports API not being installed is not an error: there is then
-// nowhere to publish.
+// Publish writes results (a whole round) to the report when the stored
+// report differs from them or from what this publisher last wrote, or the
+// last write is older than Refresh. The OpenReports API not being
+// installed is not an error: there is then nowhere to publish.
 func (p *Publisher) Publish(ctx context.Context, results []Result) error {
 	now := p.now()
 	want := p.results(results, now)
-	if p.writtenAt.IsZero() || now.Sub(p.writtenAt) >= p.refresh() || !equality.Semantic.DeepEqual(want, p.written) {
-		res, err := p.write(ctx, want, now)
-		p.count(res)
-		if err != nil {
-			if records.APINotInstalled(err) {
-				return nil // nowhere to publish; the series still say it all
-			}
-			return fmt.Errorf("writing ClusterReport %s: %w", records.TrustPathsReport, err)
-		}
-		p.written, p.writtenAt = want, now
-		return nil
+	res, err := p.write(ctx, want, now)
+	p.count(res)
+	switch {
+	case records.APINotInstalled(err):
+		return nil // nowhere to publish; the series still say it all
+	case err != nil:
+		return fmt.Errorf("writing ClusterReport %s: %w", records.TrustPathsReport, err)
+	case res != "unchanged":
+		p.writtenAt = now
 	}
-	p.count("unchanged")
 	return nil
 }
 
@@ -103,8 +101,9 @@ func (p *Publisher) count(result string) {
 	}
 }
 
-// write creates or replaces the report; the leader is its only writer, so
-// a conflict (a leader change) is left to the next round.
+// write creates or replaces the report unless the stored one is what this
+// publisher wrote last and holds results; the leader is its only writer,
+// so a conflict (a leader change) is left to the next round.
 func (p *Publisher) write(ctx context.Context, results []reportsv1alpha1.ReportResult, now time.Time) (string, error) {
 	var rep reportsv1alpha1.ClusterReport
 	err := p.Client.Get(ctx, types.NamespacedName{Name: records.TrustPathsReport}, &rep)
@@ -114,6 +113,9 @@ func (p *Publisher) write(ctx context.Context, results []reportsv1alpha1.ReportR
 	create := apierrors.IsNotFound(err)
 	if err != nil && !create {
 		return "error", err
+	}
+	if !create && p.current(&rep, results, now) {
+		return "unchanged", nil
 	}
 	if create {
 		rep = reportsv1alpha1.ClusterReport{ObjectMeta: metav1.ObjectMeta{Name: records.TrustPathsReport}}
@@ -135,6 +137,16 @@ func (p *Publisher) write(ctx context.Context, results []reportsv1alpha1.ReportR
 	return "updated", nil
 }
 
+// current reports whether the stored report is the one this publisher
+// wrote last, holds results, and is younger than Refresh.
+func (p *Publisher) current(rep *reportsv1alpha1.ClusterReport, results []reportsv1alpha1.ReportResult, now time.Time) bool {
+	return !p.writtenAt.IsZero() && now.Sub(p.writtenAt) < p.refresh() &&
+		records.IsTrustPathsReport(rep) &&
+		rep.Annotations[records.AnnotationProbedAt] == p.writtenAt.UTC().Format(time.RFC3339) &&
+		equality.Semantic.DeepEqual(rep.Results, results) &&
+		equality.Semantic.DeepEqual(rep.Summary, records.Summarize(results))
+}
+
 // fillReport sets the report's metadata, source, results and summary.
 func fillReport(rep *reportsv1alpha1.ClusterReport, results []reportsv1alpha1.ReportResult, now time.Time) {
 	if rep.Labels == nil {
@@ -147,6 +159,7 @@ func fillReport(rep *reportsv1alpha1.ClusterReport, results []reportsv1alpha1.Re
 	rep.Annotations[records.AnnotationProbedAt] = now.UTC().Format(time.RFC3339)
 	rep.Source = records.Source
 	rep.Scope = nil
+	rep.OwnerReferences = nil
 	rep.Results = results
 	rep.Summary = records.Summarize(results)
 }
@@ -180,6 +193,7 @@ func reportResult(r Result, since time.Time) reportsv1alpha1.ReportResult {
 		records.PropWebhook:       path.Webhook,
 		records.PropFailurePolicy: path.FailurePolicy,
 		records.PropSince:         since.Format(time.RFC3339),
+		records.PropResultID:      records.TrustPathResultID(path.Kind, path.Configuration, path.Webhook),
 	}
 	out := reportsv1alpha1.ReportResult{
 		Source: records.Source, Policy: path.Mapping, Rule: records.RuleTrustPath, Category: records.CategoryTrustPath,
@@ -194,7 +208,7 @@ func reportResult(r Result, since time.Time) reportsv1alpha1.ReportResult {
 	}
 	props[records.PropReason] = string(r.Reason)
 	if r.Endpoint != "" {
-		props[records.PropEndpoint] = r.Endpoint
+		props[records.PropEndpoint] = boundText(r.Endpoint, maxWhereText)
 	}
 	if r.Err != nil {
 		props[records.PropDetail] = records.Truncate(r.Err.Error(), maxDetailLen)
@@ -218,7 +232,7 @@ func fix(r Result) string {
 	case ReasonExpired:
 		return fmt.Sprintf("renew the certificate %s serves (and check the clock of the node it runs on)", where(p))
 	case ReasonNameMismatch:
-		return fmt.Sprintf("serve a certificate valid for %s (a DNS name, or an IP SAN for an address), the name kube-apiserver verifies", p.serverName())
+		return fmt.Sprintf("serve a certificate valid for %s (a DNS name, or an IP SAN for an address), the name kube-apiserver verifies", boundText(p.serverName(), maxWhereText))
 	case ReasonUnreachable:
 		return fmt.Sprintf("check that %s serves TLS and that the guard's pods may reach it (a network policy can let kube-apiserver in and keep the guard out)", where(p))
 	case ReasonNoEndpoints:
@@ -230,12 +244,14 @@ func fix(r Result) string {
 	return "see the guard's log (probe) for " + entry
 }
 
-// where names what kube-apiserver calls.
+// where names what kube-apiserver calls; a URL (its writer chose its
+// length) is cut, so that a report of many entries stays within an
+// object's size.
 func where(p TrustPath) string {
 	if p.Service != nil {
 		return fmt.Sprintf("Service %s/%s port %d", p.Service.Namespace, p.Service.Name, p.Service.Port)
 	}
-	return p.URL
+	return boundText(p.URL, maxWhereText)
 }
 
 // failureMessage says what a failed probe means for kube-apiserver's calls.
@@ -247,7 +263,7 @@ func failureMessage(r Result) string {
 	case ReasonExpired:
 		what = "the certificate it serves is expired or not yet valid"
 	case ReasonNameMismatch:
-		what = "the certificate it serves is not valid for " + r.Path.serverName()
+		what = "the certificate it serves is not valid for " + boundText(r.Path.serverName(), maxWhereText)
 	case ReasonUnreachable:
 		what = "no TLS handshake completed"
 	case ReasonNoEndpoints:

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +126,77 @@ func Test_Publisher_Publish_error(t *testing.T) {
 	err := pt.pub.Publish(context.Background(), []Result{{Path: publishPath("a", "Fail")}})
 	require.ErrorContains(t, err, "writing ClusterReport webhook-guard.trust-paths: etcdserver: request timed out")
 	require.Equal(t, map[string]int{"error": 1}, pt.results)
+}
+
+// Test_Publisher_Publish_undoesOtherWrites: the report has a fixed name,
+// so anyone who may write ClusterReports can replace it; the leader reads
+// it every round and writes it again when it is not what it wrote last,
+// before Refresh.
+func Test_Publisher_Publish_undoesOtherWrites(t *testing.T) {
+	ctx := context.Background()
+	broken := Result{Path: publishPath("b", "Fail"), Reason: ReasonUnknownAuthority, Endpoint: "10.0.0.1:8443", Err: errors.New("x509: certificate signed by unknown authority")}
+	forgeries := map[string]func(rep *reportsv1alpha1.ClusterReport){
+		"if someone marks the failing path as passing, the round writes it back": func(rep *reportsv1alpha1.ClusterReport) {
+			rep.Results[0].Result = "pass"
+			delete(rep.Results[0].Properties, records.PropReason)
+			rep.Summary = reportsv1alpha1.ReportSummary{Pass: 1}
+		},
+		"if someone empties the report and freshens its probed-at time, the round writes it back": func(rep *reportsv1alpha1.ClusterReport) {
+			rep.Results, rep.Summary = nil, reportsv1alpha1.ReportSummary{}
+			rep.Annotations[records.AnnotationProbedAt] = "2026-12-04T10:00:20Z"
+		},
+		"if someone changes its source, the round writes it back": func(rep *reportsv1alpha1.ClusterReport) {
+			rep.Source = "someone"
+		},
+	}
+	for name, forge := range forgeries {
+		t.Run(name, func(t *testing.T) {
+			pt := newPublishTest(t, interceptor.Funcs{})
+			round := []Result{broken}
+			require.NoError(t, pt.pub.Publish(ctx, round))
+			rep := pt.report()
+			forge(&rep)
+			require.NoError(t, pt.client.Update(ctx, &rep))
+
+			pt.now = pt.now.Add(30 * time.Second)
+			require.NoError(t, pt.pub.Publish(ctx, round))
+			got := pt.report()
+			require.Equal(t, records.Source, got.Source)
+			require.Equal(t, reportsv1alpha1.ReportSummary{Fail: 1}, got.Summary)
+			require.Equal(t, "unknown-authority", got.Results[0].Properties[records.PropReason])
+			require.Equal(t, "2026-12-04T10:00:30Z", got.Annotations[records.AnnotationProbedAt])
+			require.Equal(t, map[string]int{"created": 1, "updated": 1}, pt.results)
+		})
+	}
+}
+
+// Test_Publisher_Publish_resultsAreBounded: each result has a resultID
+// that names the entry whatever its verdict (as the decision reports'),
+// and a URL of any length is cut in the description and the hint.
+func Test_Publisher_Publish_resultsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	pt := newPublishTest(t, interceptor.Funcs{})
+	long := publishPath("u", "Fail")
+	long.Service, long.URL = nil, "https://"+strings.Repeat("a", 60000)+".example.com/validate"
+	a, b := publishPath("a", "Fail"), publishPath("b", "Fail")
+	require.NoError(t, pt.pub.Publish(ctx, []Result{
+		{Path: long, Reason: ReasonUnreachable, Endpoint: strings.Repeat("a", 60000) + ".example.com:443", Err: errors.New("dial tcp: lookup")},
+		{Path: a}, {Path: b},
+	}))
+	ids := map[string]string{}
+	for _, r := range pt.report().Results {
+		ids[r.Properties[records.PropConfiguration]] = r.Properties[records.PropResultID]
+		for what, text := range map[string]string{"description": r.Description, "hint": r.Properties[records.PropHint], "endpoint": r.Properties[records.PropEndpoint]} {
+			require.LessOrEqual(t, len(text), 512, "%s of %s", what, r.Properties[records.PropConfiguration])
+		}
+	}
+	require.Len(t, ids, 3)
+	require.Len(t, ids["ValidatingWebhookConfiguration/a"], 32)
+	require.NotEqual(t, ids["ValidatingWebhookConfiguration/a"], ids["ValidatingWebhookConfiguration/b"])
+
+	pt.now = pt.now.Add(time.Second)
+	require.NoError(t, pt.pub.Publish(ctx, []Result{{Path: long}, {Path: a, Reason: ReasonExpired, Err: errors.New("expired")}, {Path: b}}))
+	for _, r := range pt.report().Results {
+		require.Equal(t, ids[r.Properties[records.PropConfiguration]], r.Properties[records.PropResultID], "the same entry keeps its resultID when its verdict changes")
+	}
 }

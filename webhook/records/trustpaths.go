@@ -1,6 +1,12 @@
 package records
 
-import "time"
+import (
+	"time"
+
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
 
 // The trust-path report: the leader's prober keeps one ClusterReport with
 // one result per guarded trust path (a webhook entry, a CRD's conversion
@@ -47,3 +53,20 @@ const (
 	// PropDetail is the probe's error, cut short.
 	PropDetail = "detail"
 )
+
+// TrustPathResultID is a trust-path result's resultID (PropResultID),
+// hashed as the decision reports' are: from the entry (kind, object,
+// webhook) and the rule, never from its verdict, times or description, so
+// it is the same in every round.
+func TrustPathResultID(kind, name, webhook string) string {
+	return resultID(policy.GuardedKind(kind), name, resultKey{Rule: RuleTrustPath, Webhook: webhook})
+}
+
+// IsTrustPathsReport reports whether rep is the trust-path report as the
+// guard writes it: its name, source and managed-by label, no owner and no
+// scope. Readers (review, scan) take nothing else for the guard's probes;
+// the leader rewrites a report that differs at its next round.
+func IsTrustPathsReport(rep *reportsv1alpha1.ClusterReport) bool {
+	return rep.Name == TrustPathsReport && rep.Source == Source && rep.Labels[LabelManagedBy] == Source &&
+		len(rep.OwnerReferences) == 0 && rep.Scope == nil
+}

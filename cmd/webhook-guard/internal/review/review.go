@@ -79,7 +79,11 @@ func FromReports(reports []reportsv1alpha1.ClusterReport, filter Filter) Result 
 			continue
 		}
 		if rep.Name == records.TrustPathsReport {
-			res.TrustPaths = trustPathsOf(rep, filter)
+			// Only the report as the guard writes it: anyone who may
+			// write ClusterReports can create one by that name.
+			if records.IsTrustPathsReport(&rep) {
+				res.TrustPaths = trustPathsOf(rep, filter)
+			}
 			continue
 		}
 		dropped, _ := strconv.Atoi(rep.Annotations[records.AnnotationDroppedResults])

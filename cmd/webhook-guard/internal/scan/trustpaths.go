@@ -36,6 +36,13 @@ func scanTrustPaths(ctx context.Context, c client.Reader, o Options) []Finding {
 			Detail:     "the guard's trust path probes were not read: " + shortErr(err),
 			Suggestion: "run scan with a role that may get openreports.io clusterreports (the chart's reader role may)"}}
 	}
+	if !records.IsTrustPathsReport(&rep) {
+		// Anyone who may write ClusterReports can create one by that
+		// name; the guard's leader writes its own over it at its next round.
+		return []Finding{{Level: LevelInfo, Check: CheckTrustPath, Configuration: ref,
+			Detail:     fmt.Sprintf("%s is not the guard's (source %q, label %s %q, %d owners): its results are not shown", ref, rep.Source, records.LabelManagedBy, rep.Labels[records.LabelManagedBy], len(rep.OwnerReferences)),
+			Suggestion: "check who writes it (its managedFields); the guard's leader replaces it at its next probe round"}}
+	}
 	var out []Finding
 	probedAt := rep.Annotations[records.AnnotationProbedAt]
 	if t, err := time.Parse(time.RFC3339, probedAt); err != nil || o.Now.Sub(t) > records.TrustPathsStaleAfter {

@@ -30,8 +30,9 @@ func trustPathsReport(probedAt string) *reportsv1alpha1.ClusterReport {
 				records.PropFailurePolicy: failurePolicy, records.PropReason: reason, records.PropSince: "2026-12-04T09:00:00Z", records.PropHint: "fix " + reason}}
 	}
 	return &reportsv1alpha1.ClusterReport{
-		ObjectMeta: metav1.ObjectMeta{Name: records.TrustPathsReport, Annotations: map[string]string{records.AnnotationProbedAt: probedAt}},
-		Source:     records.Source,
+		ObjectMeta: metav1.ObjectMeta{Name: records.TrustPathsReport, Annotations: map[string]string{records.AnnotationProbedAt: probedAt},
+			Labels: map[string]string{records.LabelManagedBy: records.Source}},
+		Source: records.Source,
 		Results: []reportsv1alpha1.ReportResult{
 			result("fail", "app", "Fail", "unknown-authority"), result("warn", "other", "Ignore", "no-endpoints"), result("pass", "fine", "Fail", ""),
 		},
@@ -68,6 +69,22 @@ func Test_scanTrustPaths(t *testing.T) {
 				Suggestion: "check that the guard runs with --probe-interval above 0 and has a leader"}},
 				withProbedAt(notVerified, "2026-12-04T09:40:00Z")...),
 		},
+		"if a report by that name is not the guard's, show none of its results": {
+			client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(forged(func(rep *reportsv1alpha1.ClusterReport) {
+				rep.Labels = nil
+			})).Build(),
+			want: []Finding{{Level: LevelInfo, Check: CheckTrustPath, Configuration: "ClusterReport/webhook-guard.trust-paths",
+				Detail:     `ClusterReport/webhook-guard.trust-paths is not the guard's (source "webhook-guard", label app.kubernetes.io/managed-by "", 0 owners): its results are not shown`,
+				Suggestion: "check who writes it (its managedFields); the guard's leader replaces it at its next probe round"}},
+		},
+		"if a report by that name has an owner the guard never sets, show none of its results": {
+			client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(forged(func(rep *reportsv1alpha1.ClusterReport) {
+				rep.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: "mine", UID: "1"}}
+			})).Build(),
+			want: []Finding{{Level: LevelInfo, Check: CheckTrustPath, Configuration: "ClusterReport/webhook-guard.trust-paths",
+				Detail:     `ClusterReport/webhook-guard.trust-paths is not the guard's (source "webhook-guard", label app.kubernetes.io/managed-by "webhook-guard", 1 owners): its results are not shown`,
+				Suggestion: "check who writes it (its managedFields); the guard's leader replaces it at its next probe round"}},
+		},
 		"if there is no report (no guard, or probes off), there is nothing to say": {
 			client: fake.NewClientBuilder().WithScheme(scheme).Build(),
 		},
@@ -96,4 +113,11 @@ func withProbedAt(fs []Finding, probedAt string) []Finding {
 		out[i] = f
 	}
 	return out
+}
+
+// forged is the guard's report as someone else wrote it.
+func forged(change func(*reportsv1alpha1.ClusterReport)) *reportsv1alpha1.ClusterReport {
+	rep := trustPathsReport("2026-12-04T09:59:30Z")
+	change(rep)
+	return rep
 }
