@@ -1,0 +1,179 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// kyvernoModule is the module e2e/writers/kyverno runs Kyverno's code from.
+const kyvernoModule = "github.com/kyverno/kyverno"
+
+// KyvernoModuleDir is the Kyverno module's directory, at the version
+// e2e/writers/kyverno builds (its charts/kyverno and config/crds).
+func KyvernoModuleDir(t testing.TB) string {
+	t.Helper()
+	return writerModuleDir(t, "kyverno", kyvernoModule)
+}
+
+// InstallKyvernoCRDs installs the kyverno.io and policies.kyverno.io CRDs
+// from the module (config/crds, which the chart's crds subchart holds too)
+// and waits until they are served.
+func InstallKyvernoCRDs(t testing.TB, env *Env) {
+	t.Helper()
+	dir := filepath.Join(KyvernoModuleDir(t), "config", "crds")
+	_, err := envtest.InstallCRDs(env.Admin, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(dir, "kyverno"), filepath.Join(dir, "policies.kyverno.io")},
+		ErrorIfPathMissing: true,
+	})
+	if err != nil {
+		t.Fatalf("install Kyverno's CRDs: %v", err)
+	}
+}
+
+// RenderKyvernoChart renders Kyverno's chart (charts/kyverno of the module)
+// with bin/helm as release "kyverno" in namespace kyverno, with the chart's
+// defaults and extra --set values.
+func RenderKyvernoChart(t testing.TB, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "kyverno", filepath.Join(KyvernoModuleDir(t), "charts", "kyverno"), "--namespace", KyvernoNamespace}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "helm"), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template Kyverno's chart: %v: %s (bin/helm missing? run make tools)", err, stderr.String())
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			break
+		}
+		if len(m) == 0 {
+			continue
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs
+}
+
+// kyvernoChartObject reports whether the rendered object is one of what the
+// chart installs for the admission controller that the writer needs: its
+// RBAC, its Deployment (whose replicas the webhook controller checks for
+// rolling updates; nothing runs its pods) and the kyverno ConfigMap.
+func kyvernoChartObject(o *unstructured.Unstructured) bool {
+	name := o.GetName()
+	switch o.GetKind() {
+	case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		return strings.HasPrefix(name, "kyverno:admission-controller")
+	case "ServiceAccount", "Deployment":
+		return name == KyvernoServiceAccount
+	case "ConfigMap":
+		return name == "kyverno"
+	}
+	return false
+}
+
+// installKyvernoChartObjects creates the admission controller's objects of
+// the rendered chart as the admin, with the aggregated ClusterRole filled as
+// kube-controller-manager's clusterrole-aggregation controller fills it
+// (which does not run here): the rules of every ClusterRole its selectors
+// match.
+func installKyvernoChartObjects(t testing.TB, env *Env, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	env.EnsureNamespace(t, KyvernoNamespace)
+	groups, err := restmapper.GetAPIGroupResources(env.AdminKube.Discovery())
+	if err != nil {
+		t.Fatalf("discover the API: %v", err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	dyn := dynamic.NewForConfigOrDie(env.Admin)
+	var clusterRoles []*rbacv1.ClusterRole
+	for _, o := range objs {
+		// Every rendered ClusterRole: an aggregated role may select
+		// another component's.
+		if o.GetKind() == "ClusterRole" {
+			var cr rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cr); err != nil {
+				t.Fatalf("ClusterRole %s: %v", o.GetName(), err)
+			}
+			clusterRoles = append(clusterRoles, &cr)
+		}
+	}
+	for _, o := range objs {
+		if !kyvernoChartObject(o) {
+			continue
+		}
+		if o.GetKind() == "ClusterRole" {
+			aggregateClusterRole(t, o, clusterRoles)
+		}
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("map %s: %v", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ri = dyn.Resource(m.Resource).Namespace(KyvernoNamespace)
+		}
+		if _, err := ri.Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create the chart's %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+}
+
+// aggregateClusterRole sets an aggregated ClusterRole's rules to those of the
+// ClusterRoles its aggregationRule selects.
+func aggregateClusterRole(t testing.TB, o *unstructured.Unstructured, roles []*rbacv1.ClusterRole) {
+	t.Helper()
+	var cr rbacv1.ClusterRole
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cr); err != nil {
+		t.Fatalf("ClusterRole %s: %v", o.GetName(), err)
+	}
+	if cr.AggregationRule == nil {
+		return
+	}
+	var rules []any
+	for _, sel := range cr.AggregationRule.ClusterRoleSelectors {
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil {
+			t.Fatalf("ClusterRole %s: selector: %v", cr.Name, err)
+		}
+		for _, r := range roles {
+			if r.Name == cr.Name || !s.Matches(labels.Set(r.Labels)) {
+				continue
+			}
+			for _, rule := range r.Rules {
+				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rule)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rules = append(rules, u)
+			}
+		}
+	}
+	if len(rules) == 0 {
+		t.Fatalf("ClusterRole %s aggregates no rules from the chart's ClusterRoles", cr.Name)
+	}
+	o.Object["rules"] = rules
+}
