@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -294,22 +293,5 @@ func keyPairFor(t *testing.T, leaf *framework.ServingCert) *tls.Certificate {
 // returns its address.
 func serveCertificate(t *testing.T, get func(*tls.ClientHelloInfo) (*tls.Certificate, error)) string {
 	t.Helper()
-	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				_ = c.(*tls.Conn).Handshake()
-				_ = c.Close()
-			}(c)
-		}
-	}()
-	return l.Addr().String()
+	return serveTLSOn(t, "127.0.0.1:0", &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get})
 }
