@@ -79,6 +79,10 @@ func Test_Decide_pointer(t *testing.T) {
 		}
 		return in
 	}
+	apisvcCreate := func(user User, written map[string]string, at Endpoint) Input {
+		return Input{Operation: OperationCreate, Kind: KindAPIService, Name: "v1beta1.metrics.example.com", User: user, Annotations: written,
+			Entries: []Entry{{Name: EntryService, Endpoint: at}}}
+	}
 	apisvc := func(user User, old, next Endpoint) Input {
 		return Input{Operation: OperationUpdate, Kind: KindAPIService, Name: "v1beta1.metrics.example.com", User: user, Annotations: pin, UpdatedAnnotations: pin,
 			OldEntries: []Entry{{Name: EntryService, CABundle: f.Owner.PEM, Endpoint: old}},
@@ -165,13 +169,28 @@ func Test_Decide_pointer(t *testing.T) {
 			input:      crd(OperationCreate, "gadgets.example.com", installer, nil, other, nil, conv(nil, svcA)),
 			expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 		},
-		"if the installer creates a pinned mapping's CRD pointing at the pin with an empty entry, allow while the pinned CA can be read": {
+		"if the installer creates a pinned mapping's CRD pointing at the pin with an empty entry, deny not-owner: the CREATE chooses the conversion webhook's endpoint": {
 			input:      withCA(crd(OperationCreate, "widgets.example.com", installer, nil, pin, nil, conv(nil, svcA)), pinCA),
+			expOutcome: OutcomeDeny, expRule: RuleNotOwner, expField: "userInfo",
+		},
+		"if the installer recreates a pinned mapping's APIService at its own Service, pointing at the pin with an empty caBundle, deny not-owner": {
+			input:      withCA(apisvcCreate(installer, pin, svcB), pinCA),
+			expOutcome: OutcomeDeny, expRule: RuleNotOwner, expField: "userInfo",
+		},
+		"if the installer deletes a pinned mapping's APIService, allow: an object that is gone trusts nobody": {
+			input:      Input{Operation: OperationDelete, Kind: KindAPIService, Name: "v1beta1.metrics.example.com", User: installer, Annotations: pin, OldEntries: []Entry{{Name: EntryService, CABundle: f.Owner.PEM, Endpoint: svcA}}},
 			expOutcome: OutcomeAllow, expRule: RuleNone,
 		},
-		"if the installer creates a pinned mapping's CRD pointing at the pin while the pinned CA cannot be read, deny the empty entry": {
-			input:      withCA(crd(OperationCreate, "widgets.example.com", installer, nil, pin, nil, conv(nil, svcA)), missing),
+		"if a writer creates a pinned mapping's APIService at its Service, pointing at the pin with an empty caBundle, allow while the pinned CA can be read": {
+			input:      withCA(apisvcCreate(writer, pin, svcA), pinCA),
+			expOutcome: OutcomeAllow, expRule: RuleNone,
+		},
+		"if a writer creates a pinned mapping's CRD pointing at the pin while the pinned CA cannot be read, deny the empty entry": {
+			input:      withCA(crd(OperationCreate, "widgets.example.com", writer, nil, pin, nil, conv(nil, svcA)), missing),
 			expOutcome: OutcomeDeny, expRule: RuleCAMismatch, expField: "spec.conversion.webhook.clientConfig.caBundle",
+		},
+		"if break-glass recreates an APIService at another Service, allow": {
+			input: withCA(apisvcCreate(admin, pin, svcB), pinCA), expOutcome: OutcomeBreakGlass, expRule: RuleBreakGlass,
 		},
 		"if the installer creates a pinned mapping's CRD pointing elsewhere, deny not-owner": {
 			input:      withCA(crd(OperationCreate, "widgets.example.com", installer, nil, bogus, nil, conv(nil, svcA)), pinCA),

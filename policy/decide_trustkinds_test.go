@@ -81,9 +81,9 @@ func Test_Decide_trustKinds(t *testing.T) {
 		"if the installer switches conversion off (the entry that carried a caBundle is gone), deny not-owner": {
 			input: crd(OperationUpdate, installer, conv(f.Inline.PEM), nil), expOutcome: OutcomeDeny, expRule: RuleNotOwner,
 		},
-		"if the installer creates the CRD with an empty conversion caBundle and no fill is coming, deny ca-mismatch: kube-apiserver would trust its system roots": {
-			input: crd(OperationCreate, installer, nil, conv(nil)), expOutcome: OutcomeDeny, expRule: RuleCAMismatch,
-			expField: "spec.conversion.webhook.clientConfig.caBundle",
+		"if the installer creates the CRD with a conversion webhook, deny not-owner: the CREATE chooses the endpoint kube-apiserver trusts": {
+			input: crd(OperationCreate, installer, nil, conv(nil)), expOutcome: OutcomeDeny, expRule: RuleNotOwner,
+			expField: "userInfo",
 		},
 		"if the installer deletes the CRD, allow: deleting it trusts nobody": {
 			input: crd(OperationDelete, installer, conv(f.Inline.PEM), nil), expOutcome: OutcomeAllow, expRule: RuleNone,

@@ -45,15 +45,12 @@ func claimsFill(co *compiledOwner, in *Input, writer bool) bool {
 }
 
 // fillFor reports whether an empty entry of this request may wait for
-// cainjector's fill: for a writer, or for a subject that may not write the
-// trust when the mapping pins the CA (the object's installer creating it
-// with the pinned annotation chooses nothing).
+// cainjector's fill: only a writer's. A subject that may not write the
+// trust never gets here with an entry to fill: a new entry of a CRD or an
+// APIService names an endpoint (EndpointMoves), which is not-owner, and
+// every write of a webhook configuration by it is.
 func fillFor(co *compiledOwner, in *Input, writer bool) bool {
-	if !FillComing(co.spec.CA, in.newAnnotations()) {
-		return false
-	}
-	_, pinned := PinOf(co.spec.CA)
-	return writer || pinned
+	return writer && FillComing(co.spec.CA, in.newAnnotations())
 }
 
 // UnfilledEntries lists the indexes of the entries of the new object that

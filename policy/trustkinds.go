@@ -97,15 +97,24 @@ func ChangesTrust(ca guardapi.CASource, in *Input, changes []BundleChange) bool 
 	return len(changes) > 0 || len(InsecureEntries(in)) > 0 || EndpointMoves(in) || PointerMoves(ca, in)
 }
 
-// EndpointMoves reports whether an UPDATE sends an entry's traffic
-// somewhere else: an entry whose endpoint differs from the stored entry of
-// the same name, or an entry the stored object did not have (a CRD switched
-// to strategy Webhook). kube-apiserver sends that endpoint whole objects (a
-// conversion) or a whole API group's requests (an APIService), trusting any
-// server with a certificate under the unchanged caBundle. A CREATE moves
-// nothing: nothing was trusted before.
+// EndpointMoves reports whether the request chooses where an entry's
+// traffic goes: on an UPDATE, an entry whose endpoint differs from the
+// stored entry of the same name, or an entry the stored object did not
+// have (a CRD switched to strategy Webhook); on a CREATE, any entry (a
+// conversion webhook, an APIService's service: each names its endpoint).
+// kube-apiserver sends that endpoint whole objects (a conversion) or a
+// whole API group's requests (an APIService), trusting any server with a
+// certificate under the caBundle, and cainjector fills the caBundle of a
+// pinned object whoever created it. A CREATE is no fresh start: the guard
+// keeps nothing across a DELETE, so a non-writer that deletes an object and
+// creates it again at its own Service would move the endpoint in two
+// steps where one step (an UPDATE) is denied. A DELETE moves nothing.
 func EndpointMoves(in *Input) bool {
-	if in.Operation != OperationUpdate {
+	switch in.Operation {
+	case OperationCreate:
+		return len(in.Entries) > 0
+	case OperationUpdate:
+	case OperationDelete:
 		return false
 	}
 	p := pairOld(in)

@@ -22,11 +22,12 @@ import (
 //     object is created. The pin is a literal in the policy.
 //   - For a CRD or an APIService a non-writer may write what is not the
 //     trust, but neither the pointer (off the pin) nor the endpoint the
-//     entry's traffic goes to (not-owner).
+//     entry's traffic goes to (not-owner), and a CREATE of the object with
+//     the entry chooses the endpoint.
 //   - An entry without a caBundle passes only while a fill is coming: the
-//     new object's pointer names a source the guard reads (the pin, when
-//     pinned), the guard's last sync found the owner's CA, and the subject
-//     is a writer or the pointer is the pin.
+//     subject is a writer, the new object's pointer names a source the
+//     guard reads (the pin, when pinned), and the guard's last sync found
+//     the owner's CA.
 //
 // Each comparison is a few map lookups and one list comparison, and it is
 // generated only where it can decide something: the pointer of a webhook
@@ -70,16 +71,17 @@ func (m mappingPolicy) pointerVariables() []admv1.Variable {
 // empty caBundles, as policy.FillComing and the decision's fill rule decide
 // it: never without injectedByCertManager or without a CA the guard could
 // read at its last sync (an annotation naming a missing source would leave
-// the entry empty, trusting the system roots, for good); under a pin, when
-// the new object points exactly at the pin, whoever writes it; else for a
-// writer whose object points at a source the guard resolved that CA from
-// (CA.Pointers; inject-apiserver-ca names none the guard reads).
+// the entry empty, trusting the system roots, for good); only for a writer
+// (a non-writer's entry names an endpoint, which is not-owner); under a
+// pin, when the new object points exactly at the pin; else when it points
+// at a source the guard resolved that CA from (CA.Pointers;
+// inject-apiserver-ca names none the guard reads).
 func (m mappingPolicy) fillComing() string {
 	if !m.injected() || len(m.ca.PEM) == 0 {
 		return "false"
 	}
 	if pin, ok := m.pin(); ok {
-		return `variables.pointer == ` + pointerLiteral(pin)
+		return `variables.isWriter && variables.pointer == ` + pointerLiteral(pin)
 	}
 	var synced []string
 	for _, p := range m.ca.Pointers {
@@ -117,13 +119,15 @@ func (m mappingPolicy) pointerValidation() admv1.Validation {
 	}
 }
 
-// endpointMoves is CEL that is true when an UPDATE sends the entry's
-// traffic elsewhere (policy.EndpointMoves): the new object has the entry
-// and the stored one had none (a CRD switched to strategy Webhook) or
-// another endpoint. A CREATE moves nothing; a removed entry is decided by
-// its caBundle.
+// endpointMoves is CEL that is true when the request chooses where the
+// entry's traffic goes (policy.EndpointMoves): a CREATE of an object with
+// the entry (the guard keeps nothing across a DELETE, so a recreated
+// object's endpoint is a new choice), or an UPDATE whose new object has
+// the entry where the stored one had none (a CRD switched to strategy
+// Webhook) or another endpoint. A removed entry is decided by its
+// caBundle.
 func (k trustKind) endpointMoves() string {
-	return `request.operation == "UPDATE" && ` + k.entry("object") + ` && (!` + k.entry("oldObject") + ` || ` +
+	return `request.operation != "DELETE" && ` + k.entry("object") + ` && (request.operation == "CREATE" || !` + k.entry("oldObject") + ` || ` +
 		k.endpoint("object") + ` != ` + k.endpoint("oldObject") + `)`
 }
 
