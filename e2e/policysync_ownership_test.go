@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -14,9 +15,11 @@ import (
 // TestPolicySyncOwnsByIdentityNotLabel: on the real kube-apiserver, a
 // generated binding whose managed-by label break-glass removed is applied
 // again, label included (it left the guard's label-filtered watch, so
-// before it was refused as someone else's object), and a labelled policy
-// and binding of a second release (owned by another anchor ClusterRole)
-// are not deleted as orphans.
+// before it was refused as someone else's object); so is one whose label,
+// owner references and managed fields were all cleared and which was
+// switched to Audit (it is the guard's by its generated name); and a
+// labelled policy and binding of a second release (owned by another anchor
+// ClusterRole) are not deleted as orphans.
 func TestPolicySyncOwnsByIdentityNotLabel(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, policyOptions())
@@ -55,6 +58,28 @@ func TestPolicySyncOwnsByIdentityNotLabel(t *testing.T) {
 		got, err := adm.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
 		return err == nil && got.Labels[vap.LabelManagedBy] == vap.ManagedBy
 	})
+
+	// All that marks it as the guard's cleared in one update (label, owner
+	// references, managed fields) and the binding switched to Audit: its
+	// generated name still makes it the guard's, restored and enforcing,
+	// and the mapping is not reported refused.
+	b, err = adm.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Labels, b.OwnerReferences = nil, nil
+	b.ManagedFields = []metav1.ManagedFieldsEntry{{}}
+	b.Spec.ValidationActions = []admv1.ValidationAction{admv1.Audit}
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Update(ctx, b, metav1.UpdateOptions{FieldManager: "hand-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 20*time.Second, "the guard restores the disowned binding: label and Deny", func() bool {
+		got, err := adm.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && got.Labels[vap.LabelManagedBy] == vap.ManagedBy && slices.Equal(got.Spec.ValidationActions, []admv1.ValidationAction{admv1.Deny})
+	})
+	if v := f.env.Guard.Metric(t, "webhook_guard_policy_mapping_refused", map[string]string{"mapping": enforcedMapping}); v != 0 {
+		t.Errorf("webhook_guard_policy_mapping_refused{mapping=%q} is %g; want 0: the binding is the guard's", enforcedMapping, v)
+	}
 
 	// Several passes later (one every 2 s), the second release's objects remain.
 	time.Sleep(5 * time.Second)

@@ -387,8 +387,7 @@ type PolicySync struct {
 	// Syncs counts sync passes by result: success | error.
 	Syncs *prometheus.CounterVec
 	// Refusals counts, by mapping, the writes of its generated objects
-	// kube-apiserver refused (invalid, too large, forbidden, a name taken by
-	// an object the guard did not create).
+	// kube-apiserver refused (invalid, too large, forbidden).
 	Refusals *prometheus.CounterVec
 	// Refused is 1 for each mapping whose last pass had a write refused:
 	// its caBundle changes fail closed (ca-unavailable), or, when even the
@@ -431,7 +430,7 @@ func NewPolicySync(reg prometheus.Registerer) *PolicySync {
 			"Policy mode sync passes by result (success, error); only the leader syncs.",
 			"result"),
 		Refusals: counterVec("webhook_guard_policy_write_refusals_total",
-			"Writes of a mapping's generated objects that kube-apiserver refused (invalid, too large, forbidden, a name taken by a foreign object), by mapping.",
+			"Writes of a mapping's generated objects that kube-apiserver refused (invalid, too large, forbidden), by mapping.",
 			"mapping"),
 		Refused: gaugeVec("webhook_guard_policy_mapping_refused",
 			"1 for each mapping whose generated objects kube-apiserver refused at the leader's last pass: its caBundle changes fail closed (ca-unavailable).",

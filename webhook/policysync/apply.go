@@ -13,8 +13,6 @@ import (
 	admv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
 // FieldManager is the one field manager every write of the syncer is
@@ -102,12 +100,14 @@ func (s *Syncer) applyForced(ctx context.Context, mapping, kind string, desired,
 }
 
 // unwatched reads an object the watch does not show straight from the API
-// server: nil when it does not exist (or is being deleted), the object when
-// it is the guard's and the watch has not shown it yet (or someone removed
-// its managed-by label, which the apply puts back: generatedHere), and a
-// foreignObjectError when someone else's object holds the name. The guard
-// never adopts it: applying would silently take over someone's policy,
-// and deleting it later would remove it.
+// server: nil when it does not exist (or is being deleted), else the
+// object, which the apply makes the generated one again. The name is one
+// the guard's configuration generates (vapname), unique to one mapping, so
+// the object at it is the guard's whatever its labels, owner references
+// and managed fields say: an editor who clears them all (the watch, which
+// filters on the managed-by label, then no longer shows it) has not made
+// it someone else's, and refusing it would leave the editor's version,
+// a binding switched to Audit say, in force.
 func (s *Syncer) unwatched(ctx context.Context, kind string, desired client.Object) (client.Object, error) {
 	obj, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
@@ -119,8 +119,6 @@ func (s *Syncer) unwatched(ctx context.Context, kind string, desired client.Obje
 		return nil, nil //nolint:nilnil // no object of that name: the apply creates it
 	case err != nil:
 		return nil, fmt.Errorf("get %s %s: %w", kind, desired.GetName(), err)
-	case obj.GetLabels()[vap.LabelManagedBy] != vap.ManagedBy && !generatedHere(obj, s.Anchor):
-		return nil, &foreignObjectError{kind: kind, name: desired.GetName()}
 	}
 	return obj, nil
 }

@@ -15,9 +15,11 @@ import (
 //   - it has no owner at all and the guard's field manager applied it (an
 //     object written before an anchor was set, or by a guard without one).
 //
-// Another release's objects are owned by its own anchor, so they are never
-// this guard's: it neither deletes them as orphans nor adopts them. Two
-// releases without an anchor cannot be told apart and still fight.
+// It decides what the guard deletes as an orphan (a name no mapping
+// generates any more): another release's objects are owned by its own
+// anchor, so they are never deleted as this guard's. An object at a name
+// the configuration generates is the guard's by that name (unwatched).
+// Two releases without an anchor cannot be told apart and still fight.
 func generatedHere(obj client.Object, anchor string) bool {
 	refs := obj.GetOwnerReferences()
 	for _, r := range refs {

@@ -26,26 +26,42 @@ func Test_Syncer_ownership(t *testing.T) {
 		e.syncer.Anchor = name
 		return e
 	}
-	t.Run("if someone removes the managed-by label of a generated binding, the guard restores it", func(t *testing.T) {
-		for name, anchor := range map[string]string{"with an anchor": "wg-policy-anchor", "without an anchor": ""} {
-			t.Run(name, func(t *testing.T) {
-				e := newEnv(t, testConfig)
-				if anchor != "" {
-					e = withAnchor(t, anchor, "1")
-				}
-				require.NoError(t, e.syncer.Sync(ctx))
-				var b admv1.ValidatingAdmissionPolicyBinding
-				require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b))
-				delete(b.Labels, vap.LabelManagedBy)
-				require.NoError(t, e.client.Update(ctx, &b, client.FieldOwner("someone")))
+	// What an editor does to a generated binding: each leaves it the
+	// guard's by its generated name, restored at the next pass.
+	edits := map[string]func(b *admv1.ValidatingAdmissionPolicyBinding){
+		"if someone removes the managed-by label of a generated binding, the guard restores it": func(b *admv1.ValidatingAdmissionPolicyBinding) {
+			delete(b.Labels, vap.LabelManagedBy)
+		},
+		"if someone clears the label, owner references and managed fields of a generated binding and switches it to Audit, the guard restores it by its name": func(b *admv1.ValidatingAdmissionPolicyBinding) {
+			b.Labels, b.OwnerReferences = nil, nil
+			b.ManagedFields = []metav1.ManagedFieldsEntry{{}} // kube-apiserver's way to clear them
+			b.Spec.ValidationActions = []admv1.ValidationAction{admv1.Audit}
+		},
+	}
+	for edit, change := range edits {
+		t.Run(edit, func(t *testing.T) {
+			for name, anchor := range map[string]string{"with an anchor": "wg-policy-anchor", "without an anchor": ""} {
+				t.Run(name, func(t *testing.T) {
+					e := newEnv(t, testConfig)
+					if anchor != "" {
+						e = withAnchor(t, anchor, "1")
+					}
+					require.NoError(t, e.syncer.Sync(ctx))
+					var b admv1.ValidatingAdmissionPolicyBinding
+					require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b))
+					change(&b)
+					require.NoError(t, e.client.Update(ctx, &b, client.FieldOwner("someone")))
 
-				require.NoError(t, e.syncer.Sync(ctx), "the binding is the guard's, not a foreign object")
-				require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b))
-				assert.Equal(t, vap.ManagedBy, b.Labels[vap.LabelManagedBy], "the label is back, so the watch sees it again")
-				assert.Equal(t, 0.0, e.writes(kindAdmissionPolicyBinding, VerbDelete))
-			})
-		}
-	})
+					require.NoError(t, e.syncer.Sync(ctx), "the binding is the guard's by its generated name, not a foreign object")
+					require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b))
+					assert.Equal(t, vap.ManagedBy, b.Labels[vap.LabelManagedBy], "the label is back, so the watch sees it again")
+					assert.Equal(t, []admv1.ValidationAction{admv1.Deny}, b.Spec.ValidationActions, "enforced")
+					assert.Empty(t, e.syncer.lastRefused(), "no mapping is reported refused")
+					assert.Equal(t, 0.0, e.writes(kindAdmissionPolicyBinding, VerbDelete))
+				})
+			}
+		})
+	}
 	t.Run("if another release's labelled objects exist, the guard leaves them alone", func(t *testing.T) {
 		e := withAnchor(t, "wg-policy-anchor", "1")
 		require.NoError(t, e.client.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "second-policy-anchor", UID: "u-2"}}))

@@ -13,19 +13,6 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy/vap/vapname"
 )
 
-// foreignObjectError is a generated object's name taken by an object the
-// guard did not create (no app.kubernetes.io/managed-by=webhook-guard
-// label). The guard never adopts it: overwriting it would silently replace
-// someone's policy, and deleting it later would remove it.
-type foreignObjectError struct {
-	kind, name string
-}
-
-func (e *foreignObjectError) Error() string {
-	return fmt.Sprintf("%s %q already exists and was not created by the guard (no %s=%s label): it is left as it is; rename the mapping, or delete that object if it is a leftover",
-		e.kind, e.name, vap.LabelManagedBy, vap.ManagedBy)
-}
-
 // refusal is a refused write of one of a mapping's objects.
 type refusal struct {
 	object string
@@ -44,14 +31,11 @@ func refusedObject(err error) string {
 }
 
 // refused reports whether err is kube-apiserver refusing a write for what
-// the object is (invalid, too large, forbidden, a name taken by a foreign
-// object): writing the same object again will not succeed. Anything else
+// the object is (invalid, too large, forbidden): writing the same object
+// again will not succeed. Anything else
 // (timeouts, an unreachable or overloaded API server, a resourceVersion
 // conflict) is retried as it is at the next pass.
 func refused(err error) bool {
-	if _, ok := errors.AsType[*foreignObjectError](err); ok {
-		return true
-	}
 	if _, ok := errors.AsType[net.Error](err); ok {
 		return false
 	}
@@ -82,9 +66,6 @@ func refusalCA(err error) vap.CA {
 func refusalReason(err error) string {
 	if status, ok := errors.AsType[*apierrors.StatusError](err); ok {
 		return status.Error()
-	}
-	if foreign, ok := errors.AsType[*foreignObjectError](err); ok {
-		return foreign.Error()
 	}
 	return err.Error()
 }

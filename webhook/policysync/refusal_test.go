@@ -138,32 +138,27 @@ func Test_SyncerRefusals(t *testing.T) {
 		assert.Equal(t, good, policyVariable(t, e.policy(t, "webhook-guard-app"), "ca"))
 		assert.Equal(t, 0.0, testutil.ToFloat64(e.metrics.Refusals.WithLabelValues("app")))
 	})
-	t.Run("if a policy of the mapping's name exists without the guard's label, it is not overwritten: a refusal", func(t *testing.T) {
+	t.Run("if a policy holds a name the mapping generates without the guard's label, it is the guard's by that name: made the generated one, no refusal", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		foreign := &admv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard-app", Labels: map[string]string{"team": "x"}},
 			Spec: admv1.ValidatingAdmissionPolicySpec{Validations: []admv1.Validation{{Expression: "true"}}}}
 		require.NoError(t, e.client.Create(ctx, foreign))
-		err := e.syncer.Sync(ctx)
-		require.Error(t, err, "the mapping cannot be enforced: the pass says so")
-		assert.Contains(t, err.Error(), `ValidatingAdmissionPolicy "webhook-guard-app" already exists and was not created by the guard`)
+		require.NoError(t, e.syncer.Sync(ctx))
 		got := e.policy(t, "webhook-guard-app")
-		assert.Equal(t, map[string]string{"team": "x"}, got.Labels, "not adopted")
-		assert.Equal(t, foreign.Spec.Validations, got.Spec.Validations, "not overwritten")
+		assert.Equal(t, vap.ManagedBy, got.Labels[vap.LabelManagedBy], "the guard's label")
+		assert.NotEqual(t, foreign.Spec.Validations, got.Spec.Validations, "the generated validations")
+		assert.NotEqual(t, `""`, policyVariable(t, got, "ca"), "enforcing the owner's CA")
 		var b admv1.ValidatingAdmissionPolicyBinding
-		assert.True(t, apierrors.IsNotFound(e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b)), "no binding of the guard's binds someone else's policy")
-		assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Refused.WithLabelValues("app")))
-		assert.NotEqual(t, `""`, policyVariable(t, e.policy(t, "webhook-guard-other"), "ca"))
+		require.NoError(t, e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app"}, &b))
+		assert.Equal(t, 0.0, testutil.ToFloat64(e.metrics.Refused.WithLabelValues("app")))
 	})
-	t.Run("if the name of the mapping's CA-param policy is taken, the mapping fails closed without the param policy", func(t *testing.T) {
+	t.Run("if an object holds the name of the mapping's CA-param policy, it is the guard's too", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		e.mayReadSecrets = true
 		require.NoError(t, e.client.Create(ctx, &admv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard-app-ca"}}))
 		require.NoError(t, e.syncer.Sync(ctx))
-		assert.Equal(t, `""`, policyVariable(t, e.policy(t, "webhook-guard-app"), "ca"))
-		assert.Contains(t, e.policy(t, "webhook-guard-app").Spec.Validations[1].MessageExpression, "already exists and was not created by the guard")
-		assert.Empty(t, e.policy(t, "webhook-guard-app-ca").Labels, "the foreign one is untouched")
-		var b admv1.ValidatingAdmissionPolicyBinding
-		assert.True(t, apierrors.IsNotFound(e.client.Get(ctx, client.ObjectKey{Name: "webhook-guard-app-ca"}, &b)))
+		assert.Equal(t, vap.ManagedBy, e.policy(t, "webhook-guard-app-ca").Labels[vap.LabelManagedBy])
+		assert.Equal(t, 0.0, testutil.ToFloat64(e.metrics.Refused.WithLabelValues("app")))
 	})
 }
 
@@ -182,7 +177,6 @@ func Test_refused(t *testing.T) {
 		"invalid":                      {invalid(), true},
 		"too large":                    {tooLarge(), true},
 		"forbidden":                    {apierrors.NewForbidden(gr, "x", errors.New("no")), true},
-		"name taken by a foreign one":  {fmt.Errorf("wrapped: %w", &foreignObjectError{kind: "k", name: "n"}), true},
 		"already exists":               {apierrors.NewAlreadyExists(gr, "x"), true},
 		"conflict (resourceVersion)":   {apierrors.NewConflict(gr, "x", errors.New("modified")), false},
 		"server timeout":               {apierrors.NewServerTimeout(gr, "update", 1), false},
