@@ -30,25 +30,31 @@ const (
 	// longer than a watch takes to deliver a write to the observer, far
 	// shorter than any CA's life.
 	DefaultHistoryWindow = 10 * time.Second
-	// maxHistory bounds the replaced versions kept, all watches together,
-	// whatever the window: a source rotated faster than that loses its
-	// oldest versions (a write under one of them is then recorded as a
-	// ca-mismatch, never let through unrecorded).
+	// maxHistory bounds the replaced versions kept of each watched object,
+	// whatever the window: an object replaced faster than that loses its
+	// own oldest versions (a write under one of them is then recorded as
+	// a ca-mismatch, never let through unrecorded), and never another
+	// object's. So the history of all watches together holds at most
+	// maxHistory versions of each object a configured source reads (or a
+	// writer's annotation names; MaxWatches bounds those), and an object
+	// no longer watched keeps none.
 	maxHistory = 64
 	// maxPastSets bounds the memoized sets read from the history.
 	maxPastSets = 256
 )
 
-// replaced is a version of a watched object that a watch replaced (or
+// replaced is a version of a watched object that its watch replaced (or
 // deleted) at at.
 type replaced struct {
-	key watchKey
 	obj runtime.Object
 	at  time.Time
 }
 
 // recordReplaced keeps old, the version of k a watch just replaced or
-// deleted, dropping versions older than the window and past maxHistory.
+// deleted, dropping k's versions older than the window and past
+// maxHistory. Each object has its own history: a storm of updates of one
+// source never evicts the versions another source's writes are judged
+// against.
 func (r *WatchReader) recordReplaced(k watchKey, old, cur any) {
 	if tomb, ok := old.(cache.DeletedFinalStateUnknown); ok {
 		old = tomb.Obj
@@ -63,15 +69,23 @@ func (r *WatchReader) recordReplaced(k watchKey, old, cur any) {
 	now := r.opts.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keep := slices.IndexFunc(r.history, func(v replaced) bool { return now.Sub(v.at) <= r.opts.HistoryWindow })
+	if _, watched := r.watches[k]; !watched {
+		return // an event of a watch stopped to make room
+	}
+	h := r.history[k]
+	keep := slices.IndexFunc(h, func(v replaced) bool { return now.Sub(v.at) <= r.opts.HistoryWindow })
 	if keep < 0 {
-		keep = len(r.history)
+		keep = len(h)
 	}
-	if len(r.history)-keep >= maxHistory {
-		keep = len(r.history) - maxHistory + 1
+	if len(h)-keep >= maxHistory {
+		keep = len(h) - maxHistory + 1
 	}
-	r.history = append(slices.Delete(r.history, 0, keep), replaced{key: k, obj: obj, at: now})
+	r.history[k] = append(slices.Delete(h, 0, keep), replaced{obj: obj, at: now})
 }
+
+// forgetHistory drops the versions of an object no longer watched. r.mu
+// must be held.
+func (r *WatchReader) forgetHistory(k watchKey) { delete(r.history, k) }
 
 // sameVersion reports whether a and b are the same resourceVersion of an
 // object.
@@ -88,11 +102,17 @@ func (r *WatchReader) replacedSince(keys []watchKey, since time.Time) []time.Tim
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []time.Time
-	for _, v := range r.history {
-		if v.at.After(since) && slices.Contains(keys, v.key) {
-			out = append(out, v.at)
+	for i, k := range keys {
+		if slices.Contains(keys[:i], k) {
+			continue
+		}
+		for _, v := range r.history[k] {
+			if v.at.After(since) {
+				out = append(out, v.at)
+			}
 		}
 	}
+	slices.SortFunc(out, time.Time.Compare)
 	return slices.Compact(out)
 }
 
@@ -101,8 +121,8 @@ func (r *WatchReader) replacedSince(keys []watchKey, since time.Time) []time.Tim
 func (r *WatchReader) versionAt(k watchKey, t time.Time) (runtime.Object, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, v := range r.history {
-		if v.key == k && v.at.After(t) {
+	for _, v := range r.history[k] {
+		if v.at.After(t) {
 			return v.obj, true
 		}
 	}

@@ -50,7 +50,7 @@ func setSecretCA(t *testing.T, e *env, w *WatchReader, namespace, name string, c
 	require.Eventually(t, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		for _, v := range w.history {
+		for _, v := range w.history[secretWatch(namespace, name)] {
 			if m, err := meta.Accessor(v.obj); err == nil && m.GetName() == name && m.GetResourceVersion() == replacedRV {
 				return true
 			}
@@ -139,20 +139,53 @@ func Test_Resolver_since(t *testing.T) {
 	}
 }
 
-// Test_WatchReader_historyIsBounded: however fast the sources rotate, the
-// history keeps at most maxHistory versions, the newest.
+// secretWatch is the watch of the Secret namespace/name.
+func secretWatch(namespace, name string) watchKey {
+	return watchKey{gvk: corev1.SchemeGroupVersion.WithKind("Secret"), namespace: namespace, name: name}
+}
+
+// Test_WatchReader_historyIsBounded: however fast a source rotates, the
+// history keeps at most maxHistory versions of it, the newest, and none of
+// an object no longer watched.
 func Test_WatchReader_historyIsBounded(t *testing.T) {
 	e, c, w, _ := historyEnv(t, time.Hour)
+	k := secretKey
 	for i := range maxHistory + 10 {
 		c.Add(time.Millisecond)
 		ca := e.ca.PEM
 		if i%2 == 0 {
 			ca = e.ca2.PEM
 		}
-		setSecretCA(t, e, w, "koordinator-system", "webhook-certs", ca)
+		setSecretCA(t, e, w, k.namespace, k.name, ca)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	require.Len(t, w.history, maxHistory)
-	assert.Equal(t, c.Now(), w.history[maxHistory-1].at, "the newest version is kept")
+	require.Len(t, w.history[k], maxHistory)
+	assert.Equal(t, c.Now(), w.history[k][maxHistory-1].at, "the newest version is kept")
+	for key, h := range w.history {
+		assert.LessOrEqual(t, len(h), maxHistory, "%s", key)
+		assert.Contains(t, w.watches, key, "a history is kept only for a watched object")
+	}
+}
+
+// Test_WatchReader_historyIsPerSource: a storm of updates of one source
+// evicts none of another source's replaced versions: a write under the
+// other source's CA before its rotation is still judged against that CA.
+func Test_WatchReader_historyIsPerSource(t *testing.T) {
+	e, c, w, r := historyEnv(t, 10*time.Second)
+	req := e.request("certificate", nil)
+	req.Since = c.Now()
+	c.Add(time.Second)
+	setSecretCA(t, e, w, "team-a", "webhook-tls", e.ca.PEM) // the Certificate's Secret rotates from ca2 to ca
+	for i := range maxHistory + 10 {
+		ca := e.ca.PEM
+		if i%2 == 0 {
+			ca = e.other.PEM
+		}
+		setSecretCA(t, e, w, "koordinator-system", "webhook-certs", ca)
+	}
+	res := r.Resolve(t.Context(), req, false)
+	require.NoError(t, res.Err)
+	assert.ElementsMatch(t, fingerprints(t, e.ca2.PEM, e.ca.PEM), res.Set.Fingerprints(),
+		"the Certificate's CA before its rotation is still in its history")
 }

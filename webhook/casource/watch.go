@@ -66,8 +66,8 @@ type WatchReader struct {
 	watches map[watchKey]*objectWatch
 	gen     uint64
 	changed chan struct{} // closed (and replaced) on every change
-	// history holds the versions the watches replaced, oldest first.
-	history []replaced
+	// history holds the versions each watch replaced, oldest first.
+	history map[watchKey][]replaced
 }
 
 var _ client.Reader = &WatchReader{}
@@ -115,7 +115,7 @@ func NewWatchReader(c client.WithWatch, opts WatchOptions) *WatchReader {
 	if opts.HistoryWindow <= 0 {
 		opts.HistoryWindow = DefaultHistoryWindow
 	}
-	return &WatchReader{client: c, opts: opts, watches: map[watchKey]*objectWatch{}, changed: make(chan struct{})}
+	return &WatchReader{client: c, opts: opts, watches: map[watchKey]*objectWatch{}, history: map[watchKey][]replaced{}, changed: make(chan struct{})}
 }
 
 // NeedLeaderElection is false: every replica decides admissions.
@@ -132,6 +132,7 @@ func (r *WatchReader) Start(ctx context.Context) error {
 	for k, w := range r.watches {
 		w.stop()
 		delete(r.watches, k)
+		r.forgetHistory(k)
 	}
 	return nil
 }
@@ -372,6 +373,7 @@ func (r *WatchReader) watch(ctx context.Context, k watchKey) (*objectWatch, erro
 		}
 		r.watches[oldest].stop()
 		delete(r.watches, oldest)
+		r.forgetHistory(oldest)
 	}
 	return w, nil
 }

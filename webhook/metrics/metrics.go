@@ -140,7 +140,7 @@ func NewObserver(reg prometheus.Registerer) *Observer {
 			"Configurations the observer found flapping (too many distinct caBundles within the window), by owner mapping.",
 			"mapping"),
 		Events: counterVec("webhook_guard_observer_events_total",
-			"Watch events of webhook configurations the observer handled, by type (add, update, delete; merged: folded into the write before it while too many waited); the initial list is not counted.",
+			"Watch events of webhook configurations the observer handled, by type (add, update, delete; merged: two pending writes folded into one, skipping a state another holds, while too many waited; lost: such a fold when every pending state differed); the initial list is not counted.",
 			"type"),
 		QueueDepth: gauge("webhook_guard_observer_queue_depth",
 			"Webhook configurations with writes waiting for the observer's decision (one entry per configuration, however many of its writes wait)."),

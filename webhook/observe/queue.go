@@ -11,8 +11,10 @@ import (
 // maxPending bounds the writes waiting for one configuration. The worker
 // decides a write in tens of microseconds and kube-apiserver stores a few
 // hundred writes a second at most, so the bound is reached only while the
-// worker is stuck; past it, the newest pending write absorbs the next one
-// (their net change is judged) and the fold is counted as a "merged" event.
+// worker is stuck; past it, two adjacent pending writes are folded into one
+// (their net change is judged) where that skips no state the observer
+// would judge (fold), counted as a "merged" event, or as "lost" when every
+// pending state was distinct.
 const maxPending = 1024
 
 // write is one change the watch delivered: the new state (nil: deleted)
@@ -22,6 +24,8 @@ type write struct {
 	// at is when the watch delivered it: a ca-mismatch stands once
 	// MismatchGrace has passed since.
 	at time.Time
+	// key is what the observer judges of cur (fold).
+	key trustKey
 	// until is when its ca-mismatch stands; zero until one was found.
 	until time.Time
 }
@@ -31,14 +35,15 @@ type write struct {
 // not seen.
 func (o *Observer) enqueue(k configKey, cur, old *object) {
 	o.mu.Lock()
-	w := write{cur: cur, old: old, at: time.Now()}
+	w := write{cur: cur, old: old, at: time.Now(), key: trustKeyOf(cur)}
 	switch p := o.pending[k]; {
 	case len(p) < maxPending:
 		o.pending[k] = append(p, w)
 	default:
-		// The worker is stuck: the newest pending write absorbs this one.
-		p[len(p)-1].cur, p[len(p)-1].at = cur, w.at
-		o.Metrics.Events.WithLabelValues("merged").Inc()
+		// The worker is stuck: two pending writes become one.
+		folded, lost := fold(p, w)
+		o.pending[k] = folded
+		o.Metrics.Events.WithLabelValues(map[bool]string{false: "merged", true: "lost"}[lost]).Inc()
 	}
 	if _, ok := o.decided[k]; !ok && old != nil {
 		o.decided[k] = *old

@@ -113,6 +113,60 @@ func Test_Observer_queue(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("fieldManager:replica-%d", (maxPending+1)%len(foreign)), rec.decisions[maxPending-1].Subject,
 			"the last fold holds the newest state")
 	})
+	t.Run("if a foreign CA and its revert arrive past the bound, the fold skips a state that changed nothing and keeps them", func(t *testing.T) {
+		rec := &recorded{}
+		dec := blockingDecider{policyDecider: policyDecider{cfg: cfg}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		o := &Observer{Config: staticConfig{cfg}, Decider: dec, Recorder: rec,
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }, MismatchGrace: -1}
+		h := o.handler(t.Context())
+		prev := named("guarded", "1", owner, "app-controller")
+		rv := 1
+		write := func(bundle []byte, manager string) {
+			rv++
+			next := named("guarded", fmt.Sprint(rv), bundle, manager)
+			h.OnUpdate(prev, next)
+			prev = next
+		}
+		for range maxPending { // the owner's controller rewrites its CA: nothing to judge
+			write(owner, "app-controller")
+		}
+		write(foreign[0], "replica-0") // a foreign CA...
+		write(owner, "app-controller") // ...reverted at once
+		assert.Len(t, o.pending[configKey{kind: policy.KindValidating, name: "guarded"}], maxPending)
+		assert.Equal(t, 2.0, testutil.ToFloat64(o.Metrics.Events.WithLabelValues("merged")))
+		assert.Equal(t, 0.0, testutil.ToFloat64(o.Metrics.Events.WithLabelValues("lost")))
+		close(dec.release)
+		o.queue.ShutDown()
+		for o.processNext(t.Context()) {
+		}
+		var mismatches []string
+		for _, d := range rec.decisions {
+			if d.Rule == policy.RuleCAMismatch {
+				mismatches = append(mismatches, d.Subject)
+			}
+		}
+		assert.Equal(t, []string{"fieldManager:replica-0"}, mismatches, "the foreign write is recorded, once")
+	})
+	t.Run("if every pending state is distinct, a fold loses one and counts it", func(t *testing.T) {
+		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: &recorded{},
+			Metrics: NewMetrics(prometheus.NewRegistry()), Log: logr.Discard(), Now: func() time.Time { return at }, MismatchGrace: -1}
+		h := o.handler(t.Context())
+		k := configKey{kind: policy.KindValidating, name: "guarded"}
+		state := func(i int) any { return named("guarded", fmt.Sprint(i+2), []byte(fmt.Sprint("bundle-", i)), "replica") }
+		p := make([]write, maxPending)
+		for i := range p {
+			cur, ok := objectOf(state(i))
+			require.True(t, ok)
+			p[i] = write{cur: &cur, at: at, key: trustKeyOf(&cur)}
+		}
+		o.mu.Lock()
+		o.pending[k] = p
+		o.mu.Unlock()
+		h.OnUpdate(state(maxPending-1), state(maxPending))
+		assert.Len(t, o.pending[k], maxPending)
+		assert.Equal(t, 0.0, testutil.ToFloat64(o.Metrics.Events.WithLabelValues("merged")))
+		assert.Equal(t, 1.0, testutil.ToFloat64(o.Metrics.Events.WithLabelValues("lost")))
+	})
 	t.Run("if a configuration is deleted and created again before the worker runs, the successor is a CREATE", func(t *testing.T) {
 		rec := &recorded{}
 		o := &Observer{Config: staticConfig{cfg}, Decider: policyDecider{cfg: cfg}, Recorder: rec,
