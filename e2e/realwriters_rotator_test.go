@@ -74,8 +74,15 @@ func createGatekeeperConfigurations(t testing.TB, admin *framework.Client) {
 // its audit log.
 func rotatorDenials(t testing.TB, env *framework.Env) []framework.AuditedWrite {
 	t.Helper()
+	return deniedWrites(t, env, rotatorUser.Name)
+}
+
+// deniedWrites are user's writes of the guarded objects that
+// kube-apiserver answered 403, from its audit log.
+func deniedWrites(t testing.TB, env *framework.Env, user string) []framework.AuditedWrite {
+	t.Helper()
 	var out []framework.AuditedWrite
-	for _, w := range env.AuditedWrites(t, rotatorUser.Name) {
+	for _, w := range env.AuditedWrites(t, user) {
 		if w.Code == 403 {
 			out = append(out, w)
 		}
@@ -104,7 +111,7 @@ func codes(writes []framework.AuditedWrite) map[int]int {
 	return out
 }
 
-// logFailedWrites logs each distinct answer other than 200 the rotator got.
+// logFailedWrites logs each distinct answer other than 200 a writer got.
 func logFailedWrites(t *testing.T, writes []framework.AuditedWrite) {
 	t.Helper()
 	seen := map[string]int{}
@@ -120,7 +127,7 @@ func logFailedWrites(t *testing.T, writes []framework.AuditedWrite) {
 		seen[key]++
 	}
 	for _, k := range order {
-		t.Logf("the rotator's writes answered %dx: %s", seen[k], k)
+		t.Logf("the writer's writes answered %dx: %s", seen[k], k)
 	}
 }
 

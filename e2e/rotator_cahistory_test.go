@@ -26,13 +26,19 @@ type caHistory struct {
 }
 
 func recordCAHistory(t *testing.T, env *framework.Env, r *framework.Rotator) *caHistory {
+	return recordSecretCAHistory(t, env, r.Opts.Namespace, r.Opts.Secret, "ca.crt")
+}
+
+// recordSecretCAHistory polls the CA in key of Secret namespace/name every
+// 10 ms until the test ends.
+func recordSecretCAHistory(t *testing.T, env *framework.Env, namespace, name, key string) *caHistory {
 	h := &caHistory{}
-	secrets := env.AdminKube.CoreV1().Secrets(r.Opts.Namespace)
+	secrets := env.AdminKube.CoreV1().Secrets(namespace)
 	ctx := t.Context()
 	go func() {
 		for ctx.Err() == nil {
-			if s, err := secrets.Get(ctx, r.Opts.Secret, metav1.GetOptions{}); err == nil {
-				if fps, err := cabundle.Parse(s.Data["ca.crt"]); err == nil && len(fps) == 1 {
+			if s, err := secrets.Get(ctx, name, metav1.GetOptions{}); err == nil {
+				if fps, err := cabundle.Parse(s.Data[key]); err == nil && len(fps) == 1 {
 					h.add(fps[0].Short())
 				}
 			}
@@ -127,22 +133,38 @@ func (h *caHistory) replacedBy(fp string, at time.Time) bool {
 }
 
 // sentCAs are the short fingerprints of every caBundle certificate a
-// webhook configuration write sent (its request object, from the audit
-// log); nil when the request was not recorded or holds none.
+// webhook configuration or CRD write sent (its request object, from the
+// audit log); nil when the request was not recorded or holds none.
 func sentCAs(w framework.AuditedWrite) []string {
+	type clientConfig struct {
+		CABundle []byte `json:"caBundle"`
+	}
 	var obj struct {
 		Webhooks []struct {
-			ClientConfig struct {
-				CABundle []byte `json:"caBundle"`
-			} `json:"clientConfig"`
+			ClientConfig clientConfig `json:"clientConfig"`
 		} `json:"webhooks"`
+		// A CRD's conversion webhook.
+		Spec struct {
+			Conversion struct {
+				Webhook struct {
+					ClientConfig *clientConfig `json:"clientConfig"`
+				} `json:"webhook"`
+			} `json:"conversion"`
+		} `json:"spec"`
 	}
 	if len(w.Request) == 0 || json.Unmarshal(w.Request, &obj) != nil {
 		return nil
 	}
-	var out []string
+	bundles := make([][]byte, 0, len(obj.Webhooks)+1)
 	for _, wh := range obj.Webhooks {
-		fps, err := cabundle.Parse(wh.ClientConfig.CABundle)
+		bundles = append(bundles, wh.ClientConfig.CABundle)
+	}
+	if cc := obj.Spec.Conversion.Webhook.ClientConfig; cc != nil {
+		bundles = append(bundles, cc.CABundle)
+	}
+	var out []string
+	for _, b := range bundles {
+		fps, err := cabundle.Parse(b)
 		if err != nil {
 			continue
 		}

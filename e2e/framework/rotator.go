@@ -307,23 +307,10 @@ func (r *Rotator) CA(t testing.TB) []byte {
 // polling every 10 ms, and returns it.
 func (r *Rotator) WaitCA(t testing.TB, timeout time.Duration, not ...[]byte) []byte {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	return WaitNewCA(t, timeout, "the rotator wrote no new CA into Secret "+r.Opts.Namespace+"/"+r.Opts.Secret, r.Log, func() ([]byte, bool) {
 		data := r.SecretData(t)
-		ca := data["ca.crt"]
-		fresh := len(ca) > 0 && len(data["ca.key"]) > 0
-		for _, n := range not {
-			fresh = fresh && !bytes.Equal(ca, n)
-		}
-		if fresh {
-			return ca
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the rotator wrote no new CA into Secret %s/%s within %s\n--- rotator log (last 20 lines) ---\n%s",
-				r.Opts.Namespace, r.Opts.Secret, timeout, r.Log.Tail(20))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return data["ca.crt"], len(data["ca.crt"]) > 0 && len(data["ca.key"]) > 0
+	}, not...)
 }
 
 // Rotation is one CA rotation Rotate forced.

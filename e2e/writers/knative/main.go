@@ -27,8 +27,10 @@
 // WEBHOOK_NAME, WEBHOOK_PORT, PROFILING_PORT, CONFIG_LOGGING_NAME, ...), its
 // leader election (on, as serving runs it: one Lease per reconciler in
 // $SYSTEM_NAMESPACE; a single process wins every one at once), and its
-// admission HTTPS server, which nothing calls here (WEBHOOK_PORT=0 gives it
-// a free port). The only additions are --resync (the informers' resync
+// admission HTTPS server, which nothing calls here (the suite gives it a
+// free WEBHOOK_PORT). The only additions are --grace-period (how long the
+// admission server drains on SIGTERM; serving keeps Knative's default),
+// --resync (the informers' resync
 // period through controller.WithResyncPeriod, 10 hours in Knative, so a
 // test sees several resyncs) and the Widget type the reconcilers are given.
 //
@@ -109,6 +111,7 @@ func newConversionController(crd string) func(context.Context, configmap.Watcher
 func main() {
 	resync := flag.Duration("resync", 0, "The informers' resync period (controller.WithResyncPeriod); 0 keeps Knative's 10 hours.")
 	crd := flag.String("conversion-crd", WidgetCRD, "The CRD whose conversion webhook caBundle the conversion reconciler keeps.")
+	grace := flag.Duration("grace-period", 0, "webhook.Options.GracePeriod: how long the admission server drains on SIGTERM (0 keeps Knative's default).")
 	// What sharedmain.WebhookMainWithContext does first (it parses the
 	// flags, --kubeconfig and klog's included), done here so that --resync
 	// is known before the informer factories read it from ctx.
@@ -119,6 +122,7 @@ func main() {
 		ServiceName: webhook.NameFromEnv(),
 		Port:        webhook.PortFromEnv(8443),
 		SecretName:  "webhook-certs",
+		GracePeriod: *grace,
 	})
 	ctx = sharedmain.WithHealthProbesDisabled(ctx)
 	if *resync > 0 {
