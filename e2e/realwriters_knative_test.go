@@ -28,6 +28,7 @@ package e2e
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -63,26 +64,35 @@ const (
 
 var knativeUser = framework.ServiceAccountUser(framework.KnativeNamespace, framework.KnativeServiceAccount)
 
-// knativeConfig maps serving's configurations and the Widget CRD, in mode,
-// to the webhook's service account and the ca-cert.pem of its Secret.
-func knativeConfig(mode guardapi.Mode) *guardapi.GuardConfig {
-	return &guardapi.GuardConfig{
+// knativeConfig maps Knative's configurations and the writer's CRD, in
+// mode, to serving's webhook service account and ca-cert.pem of its Secret:
+// the products page's Knative snippet (config/samples/products/knative.yaml)
+// plus the CRD whose conversion webhook the writer keeps.
+func knativeConfig(t testing.TB, mode guardapi.Mode) *guardapi.GuardConfig {
+	t.Helper()
+	cfg := &guardapi.GuardConfig{
 		DefaultMode: guardapi.ModeAudit,
 		BreakGlass:  guardapi.Subjects{Groups: []string{"system:masters"}},
 		Unmanaged:   guardapi.UnmanagedAllow,
-		Owners: []guardapi.Owner{{
-			Name: knativeMapping,
-			Mode: mode,
-			Match: guardapi.Match{
-				// Sorted, as discover proposes them.
-				Validating:                []string{framework.KnativeConfigMaps, framework.KnativeValidation},
-				Mutating:                  []string{framework.KnativeDefaulting},
-				CustomResourceDefinitions: []string{framework.KnativeWidgetCRD},
-			},
-			Writers: guardapi.Subjects{ServiceAccounts: []string{framework.KnativeNamespace + "/" + framework.KnativeServiceAccount}},
-			CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: framework.KnativeNamespace, Name: framework.KnativeSecret, Key: framework.KnativeCAKey}},
-		}},
 	}
+	owner := framework.ProductMapping(t, "knative", mode, cfg)
+	want := guardapi.Owner{
+		Name: knativeMapping,
+		Mode: mode,
+		Match: guardapi.Match{
+			// Sorted, as discover proposes them.
+			Validating: []string{framework.KnativeConfigMaps, framework.KnativeValidation},
+			Mutating:   []string{framework.KnativeDefaulting},
+		},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{framework.KnativeNamespace + "/" + framework.KnativeServiceAccount}},
+		CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: framework.KnativeNamespace, Name: framework.KnativeSecret, Key: framework.KnativeCAKey}},
+	}
+	if !reflect.DeepEqual(owner, want) {
+		t.Fatalf("the Knative snippet's mapping %+v is not what the writer runs as and writes: %+v", owner, want)
+	}
+	owner.Match.CustomResourceDefinitions = []string{framework.KnativeWidgetCRD}
+	cfg.Owners = []guardapi.Owner{owner}
+	return cfg
 }
 
 // startKnative installs serving's webhook manifests (as the installer,
@@ -275,7 +285,7 @@ func rotateKnative(t *testing.T, env *framework.Env, k *framework.Knative) knati
 func TestRealWriterKnativeStaticShape(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	env := framework.Start(t, framework.Options{Config: knativeConfig(guardapi.ModeEnforce), AuditLog: true})
+	env := framework.Start(t, framework.Options{Config: knativeConfig(t, guardapi.ModeEnforce), AuditLog: true})
 	k, _ := startKnative(t, env)
 	t.Logf("%d resyncs of each reconciler in %s",
 		knativeResyncs, waitResyncs(t, k, knativeResyncs).Round(time.Millisecond))
@@ -315,7 +325,7 @@ func TestRealWriterKnativeStaticShape(t *testing.T) {
 	t.Run("discover proposes Knative's mapping", func(t *testing.T) { checkKnativeDiscover(t, env) })
 
 	t.Run("audit mode records nothing against Knative", func(t *testing.T) {
-		env.Guard.RewriteConfig(t, knativeConfig(guardapi.ModeAudit))
+		env.Guard.RewriteConfig(t, knativeConfig(t, guardapi.ModeAudit))
 		// The enforce-mode denials of the foreign CA above are Knative's
 		// identity's records too: count from here.
 		recordedBefore := len(knativeRecords(env.Guard))
@@ -357,7 +367,7 @@ func TestRealWriterKnativePolicyShape(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	opts := policyOptions()
-	opts.Config = knativeConfig(guardapi.ModeEnforce)
+	opts.Config = knativeConfig(t, guardapi.ModeEnforce)
 	opts.AuditLog = true
 	opts.AuditRequestsOf = []string{knativeUser.Name}
 	env := framework.Start(t, opts)
@@ -456,7 +466,7 @@ func checkKnativeDiscover(t *testing.T, env *framework.Env) {
 	if err != nil {
 		t.Fatalf("the proposal does not load: %v", err)
 	}
-	want := knativeConfig(guardapi.ModeAudit).Owners[0]
+	want := knativeConfig(t, guardapi.ModeAudit).Owners[0]
 	for _, o := range cfg.Spec.Owners {
 		if mustYAML(t, o.Writers) == mustYAML(t, want.Writers) {
 			if mustYAML(t, o.Match) != mustYAML(t, want.Match) || mustYAML(t, o.CA) != mustYAML(t, want.CA) {

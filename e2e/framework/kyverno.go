@@ -416,27 +416,51 @@ func ApplyClusterPolicy(t testing.TB, env *Env, policy map[string]any) {
 	o := &unstructured.Unstructured{Object: policy}
 	o.SetAPIVersion("kyverno.io/v1")
 	o.SetKind("ClusterPolicy")
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = ri.Create(ctx, o, metav1.CreateOptions{})
+	err := whileKyvernoStarts(func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				_, err = ri.Create(ctx, o, metav1.CreateOptions{})
+				return err
+			} else if err != nil {
+				return err
+			}
+			o.SetResourceVersion(cur.GetResourceVersion())
+			_, err = ri.Update(ctx, o, metav1.UpdateOptions{})
 			return err
-		} else if err != nil {
-			return err
-		}
-		o.SetResourceVersion(cur.GetResourceVersion())
-		_, err = ri.Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		})
 	})
 	if err != nil {
 		t.Fatalf("apply ClusterPolicy %s: %v", o.GetName(), err)
 	}
 }
 
+// kyvernoStartup bounds how long a policy write may fail because Kyverno's
+// own policy webhooks cannot be called yet.
+const kyvernoStartup = 20 * time.Second
+
+// whileKyvernoStarts retries write while kube-apiserver cannot call
+// Kyverno's policy webhooks (failurePolicy Fail): its renewer writes the CA
+// first and the serving pair after it, so the configurations can name the
+// CA before the server has a certificate to serve, as in a real install,
+// where a user's first apply can meet the same moment.
+func whileKyvernoStarts(write func() error) error {
+	deadline := time.Now().Add(kyvernoStartup)
+	for {
+		err := write()
+		if err == nil || !apierrors.IsInternalError(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // DeleteClusterPolicy deletes a ClusterPolicy as the admin.
 func DeleteClusterPolicy(t testing.TB, env *Env, name string) {
 	t.Helper()
-	err := dynamic.NewForConfigOrDie(env.Admin).Resource(ClusterPolicyGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
+	err := whileKyvernoStarts(func() error {
+		return dynamic.NewForConfigOrDie(env.Admin).Resource(ClusterPolicyGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	if err != nil {
 		t.Fatalf("delete ClusterPolicy %s: %v", name, err)
 	}

@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // kyvernoModule is the module e2e/writers/kyverno runs Kyverno's code from.
@@ -50,7 +52,7 @@ func InstallKyvernoCRDs(t testing.TB, env *Env) {
 // defaults and extra --set values.
 func RenderKyvernoChart(t testing.TB, set ...string) []*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "kyverno", filepath.Join(KyvernoModuleDir(t), "charts", "kyverno"), "--namespace", KyvernoNamespace}
+	args := []string{"template", "kyverno", localKyvernoChart(t), "--namespace", KyvernoNamespace}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -74,6 +76,49 @@ func RenderKyvernoChart(t testing.TB, set ...string) []*unstructured.Unstructure
 		objs = append(objs, &unstructured.Unstructured{Object: m})
 	}
 	return objs
+}
+
+// localKyvernoChart is a copy of the module's charts/kyverno without the
+// dependencies it fetches from chart repositories (kyverno-api,
+// openreports, reports-server): the module ships only the local ones
+// (crds, grafana) under charts/, helm refuses to render a chart whose
+// dependencies are missing, and nothing the test takes from the chart (the
+// admission controller's RBAC, Deployment, ConfigMap) comes from them.
+func localKyvernoChart(t testing.TB) string {
+	t.Helper()
+	src := filepath.Join(KyvernoModuleDir(t), "charts", "kyverno")
+	dst := filepath.Join(t.TempDir(), "kyverno")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copy Kyverno's chart: %v", err)
+	}
+	chartFile := filepath.Join(dst, "Chart.yaml")
+	data, err := os.ReadFile(chartFile) //nolint:gosec // the copy made above
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart map[string]any
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatalf("Kyverno's Chart.yaml: %v", err)
+	}
+	deps, _ := chart["dependencies"].([]any)
+	var local []any
+	for _, d := range deps {
+		if m, ok := d.(map[string]any); ok && m["repository"] == nil {
+			local = append(local, d)
+		}
+	}
+	chart["dependencies"] = local
+	if data, err = yaml.Marshal(chart); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(chartFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The lock names the dropped dependencies too.
+	if err := os.Remove(filepath.Join(dst, "Chart.lock")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // kyvernoChartObject reports whether the rendered object is one of what the
