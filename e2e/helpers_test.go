@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,28 @@ func guardConfig(extra ...guardapi.Owner) *guardapi.GuardConfig {
 			mapping(auditedMapping, guardapi.ModeAudit, auditedName, caFromSecret()),
 		}, extra...),
 	}
+}
+
+// productConfig is a GuardConfig (audit by default, system:masters as
+// break-glass) holding, in mode, the one mapping of the products page's
+// snippet for product (config/samples/products/<product>.yaml). want is
+// that mapping as the test runs the product, whatever its mode: the test
+// fails when the snippet says otherwise, so that the page cannot drift from
+// what the suite runs.
+func productConfig(t testing.TB, product string, mode guardapi.Mode, want guardapi.Owner) *guardapi.GuardConfig {
+	t.Helper()
+	cfg := &guardapi.GuardConfig{
+		DefaultMode: guardapi.ModeAudit,
+		BreakGlass:  guardapi.Subjects{Groups: []string{"system:masters"}},
+		Unmanaged:   guardapi.UnmanagedAllow,
+	}
+	owner := framework.ProductMapping(t, product, mode, cfg)
+	want.Mode = mode
+	if !reflect.DeepEqual(owner, want) {
+		t.Fatalf("the %s snippet's mapping\n%+v\nis not the one this test runs the product under:\n%+v", product, owner, want)
+	}
+	cfg.Owners = []guardapi.Owner{owner}
+	return cfg
 }
 
 // fixture is one environment with the cast and the owner's CA in place.

@@ -52,27 +52,15 @@ const (
 
 // kyvernoConfig maps Kyverno's configurations, in mode, to its admission
 // controller's service account and the tls.crt of its CA Secret: the
-// products page's Kyverno snippet (config/samples/products/kyverno.yaml).
+// products page's Kyverno snippet.
 func kyvernoConfig(t testing.TB, mode guardapi.Mode) *guardapi.GuardConfig {
 	t.Helper()
-	cfg := &guardapi.GuardConfig{
-		DefaultMode: guardapi.ModeAudit,
-		BreakGlass:  guardapi.Subjects{Groups: []string{"system:masters"}},
-		Unmanaged:   guardapi.UnmanagedAllow,
-	}
-	owner := framework.ProductMapping(t, "kyverno", mode, cfg)
-	want := guardapi.Owner{
+	return productConfig(t, "kyverno", mode, guardapi.Owner{
 		Name:    kyvernoMapping,
-		Mode:    mode,
 		Match:   guardapi.Match{Validating: framework.KyvernoValidating, Mutating: framework.KyvernoMutating},
 		Writers: guardapi.Subjects{ServiceAccounts: []string{framework.KyvernoNamespace + "/" + framework.KyvernoServiceAccount}},
 		CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: framework.KyvernoNamespace, Name: framework.KyvernoCASecret, Key: "tls.crt"}},
-	}
-	if !reflect.DeepEqual(owner, want) {
-		t.Fatalf("the Kyverno snippet's mapping %+v is not what the writer runs as and writes: %+v", owner, want)
-	}
-	cfg.Owners = []guardapi.Owner{owner}
-	return cfg
+	})
 }
 
 // kyvernoPolicy is a ClusterPolicy on ConfigMaps of one namespace: a

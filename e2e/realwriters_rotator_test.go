@@ -44,20 +44,15 @@ var rotatorUser = framework.ServiceAccountUser(framework.GatekeeperNamespace, fr
 
 // rotatorConfig maps Gatekeeper's configurations, in enforce, to the
 // rotator's service account and the ca.crt of its Secret: the products
-// page's Gatekeeper snippet (config/samples/products/gatekeeper.yaml).
+// page's Gatekeeper snippet.
 func rotatorConfig(t testing.TB) *guardapi.GuardConfig {
 	t.Helper()
-	cfg := &guardapi.GuardConfig{
-		DefaultMode: guardapi.ModeAudit,
-		BreakGlass:  guardapi.Subjects{Groups: []string{"system:masters"}},
-		Unmanaged:   guardapi.UnmanagedAllow,
-	}
-	owner := framework.ProductMapping(t, "gatekeeper", guardapi.ModeEnforce, cfg)
-	if owner.Name != rotatorMapping {
-		t.Fatalf("the Gatekeeper snippet names its mapping %q, the test counts decisions of %q", owner.Name, rotatorMapping)
-	}
-	cfg.Owners = []guardapi.Owner{owner}
-	return cfg
+	return productConfig(t, "gatekeeper", guardapi.ModeEnforce, guardapi.Owner{
+		Name:    rotatorMapping,
+		Match:   guardapi.Match{Validating: []string{framework.GatekeeperValidating}, Mutating: []string{framework.GatekeeperMutating}},
+		Writers: guardapi.Subjects{ServiceAccounts: []string{framework.GatekeeperNamespace + "/" + framework.GatekeeperServiceAccount}},
+		CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: framework.GatekeeperNamespace, Name: framework.GatekeeperSecret, Key: "ca.crt"}},
+	})
 }
 
 // createGatekeeperConfigurations creates Gatekeeper's configurations as its
