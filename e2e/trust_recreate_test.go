@@ -43,7 +43,11 @@ func TestTrustRecreatePolicyShape(t *testing.T) {
 	t.Parallel()
 	opts := policyOptions()
 	opts.Config = pinnedConfig()
-	r := startInjectorRun(t, injectorRunOptions{opts: opts, targets: trustTargets})
+	// cainjector starts once kube-apiserver checks both objects' caBundles
+	// against the pinned Certificate's CA, as in the other policy-shape
+	// cainjector tests: its first injection must not race the guard's
+	// first pass (that window is measured on its own, and documented).
+	r := startInjectorRun(t, injectorRunOptions{opts: opts, targets: trustTargets, beforeInjector: waitTrustPoliciesCheckCA})
 	apiPolicy := vap.PolicyName(pinnedMapping) + "-apiservices"
 	crdPolicy := vap.PolicyName(pinnedMapping) + "-crds"
 	dryRun := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
@@ -145,4 +149,30 @@ func deleteTrustObject(ctx context.Context, c *framework.Client, kind framework.
 func createTrustObject(ctx context.Context, c *framework.Client, kind framework.Kind, u *unstructured.Unstructured) error {
 	_, err := dynamic.NewForConfigOrDie(c.Config).Resource(trustGVRs[kind]).Create(ctx, u, metav1.CreateOptions{})
 	return err
+}
+
+// waitTrustPoliciesCheckCA waits until kube-apiserver decides the writer's
+// dry-run caBundle writes of the CRD and the APIService against the
+// Certificate's CA: a foreign CA denied ca-mismatch, the CA allowed.
+func waitTrustPoliciesCheckCA(t *testing.T, r *injectorRun) {
+	t.Helper()
+	foreign := framework.NewCA(t, "probe").PEM
+	dryRun := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
+	set := func(pem []byte) func(*metav1.ObjectMeta, [][]byte) {
+		return func(_ *metav1.ObjectMeta, bundles [][]byte) { bundles[0] = pem }
+	}
+	for _, kind := range []framework.Kind{framework.CRD, framework.APIService} {
+		name := injectedCRD
+		if kind == framework.APIService {
+			name = injectedAPISvc
+		}
+		framework.Eventually(t, 30*time.Second, "kube-apiserver checks the caBundle of "+name+" against the Certificate's CA", func() bool {
+			_, err := r.f.owner.Mutate(t.Context(), kind, name, dryRun, set(foreign))
+			if err == nil || !strings.Contains(err.Error(), "ca-mismatch") {
+				return false
+			}
+			_, err = r.f.owner.Mutate(t.Context(), kind, name, dryRun, set(r.cert.CA.PEM))
+			return err == nil
+		})
+	}
 }
