@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -50,7 +51,8 @@ func trustKeyOf(cur *object) trustKey {
 		for _, s := range []string{e.URL, e.Namespace, e.Name, e.Path} {
 			field([]byte(s))
 		}
-		field(binary.BigEndian.AppendUint32(nil, uint32(e.Port)))
+		// The port as decimal text: any int32 is one unambiguous field.
+		field(strconv.AppendInt(nil, int64(e.Port), 10))
 	}
 	field([]byte{0xff}) // the end of the entries
 	for _, k := range slices.Sorted(maps.Keys(cur.meta.Labels)) {

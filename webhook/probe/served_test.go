@@ -69,10 +69,10 @@ func Test_Served_Check_everyEndpointMustFail(t *testing.T) {
 		require.NoError(t, err)
 		return l
 	}
-	real, plant := serveTLS(t, issue(owner)), serveTLS(t, issue(planted))
+	served, plant := serveTLS(t, issue(owner)), serveTLS(t, issue(planted))
 	path := TrustPath{Kind: "ValidatingWebhookConfiguration", Configuration: "app", Webhook: "w.example.com",
 		Service: &ServiceRef{Namespace: "app", Name: "hook", Port: 443}, CABundle: owner.PEM}
-	endpoints := fixedEndpoints{"app/hook": {real, plant}}
+	endpoints := fixedEndpoints{"app/hook": {served, plant}}
 
 	var s Served
 	results := (&Prober{Endpoints: endpoints}).Probe(t.Context(), []TrustPath{path})
