@@ -42,12 +42,12 @@ func TestTrustPathProbePlantedEndpoint(t *testing.T) {
 	const service = "probe-hook"
 	serverName := service + "." + appNamespace + ".svc"
 	planter := framework.NewCA(t, "planted-ca")
-	real := keyPairFor(t, f.ownerCA.Issue(t, "webhook", serverName))
+	ownerLeaf := keyPairFor(t, f.ownerCA.Issue(t, "webhook", serverName))
 	planted := keyPairFor(t, planter.Issue(t, "webhook", serverName))
 	serve := func(addr string, kp *tls.Certificate) string {
 		return serveTLSOn(t, addr, &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*kp}})
 	}
-	_, port, _ := net.SplitHostPort(serve(net.JoinHostPort(v4, "0"), real))
+	_, port, _ := net.SplitHostPort(serve(net.JoinHostPort(v4, "0"), ownerLeaf))
 	serve(net.JoinHostPort(v6, port), planted)
 	p, err := strconv.ParseInt(port, 10, 32)
 	if err != nil {

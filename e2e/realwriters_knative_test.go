@@ -36,7 +36,6 @@ import (
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"

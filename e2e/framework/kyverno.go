@@ -136,7 +136,7 @@ func (k *Kyverno) createService(t testing.TB, objs []*unstructured.Unstructured)
 		Spec: corev1.ServiceSpec{
 			Selector: selector,
 			Type:     corev1.ServiceTypeExternalName, ExternalName: "127.0.0.1",
-			Ports: []corev1.ServicePort{{Name: "https", Port: int32(k.Port)}}, //nolint:gosec // a free port
+			Ports: []corev1.ServicePort{{Name: "https", Port: int32(k.Port)}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {

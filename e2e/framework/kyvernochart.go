@@ -92,7 +92,7 @@ func localKyvernoChart(t testing.TB) string {
 		t.Fatalf("copy Kyverno's chart: %v", err)
 	}
 	chartFile := filepath.Join(dst, "Chart.yaml")
-	data, err := os.ReadFile(chartFile) //nolint:gosec // the copy made above
+	data, err := os.ReadFile(chartFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type ProductValues struct {
 func ProductMapping(t testing.TB, product string, mode guardapi.Mode, cfg *guardapi.GuardConfig) guardapi.Owner {
 	t.Helper()
 	path := filepath.Join(RepoRoot(), "config", "samples", "products", product+".yaml")
-	data, err := os.ReadFile(path) //nolint:gosec // a file of the repository
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read the %s values snippet: %v", product, err)
 	}
