@@ -117,7 +117,6 @@ func main() {
 	// is known before the informer factories read it from ctx.
 	cfg := injection.ParseAndGetRESTConfigOrDie()
 
-	//nolint:gosec // a Secret's name, not a secret
 	ctx := webhook.WithOptions(signals.NewContext(), webhook.Options{
 		ServiceName: webhook.NameFromEnv(),
 		Port:        webhook.PortFromEnv(8443),
