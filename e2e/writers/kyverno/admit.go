@@ -66,5 +66,8 @@ func admit(w http.ResponseWriter, r *http.Request) {
 	review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
 	review.Request = nil
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(review)
+	if err := json.NewEncoder(w).Encode(review); err != nil {
+		// kube-apiserver sees a broken response and fails the call.
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
 }

@@ -9,7 +9,7 @@ import (
 	genericwebhookcontroller "github.com/kyverno/kyverno/pkg/controllers/generic/webhook"
 	webhookcontroller "github.com/kyverno/kyverno/pkg/controllers/webhook"
 	runtimeutils "github.com/kyverno/kyverno/pkg/utils/runtime"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	appsv1informers "k8s.io/client-go/informers/apps/v1"
 	corev1informers "k8s.io/client-go/informers/core/v1"
@@ -32,7 +32,7 @@ func webhookControllers(o options, c clients, cfg config.Configuration, f factor
 ) []namedController {
 	vwcs := c.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	vwcInformer := f.kube.Admissionregistration().V1().ValidatingWebhookConfigurations()
-	port := int32(o.servicePort) //nolint:gosec // a port, as cmd/kyverno converts it
+	port := int32(o.servicePort)
 	pol := f.kyverno.Policies().V1beta1()
 	webhook := webhookcontroller.NewController(
 		c.dyn.Discovery(),
@@ -53,7 +53,7 @@ func webhookControllers(o options, c clients, cfg config.Configuration, f factor
 		f.kubeKyverno.Coordination().V1().Leases(),
 		f.kube.Rbac().V1().ClusterRoles(),
 		"",
-		int32(o.webhookTimeout), //nolint:gosec // seconds, as cmd/kyverno converts it
+		int32(o.webhookTimeout),
 		port,
 		o.autoUpdateWebhooks,
 		false, // excludeBootstrapResources: cmd/kyverno's default
@@ -65,12 +65,12 @@ func webhookControllers(o options, c clients, cfg config.Configuration, f factor
 		// policy status controller does), and an unread channel would block.
 		webhookcontroller.NewStateRecorder(nil),
 	)
-	generic := func(name, webhookName, path string, rule admissionregistrationv1.Rule) namedController {
+	generic := func(name, webhookName, path string, rule admv1.Rule) namedController {
 		return namedController{name, 1, genericwebhookcontroller.NewController(
 			name, vwcs, vwcInformer, caInformer, webhookName, path, "", port, nil,
-			[]admissionregistrationv1.RuleWithOperations{{
+			[]admv1.RuleWithOperations{{
 				Rule:       rule,
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Operations: []admv1.OperationType{admv1.Create, admv1.Update},
 			}},
 			genericwebhookcontroller.Fail, genericwebhookcontroller.None, cfg, o.caSecretName,
 		)}
@@ -78,11 +78,11 @@ func webhookControllers(o options, c clients, cfg config.Configuration, f factor
 	return []namedController{
 		{webhookcontroller.ControllerName, webhookcontroller.Workers, webhook},
 		generic("exception-webhook-controller", config.ExceptionValidatingWebhookConfigurationName, config.ExceptionValidatingWebhookServicePath,
-			admissionregistrationv1.Rule{APIGroups: []string{"kyverno.io"}, APIVersions: []string{"v2alpha1", "v2beta1"}, Resources: []string{"policyexceptions"}}),
+			admv1.Rule{APIGroups: []string{"kyverno.io"}, APIVersions: []string{"v2alpha1", "v2beta1"}, Resources: []string{"policyexceptions"}}),
 		generic("celexception-webhook-controller", config.CELExceptionValidatingWebhookConfigurationName, config.CELExceptionValidatingWebhookServicePath,
-			admissionregistrationv1.Rule{APIGroups: []string{"policies.kyverno.io"}, APIVersions: []string{"v1alpha1", "v1beta1", "v1"}, Resources: []string{"policyexceptions"}}),
+			admv1.Rule{APIGroups: []string{"policies.kyverno.io"}, APIVersions: []string{"v1alpha1", "v1beta1", "v1"}, Resources: []string{"policyexceptions"}}),
 		generic("global-context-webhook-controller", config.GlobalContextValidatingWebhookConfigurationName, config.GlobalContextValidatingWebhookServicePath,
-			admissionregistrationv1.Rule{APIGroups: []string{"kyverno.io"}, APIVersions: []string{"v2alpha1"}, Resources: []string{"globalcontextentries"}}),
+			admv1.Rule{APIGroups: []string{"kyverno.io"}, APIVersions: []string{"v2alpha1"}, Resources: []string{"globalcontextentries"}}),
 	}
 }
 

@@ -131,7 +131,10 @@ func newClients(ctx context.Context, o options) (clients, error) {
 	// The field manager kube-apiserver names is the user agent's first
 	// word: the binary's name, "kyverno" for Kyverno's image.
 	ua := rest.DefaultKubernetesUserAgent()
-	cfg.UserAgent = "kyverno" + ua[strings.Index(ua, "/"):]
+	cfg.UserAgent = "kyverno"
+	if _, version, ok := strings.Cut(ua, "/"); ok {
+		cfg.UserAgent += "/" + version
+	}
 	var c clients
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return c, err
