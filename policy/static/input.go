@@ -37,6 +37,10 @@ type Input struct {
 	// writes of policy mode's generated objects by anyone else to the
 	// guard; empty leaves it out.
 	GuardServiceAccount string
+	// Skip, when set, adds the enforcing entry's skip condition: the writes
+	// whose answer is always "allowed" are decided by kube-apiserver alone
+	// (skip.go). Nil sends every write to the guard.
+	Skip *Skip
 }
 
 // validate returns every input kube-apiserver would reject in the manifest
@@ -59,6 +63,11 @@ func (in Input) validate() field.ErrorList {
 	if sa := in.GuardServiceAccount; sa != "" {
 		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
 			errs = append(errs, field.Invalid(field.NewPath("GuardServiceAccount"), sa, `must be "namespace/name"`))
+		}
+	}
+	if in.Skip != nil {
+		if err := in.Skip.validate(); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("Skip"), field.OmitValueType{}, err.Error()))
 		}
 	}
 	return errs

@@ -41,6 +41,17 @@ func ValidatingWebhookConfiguration(in Input) (*admv1.ValidatingWebhookConfigura
 		vwc.Webhooks[0].MatchConditions = append(vwc.Webhooks[0].MatchConditions, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
 		vwc.Webhooks = append(vwc.Webhooks, breakGlassEntry(in, expr))
 	}
+	// On the enforcing entry alone: break-glass writes are always sent
+	// to their own entry, to be warned about and recorded.
+	if in.Skip != nil {
+		cond, err := in.Skip.condition()
+		if err != nil {
+			return nil, fmt.Errorf("static webhook: %w", err)
+		}
+		if cond != "" {
+			vwc.Webhooks[0].MatchConditions = append(vwc.Webhooks[0].MatchConditions, admv1.MatchCondition{Name: SkipConditionName, Expression: cond})
+		}
+	}
 	if in.GuardServiceAccount != "" {
 		vwc.Webhooks = append(vwc.Webhooks, policyObjectsEntry(in))
 	}

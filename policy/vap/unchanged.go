@@ -156,8 +156,7 @@ func (m mappingPolicy) writerKeepsTrust(part policyPart) (string, bool) {
 		if part == partCA {
 			return sameWebhooks + ` || ` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` + sameEntryNames + ` && (` + sameBundles + ` || ` + uniform + `)`
 		}
-		return `(` + sameWebhooks + ` || ` + sameEntryNames + ` && (` + allBundlesAre(m.rotation.caExpression(part)) + ` || ` +
-			uniform + ` || ` + sameBundles + `))` + m.samePointer()
+		return keepsEntries(allBundlesAre(m.rotation.caExpression(part))+` || `+uniform+` || `+sameBundles) + m.samePointer()
 	}
 	// The uniform rotation holds the CA three times more (as it is and
 	// shifted by one and two bytes): with a CA so large that the expression

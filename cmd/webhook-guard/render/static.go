@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	admv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/staticmanifest"
@@ -26,6 +28,8 @@ const (
 	staticFileName   = StaticConfigName + ".yaml"
 	// AdmissionFileName is the AdmissionConfiguration's file in --output-dir.
 	AdmissionFileName = "admission-configuration.yaml"
+	// GrantFileName is the skip condition's RBAC grant in --output-dir.
+	GrantFileName = "skip-grant.yaml"
 )
 
 // StaticOptions are the flags of render static-manifest.
@@ -42,6 +46,7 @@ type StaticOptions struct {
 	watch              bool
 	watchInterval      time.Duration
 	guardSA            string
+	skipGrantSA        string
 	// clientCertFile and clientKeyFile are the client certificate and key
 	// kube-apiserver presents to the guard (serve --client-ca-file), as
 	// kube-apiserver sees them; with them a kubeconfig is written next to
@@ -72,7 +77,17 @@ while the guard is unreachable. Break-glass subjects from --config are sent
 to a second webhook entry with failurePolicy Ignore (matchConditions, CEL
 evaluated inside kube-apiserver): while the guard is up their writes are
 warned about and recorded, while it is down they pass, so an administrator
-is never locked out.`,
+is never locked out.
+
+With --skip-grant-service-account, kube-apiserver decides alone the writes
+whose answer is always "allowed": a writer's UPDATE of a configuration its
+mapping alone owns that leaves the trust alone (caBundles, endpoints,
+entries, the CA pointer, the labels a selector reads), and anyone's such
+UPDATE of a named CRD or APIService. Everything else still reaches the
+guard. The skip holds only while that service account (the guard's) holds
+the grant for this --config's fingerprint, written to ` + GrantFileName + `
+(the chart creates it): a manifest rendered from an older GuardConfig
+sends every write to the guard.`,
 		Example: `  # Print both files for a guard on loopback, its CA from its cert-manager Secret
   webhook-guard render static-manifest --ca-file ca.crt --config guard.yaml
 
@@ -94,6 +109,7 @@ is never locked out.`,
 	f.DurationVar(&o.watchInterval, "watch-interval", 5*time.Second, "How often --watch checks the inputs.")
 	f.StringVar(&o.clientCertFile, "client-cert-file", "", "Client certificate kube-apiserver presents to the guard (absolute, as kube-apiserver sees it; the guard verifies it with serve --client-ca-file). Writes "+static.KubeconfigFileName+" next to the AdmissionConfiguration, which names it. Requires --client-key-file.")
 	f.StringVar(&o.clientKeyFile, "client-key-file", "", "Key of --client-cert-file (absolute, as kube-apiserver sees it).")
+	f.StringVar(&o.skipGrantSA, "skip-grant-service-account", "", "The guard's service account (namespace/name). When set, kube-apiserver decides alone the writes whose answer is always allowed, while this account holds the grant for --config's fingerprint ("+GrantFileName+"). Requires --config.")
 	f.StringVar(&o.guardSA, "guard-service-account", "", "The guard's service account (namespace/name). When set, the static webhook also receives writes of policy mode's generated ValidatingAdmissionPolicies and bindings by anyone else (VAP objects are exempt from VAP, not from static webhooks), and the guard denies them.")
 	return cmd
 }
@@ -131,6 +147,14 @@ func (o *StaticOptions) Validate() error {
 	if sa := o.guardSA; sa != "" {
 		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
 			return fmt.Errorf("--guard-service-account must be \"namespace/name\", got %q", sa)
+		}
+	}
+	if sa := o.skipGrantSA; sa != "" {
+		if _, _, ok := guardapi.SplitServiceAccount(sa); !ok {
+			return fmt.Errorf("--skip-grant-service-account must be \"namespace/name\", got %q", sa)
+		}
+		if o.source.File() == "" {
+			return fmt.Errorf("--skip-grant-service-account requires --config: the grant names the fingerprint of that file")
 		}
 	}
 	return o.validatePaths()
@@ -187,26 +211,26 @@ func (o *StaticOptions) kubeconfig() ([]byte, error) {
 func (o *StaticOptions) paths() staticmanifest.Paths {
 	return staticmanifest.Paths{
 		Admission: filepath.Join(o.outputDir, AdmissionFileName),
+		Grant:     filepath.Join(o.outputDir, GrantFileName),
 		Manifest:  filepath.Join(o.outputDir, "static", staticFileName),
 	}
 }
 
-// render reads the inputs and generates both documents.
+// render reads the inputs and generates the documents.
 func (o *StaticOptions) render(ctx context.Context) (staticmanifest.Rendered, error) {
-	manifest, admission, err := o.generate(ctx)
-	return staticmanifest.Rendered{Manifest: manifest, Admission: admission}, err
+	return o.generate(ctx)
 }
 
-// generate reads the inputs and generates both documents.
-func (o *StaticOptions) generate(ctx context.Context) (manifest, admission []byte, err error) {
+// generate reads the inputs and generates the documents.
+func (o *StaticOptions) generate(ctx context.Context) (out staticmanifest.Rendered, err error) {
 	ca, err := os.ReadFile(o.caFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--ca-file: %w", err)
+		return out, fmt.Errorf("--ca-file: %w", err)
 	}
 	// Checked here as well as in policy/static, to name the flag and the
 	// file rather than the generator's input field.
 	if _, err := cabundle.Parse(ca); err != nil {
-		return nil, nil, fmt.Errorf("--ca-file %s: the data %w", o.caFile, err)
+		return out, fmt.Errorf("--ca-file %s: the data %w", o.caFile, err)
 	}
 	in := static.Input{
 		URL:                 o.url,
@@ -215,9 +239,17 @@ func (o *StaticOptions) generate(ctx context.Context) (manifest, admission []byt
 		TimeoutSeconds:      o.timeoutSeconds,
 		GuardServiceAccount: o.guardSA,
 	}
-	cfg, err := o.source.Load(ctx, nil)
+	// The skip condition's fingerprint and writers come from one read of
+	// the file, so that they can never describe two versions of it.
+	cfg, raw, err := o.source.LoadWithBytes(ctx)
 	if err != nil {
-		return nil, nil, err
+		return out, err
+	}
+	if o.skipGrantSA != "" {
+		in.Skip = &static.Skip{Config: &cfg.Spec, Fingerprint: static.Fingerprint(raw), GrantServiceAccount: o.skipGrantSA}
+		if out.Grant, err = skipGrantYAML(o.skipGrantSA, in.Skip.Fingerprint); err != nil {
+			return out, err
+		}
 	}
 	if cfg != nil {
 		in.BreakGlass = cfg.Spec.BreakGlass
@@ -227,16 +259,30 @@ func (o *StaticOptions) generate(ctx context.Context) (manifest, admission []byt
 			in.APIServices = append(in.APIServices, m.APIServices...)
 		}
 	}
-	manifest, err = static.Manifest(in)
-	if err != nil {
-		return nil, nil, err
+	if out.Manifest, err = static.Manifest(in); err != nil {
+		return out, err
 	}
 	dir := o.staticManifestsDir
 	if dir == "" {
 		dir = DefaultStaticManifestsDir
 	}
-	admission, err = static.AdmissionConfigurationWithKubeconfig(dir, o.kubeconfigPath())
-	return manifest, admission, err
+	out.Admission, err = static.AdmissionConfigurationWithKubeconfig(dir, o.kubeconfigPath())
+	return out, err
+}
+
+// skipGrantYAML is the grant's ClusterRole and ClusterRoleBinding as one
+// file for kubectl apply.
+func skipGrantYAML(sa, fingerprint string) ([]byte, error) {
+	role, binding := static.SkipGrant(sa, fingerprint)
+	r, err := yaml.Marshal(role)
+	if err != nil {
+		return nil, err
+	}
+	b, err := yaml.Marshal(binding)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(r, []byte("---\n"), b), nil
 }
 
 func (o *StaticOptions) renderOnce(ctx context.Context) error {
@@ -251,6 +297,9 @@ func (o *StaticOptions) renderOnce(ctx context.Context) error {
 	if o.outputDir == "" {
 		_, err := fmt.Fprintf(o.Out, "# %s: pass its path to kube-apiserver --admission-control-config-file\n%s---\n# %s: place in the staticManifestsDir\n%s",
 			AdmissionFileName, r.Admission, staticFileName, r.Manifest)
+		if err == nil && r.Grant != nil {
+			_, err = fmt.Fprintf(o.Out, "---\n# %s: kubectl apply it (it switches the skip condition on)\n%s", GrantFileName, r.Grant)
+		}
 		if err == nil && kubeconfig != nil {
 			_, err = fmt.Fprintf(o.Out, "---\n# %s: place at %s\n%s", static.KubeconfigFileName, o.kubeconfigPath(), kubeconfig)
 		}

@@ -9,12 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/golden"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/render"
+	"github.com/webhook-guard/webhook-guard/policy/static"
 )
 
 const samples = "../../../config/samples/"
@@ -30,6 +32,9 @@ func Test_renderStaticManifest(t *testing.T) {
 		},
 		"if the guard's service account is given, route writes of its generated policies by anyone else to the guard": {
 			args: []string{"--config", samples + "guard-koordinator.yaml", "--guard-service-account", "webhook-guard/webhook-guard"},
+		},
+		"if the skip grant's account is given, let kube-apiserver decide the writes always allowed": {
+			args: []string{"--config", samples + "guard-koordinator.yaml", "--skip-grant-service-account", "webhook-guard/webhook-guard"},
 		},
 		"if no config is given, render one entry without matchConditions": {
 			args: []string{"--failure-policy", "Ignore", "--timeout-seconds", "3", "--url", "https://127.0.0.1:8443/validate"},
@@ -64,6 +69,41 @@ func Test_renderStaticManifest_outputDir(t *testing.T) {
 	admission, err := os.ReadFile(filepath.Join(dir, "admission-configuration.yaml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(admission), "staticManifestsDir: "+filepath.Join(dir, "static")+"\n")
+}
+
+// Test_renderStaticManifest_skipGrant: the grant written beside the
+// manifest names the fingerprint of the --config file, which the
+// manifest's skip condition asks the authorizer about.
+func Test_renderStaticManifest_skipGrant(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	config := samples + "guard-koordinator.yaml"
+	code := app.Main([]string{"render", "static-manifest", "--ca-file", "testdata/ca.pem", "--config", config, "--output-dir", dir,
+		"--skip-grant-service-account", "webhook-guard/webhook-guard"}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	raw, err := os.ReadFile(config)
+	require.NoError(t, err)
+	fingerprint := static.Fingerprint(raw)
+
+	grant, err := os.ReadFile(filepath.Join(dir, render.GrantFileName))
+	require.NoError(t, err)
+	docs := bytes.Split(grant, []byte("---\n"))
+	require.Len(t, docs, 2)
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.UnmarshalStrict(docs[0], &role))
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{static.GrantGroup}, Resources: []string{static.GrantResource}, ResourceNames: []string{fingerprint}, Verbs: []string{static.GrantVerb}}}, role.Rules)
+	var binding rbacv1.ClusterRoleBinding
+	require.NoError(t, yaml.UnmarshalStrict(docs[1], &binding))
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "webhook-guard", Name: "webhook-guard"}}, binding.Subjects)
+
+	manifest, err := os.ReadFile(filepath.Join(dir, "static", render.StaticConfigName+".yaml"))
+	require.NoError(t, err)
+	var vwc admv1.ValidatingWebhookConfiguration
+	require.NoError(t, yaml.UnmarshalStrict(manifest, &vwc))
+	conds := vwc.Webhooks[0].MatchConditions
+	require.NotEmpty(t, conds)
+	assert.Equal(t, static.SkipConditionName, conds[len(conds)-1].Name)
+	assert.Contains(t, conds[len(conds)-1].Expression, `.name("`+fingerprint+`")`)
 }
 
 // Test_renderStaticManifest_clientCert: with a client certificate, the
@@ -123,6 +163,14 @@ func Test_renderStaticManifest_invalid(t *testing.T) {
 		"if the client key path is relative, refuse it": {
 			args:   []string{"--ca-file", "testdata/ca.pem", "--client-cert-file", "/etc/guard/client.crt", "--client-key-file", "client.key"},
 			stderr: "error: --client-key-file must be absolute (kube-apiserver reads it), got \"client.key\"\n",
+		},
+		"if the skip grant has no --config to fingerprint, refuse": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--skip-grant-service-account", "webhook-guard/webhook-guard"},
+			stderr: "error: --skip-grant-service-account requires --config: the grant names the fingerprint of that file\n",
+		},
+		"if the skip grant's account is a username, refuse it": {
+			args:   []string{"--ca-file", "testdata/ca.pem", "--config", samples + "guard-koordinator.yaml", "--skip-grant-service-account", "webhook-guard"},
+			stderr: "error: --skip-grant-service-account must be \"namespace/name\", got \"webhook-guard\"\n",
 		},
 		"if --watch has nowhere to write, refuse": {
 			args:   []string{"--ca-file", "testdata/ca.pem", "--watch"},

@@ -70,6 +70,29 @@ func (s *ConfigSource) LoadRequired(ctx context.Context) (*policy.Mappings, erro
 	return cfg, err
 }
 
+// File is --config, or "" when the GuardConfig comes from elsewhere.
+func (s *ConfigSource) File() string { return s.path }
+
+// LoadWithBytes is Load for the offline sources, with the bytes of the
+// --config file the GuardConfig was read from (nil for --values): one
+// read, so that what is derived from the bytes (a fingerprint) and from the
+// GuardConfig always describes the same version of the file.
+func (s *ConfigSource) LoadWithBytes(ctx context.Context) (*policy.Mappings, []byte, error) {
+	if s.path == "" {
+		cfg, err := s.Load(ctx, nil)
+		return cfg, nil, err
+	}
+	if s.values != "" || s.fromCluster {
+		return nil, nil, Invalid("--config, --values and --from-cluster are exclusive: give one")
+	}
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, nil, Invalid("--config: %v", err)
+	}
+	cfg, err := s.loadFile(data)
+	return cfg, data, err
+}
+
 // Load returns the GuardConfig, or nil when no source was given.
 func (s *ConfigSource) Load(ctx context.Context, kube *KubeFlags) (*policy.Mappings, error) {
 	n := 0
@@ -86,14 +109,7 @@ func (s *ConfigSource) Load(ctx context.Context, kube *KubeFlags) (*policy.Mappi
 		if err != nil {
 			return nil, Invalid("--config: %v", err)
 		}
-		cfg, err := policy.Load(data)
-		if err != nil {
-			if isHelmValues(data) {
-				return nil, Invalid("--config %s: %v; hint: this is a Helm values file (top-level config:), pass it as --values", s.path, err)
-			}
-			return nil, Invalid("--config %s: %v", s.path, err)
-		}
-		return cfg, nil
+		return s.loadFile(data)
 	case s.values != "":
 		data, err := os.ReadFile(s.values)
 		if err != nil {
@@ -165,4 +181,16 @@ func guardConfigOfValues(data []byte) ([]byte, error) {
 	cfg["apiVersion"] = "webhook-guard.io/v1alpha1"
 	cfg["kind"] = "GuardConfig"
 	return yaml.Marshal(cfg)
+}
+
+// loadFile loads data, the bytes of the --config file.
+func (s *ConfigSource) loadFile(data []byte) (*policy.Mappings, error) {
+	cfg, err := policy.Load(data)
+	if err != nil {
+		if isHelmValues(data) {
+			return nil, Invalid("--config %s: %v; hint: this is a Helm values file (top-level config:), pass it as --values", s.path, err)
+		}
+		return nil, Invalid("--config %s: %v", s.path, err)
+	}
+	return cfg, nil
 }

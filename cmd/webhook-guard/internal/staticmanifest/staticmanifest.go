@@ -18,18 +18,26 @@ import (
 // Rendered are the documents one render produces.
 type Rendered struct {
 	Manifest, Admission []byte
+	// Grant is the RBAC grant that switches the manifest's skip condition
+	// on (nil when it has none), for an administrator to apply.
+	Grant []byte
 }
 
 // Paths are where Rendered's documents go.
 type Paths struct {
-	Manifest, Admission string
+	Manifest, Admission, Grant string
 }
 
-// Write writes both documents, the AdmissionConfiguration first: the
-// manifest is what kube-apiserver watches.
+// Write writes the documents, the manifest last: it is what kube-apiserver
+// watches.
 func Write(paths Paths, r Rendered) error {
 	if err := WriteAtomic(paths.Admission, r.Admission); err != nil {
 		return err
+	}
+	if r.Grant != nil {
+		if err := WriteAtomic(paths.Grant, r.Grant); err != nil {
+			return err
+		}
 	}
 	return WriteAtomic(paths.Manifest, r.Manifest)
 }

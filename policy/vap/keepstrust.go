@@ -1,0 +1,110 @@
+package vap
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/webhook-guard/webhook-guard/policy"
+)
+
+// What "leaves the trust alone" means, in CEL, for both shapes.
+//
+// A write leaves the trust of a guarded object alone when it changes none
+// of what decides whom kube-apiserver trusts for it: a caBundle, an
+// endpoint (a URL or a service), insecureSkipTLSVerify, the CA pointer
+// (cainjector's annotations), or the entries themselves (added, removed or
+// renamed). The policy shape's changes-trust matchCondition skips a
+// writer's such write (writerKeepsTrust, which also lets the CA itself
+// through, as the policy holds it); the static webhook's matchCondition
+// skips it as well (package static), so that kube-apiserver decides it
+// in-process and never calls the guard, whose answer to it is always
+// "allowed". Both are built from the pieces below.
+
+// keepsEntries is CEL that is true for an UPDATE whose webhooks are the
+// stored ones (sameWebhooks, read from the generation), or keep every
+// entry's name and position and satisfy entriesOK, CEL over the entries
+// of both objects.
+func keepsEntries(entriesOK string) string {
+	return `(` + sameWebhooks + ` || ` + sameEntryNames + ` && (` + entriesOK + `))`
+}
+
+// sameClientConfigs is CEL that is true when, entry by entry, the
+// clientConfig (caBundle, url, service) of the request's object is the
+// stored one. clientConfig is a required field of every entry.
+const sameClientConfigs = `object.webhooks.map(e, e.clientConfig) == oldObject.webhooks.map(e, e.clientConfig)`
+
+// samePointerAlways requires the CA pointer unchanged.
+var samePointerAlways = pointerOf("object") + ` == ` + pointerOf("oldObject")
+
+// WebhooksKeepTrust is CEL that is true for an UPDATE of a webhook
+// configuration that leaves its trust alone: every entry keeps its name,
+// its position and its clientConfig (caBundle and endpoint), and the CA
+// pointer stays. A timeout, a rule, a failurePolicy, a label or an
+// annotation may change.
+func WebhooksKeepTrust() string {
+	return keepsEntries(sameClientConfigs) + ` && ` + samePointerAlways
+}
+
+// TrustObjectKeepsTrust is CEL that is true for an UPDATE of an object of
+// kind (a CRD or an APIService) that leaves its trust alone: the same
+// caBundle, insecureSkipTLSVerify, entry (conversion webhook, service),
+// endpoint and CA pointer. No rule of either shape decides such a write,
+// whoever makes it (policy.GuardedKind.OwnsTrustOnly). False for another
+// kind.
+func TrustObjectKeepsTrust(kind policy.GuardedKind) (string, bool) {
+	i := slices.IndexFunc(trustKinds, func(k trustKind) bool { return k.kind == kind })
+	if i < 0 {
+		return "", false
+	}
+	k := trustKinds[i]
+	return `request.operation == "UPDATE" && object != null && oldObject != null && ` +
+		k.bundle("object") + ` == ` + k.bundle("oldObject") + ` && ` +
+		k.insecure("object") + ` == ` + k.insecure("oldObject") + ` && ` +
+		k.entry("object") + ` == ` + k.entry("oldObject") + ` && ` +
+		`(!` + k.entry("object") + ` || ` + k.endpoint("object") + ` == ` + k.endpoint("oldObject") + `) && ` +
+		samePointerAlways, true
+}
+
+// LabelSelectorExpression is CEL that is true when the labels of the
+// object obj (an expression, such as "object") match sel, as
+// labels.Selector matches them: every matchLabels pair, and every
+// matchExpressions requirement (In, NotIn, Exists, DoesNotExist). A null
+// object matches nothing.
+func LabelSelectorExpression(sel *metav1.LabelSelector, obj string) (string, error) {
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		return "", err
+	}
+	var reqs []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range sel.MatchLabels {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		reqs = append(reqs, fmt.Sprintf(`(%[1]s in l && l[%[1]s] == %[2]s)`, CELString(k), CELString(sel.MatchLabels[k])))
+	}
+	for _, r := range sel.MatchExpressions {
+		key := CELString(r.Key)
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			reqs = append(reqs, fmt.Sprintf(`(%[1]s in l && l[%[1]s] in %[2]s)`, key, celList(r.Values)))
+		case metav1.LabelSelectorOpNotIn:
+			reqs = append(reqs, fmt.Sprintf(`(!(%[1]s in l) || !(l[%[1]s] in %[2]s))`, key, celList(r.Values)))
+		case metav1.LabelSelectorOpExists:
+			reqs = append(reqs, fmt.Sprintf(`(%s in l)`, key))
+		case metav1.LabelSelectorOpDoesNotExist:
+			reqs = append(reqs, fmt.Sprintf(`!(%s in l)`, key))
+		default:
+			return "", fmt.Errorf("label selector operator %q is not supported", r.Operator)
+		}
+	}
+	match := "true"
+	if len(reqs) > 0 {
+		match = strings.Join(reqs, " && ")
+	}
+	return fmt.Sprintf(`(%[1]s != null && [has(%[1]s.metadata.labels) ? %[1]s.metadata.labels : {}].all(l, %[2]s))`, obj, match), nil
+}
