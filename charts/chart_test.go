@@ -18,6 +18,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/app"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/static"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.* from the current chart")
@@ -538,7 +539,9 @@ func renderObjects(t *testing.T, valuesFile string, extra ...string) []object {
 			continue
 		}
 		var o object
-		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+		// The final newline back: TrimSpace took it, and a block scalar
+		// that ends the document (guard.yaml) would lose its own.
+		if err := yaml.Unmarshal([]byte(doc+"\n"), &o); err != nil {
 			t.Fatalf("rendered document is not YAML: %v\n%s", err, doc)
 		}
 		if o.Kind != "" {
@@ -964,4 +967,49 @@ func Test_podInvariants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Test_skipGrantNamesTheRenderedConfig: in the static shape the grant names
+// the fingerprint of guard.yaml exactly as the ConfigMap holds it, which is
+// what `render static-manifest --skip-grant-service-account` (the
+// staticManifestSync sidecar, given the mounted file) computes. A mismatch
+// would silently turn the skip off; an extra grant could turn it on for a
+// manifest of another GuardConfig.
+func Test_skipGrantNamesTheRenderedConfig(t *testing.T) {
+	for _, name := range sortedKeys(valueSets) {
+		t.Run(name, func(t *testing.T) {
+			objs := renderObjects(t, valueSets[name], "--set", "shape=static")
+			var guardYAML string
+			var grants [][]string
+			for _, o := range objs {
+				if o.Kind == "ConfigMap" && o.Data["guard.yaml"] != "" {
+					guardYAML = o.Data["guard.yaml"]
+				}
+				for _, r := range o.Rules {
+					if slices.Contains(r.APIGroups, static.GrantGroup) {
+						if !slices.Equal(r.Resources, []string{static.GrantResource}) || !slices.Equal(r.Verbs, []string{static.GrantVerb}) {
+							t.Errorf("%s %s grants %v on %v, want only %s on %s", o.Kind, o.Metadata.Name, r.Verbs, r.Resources, static.GrantVerb, static.GrantResource)
+						}
+						grants = append(grants, r.ResourceNames)
+					}
+				}
+			}
+			if guardYAML == "" {
+				t.Fatal("no guard.yaml rendered")
+			}
+			want := static.Fingerprint([]byte(guardYAML))
+			if len(grants) != 1 || !slices.Equal(grants[0], []string{want}) {
+				t.Errorf("skip grants name %v, want exactly one naming the fingerprint of the rendered guard.yaml, %s", grants, want)
+			}
+		})
+	}
+	t.Run("existingConfigMap has no grant", func(t *testing.T) {
+		for _, o := range renderObjects(t, "", "--set", "shape=static", "--set", "config.existingConfigMap=mine") {
+			for _, r := range o.Rules {
+				if slices.Contains(r.APIGroups, static.GrantGroup) {
+					t.Errorf("%s %s grants the skip although the chart cannot fingerprint an existing ConfigMap", o.Kind, o.Metadata.Name)
+				}
+			}
+		}
+	})
 }

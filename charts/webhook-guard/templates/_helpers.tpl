@@ -209,3 +209,28 @@ reminds the user to list those Secrets in extraSecretReads.
 {{- define "webhook-guard.configMapName" -}}
 {{- default (printf "%s-config" (include "webhook-guard.fullname" .)) .Values.config.existingConfigMap }}
 {{- end }}
+
+{{/*
+guard.yaml as the chart's ConfigMap holds it, without the final newline
+the block scalar adds.
+*/}}
+{{- define "webhook-guard.guardYAML" -}}
+apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+{{ toYaml (omit .Values.config "existingConfigMap") }}
+{{- end }}
+
+{{/*
+The fingerprint of guard.yaml as the guard's pods read it (the block
+scalar's text, final newline included): what `webhook-guard render
+static-manifest` computes from the mounted file (the first 128 bits of its
+SHA-256, in hex).
+*/}}
+{{- define "webhook-guard.configFingerprint" -}}
+{{- printf "%s\n" (include "webhook-guard.guardYAML" .) | sha256sum | trunc 32 }}
+{{- end }}
+
+{{/* Whether the static shape's skip grant is rendered. */}}
+{{- define "webhook-guard.skipGrant" -}}
+{{- if and (eq .Values.shape "static") .Values.static.skipAlwaysAllowed (not .Values.config.existingConfigMap) }}true{{ end }}
+{{- end }}

@@ -197,6 +197,9 @@ spec:
         {{- with .Values.policyGuardServiceAccount }}
         - --guard-service-account={{ . }}
         {{- end }}
+        {{- if include "webhook-guard.skipGrant" . }}
+        - --skip-grant-service-account={{ .Release.Namespace }}/{{ include "webhook-guard.serviceAccountName" . }}
+        {{- end }}
         - --watch
       resources:
         {{- toYaml .Values.staticManifestSync.resources | nindent 8 }}
