@@ -10,7 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
@@ -100,7 +99,7 @@ func (s *Skip) condition() (string, error) {
 		skips = append(skips, `(request.resource.group == "admissionregistration.k8s.io" && `+vap.WebhooksKeepTrust()+` && `+owned+`)`)
 	}
 	for _, info := range s.namedTrustKinds() {
-		keeps, _ := vap.TrustObjectKeepsTrust(policy.GuardedKind(info.Kind))
+		keeps, _ := vap.TrustObjectKeepsTrust(info.Kind)
 		skips = append(skips, `(request.resource.group == `+vap.CELString(info.Group)+` && `+keeps+`)`)
 	}
 	if len(skips) == 0 {
@@ -119,7 +118,7 @@ func (s *Skip) condition() (string, error) {
 func (s *Skip) namedTrustKinds() []guardapi.KindInfo {
 	var out []guardapi.KindInfo
 	for _, info := range guardapi.Kinds {
-		if !policy.GuardedKind(info.Kind).OwnsTrustOnly() {
+		if _, ownsTrustOnly := vap.TrustObjectKeepsTrust(info.Kind); !ownsTrustOnly {
 			continue
 		}
 		for i := range s.Config.Owners {
@@ -143,7 +142,7 @@ func (s *Skip) writerOfOnlyOwner() (string, error) {
 		o := &s.Config.Owners[i]
 		var claims []string
 		for _, n := range o.Match.Named() {
-			if len(n.Names) > 0 && !policy.GuardedKind(n.Kind).OwnsTrustOnly() {
+			if _, ownsTrustOnly := vap.TrustObjectKeepsTrust(n.Kind); len(n.Names) > 0 && !ownsTrustOnly {
 				claims = append(claims, `(request.resource.resource == `+vap.CELString(n.Resource)+` && `+vap.RequestName+` in `+celList(n.Names)+`)`)
 			}
 		}

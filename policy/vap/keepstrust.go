@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/webhook-guard/webhook-guard/policy"
 )
 
 // What "leaves the trust alone" means, in CEL, for both shapes.
@@ -52,10 +50,10 @@ func WebhooksKeepTrust() string {
 // kind (a CRD or an APIService) that leaves its trust alone: the same
 // caBundle, insecureSkipTLSVerify, entry (conversion webhook, service),
 // endpoint and CA pointer. No rule of either shape decides such a write,
-// whoever makes it (policy.GuardedKind.OwnsTrustOnly). False for another
-// kind.
-func TrustObjectKeepsTrust(kind policy.GuardedKind) (string, bool) {
-	i := slices.IndexFunc(trustKinds, func(k trustKind) bool { return k.kind == kind })
+// whoever makes it (policy.GuardedKind.OwnsTrustOnly). False for a kind
+// whose whole object a mapping owns.
+func TrustObjectKeepsTrust(kind string) (string, bool) {
+	i := slices.IndexFunc(trustKinds, func(k trustKind) bool { return string(k.kind) == kind })
 	if i < 0 {
 		return "", false
 	}
