@@ -14,12 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+	"github.com/webhook-guard/webhook-guard/policy/static"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
 
@@ -73,17 +75,45 @@ type apiServer struct {
 // policy and the generated ones; b.Cleanup stops it.
 func startAPIServer(b *testing.B) *apiServer {
 	b.Helper()
+	s := newAPIServer(b)
+	s.start(b, "")
+	s.install(b)
+	return s
+}
+
+// newAPIServer generates the owner's CAs, before anything is started.
+func newAPIServer(b *testing.B) *apiServer {
+	b.Helper()
+	s := &apiServer{}
+	var err error
+	if s.Old, err = NewCA("bench-ca-old"); err != nil {
+		b.Fatal(err)
+	}
+	if s.Cur, err = NewCA("bench-ca-current"); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// start starts etcd and kube-apiserver from bin/, with the
+// AdmissionConfiguration file admissionConfig when it is set, and makes
+// the admin's and the owner's clients; b.Cleanup stops them.
+func (s *apiServer) start(b *testing.B, admissionConfig string) {
+	b.Helper()
 	bin := framework.RequireControlPlane(b)
 	env := &envtest.Environment{BinaryAssetsDirectory: bin, ControlPlaneStartTimeout: 90 * time.Second, ControlPlaneStopTimeout: 30 * time.Second}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(bin, "etcd")}
-	env.ControlPlane.GetAPIServer().Path = filepath.Join(bin, "kube-apiserver")
+	api := env.ControlPlane.GetAPIServer()
+	api.Path = filepath.Join(bin, "kube-apiserver")
+	if admissionConfig != "" {
+		api.Configure().Set("admission-control-config-file", admissionConfig)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
 		b.Fatalf("start kube-apiserver and etcd: %v", err)
 	}
 	b.Cleanup(func() { _ = env.Stop() })
-	s := &apiServer{}
 	// Both are system:masters so that RBAC never decides; only the owner
 	// is a writer of the mappings, only the admin is break-glass.
 	for name, c := range map[string]*kubernetes.Interface{apiAdmin: &s.admin, apiOwnerUser: &s.owner} {
@@ -91,16 +121,12 @@ func startAPIServer(b *testing.B) *apiServer {
 		if err != nil {
 			b.Fatal(err)
 		}
-		*c = kubernetes.NewForConfigOrDie(u.Config())
+		rc := u.Config()
+		// The static guard warns about every break-glass write (the
+		// admin's set-ups); they are expected, not news.
+		rc.WarningHandler = rest.NoWarnings{}
+		*c = kubernetes.NewForConfigOrDie(rc)
 	}
-	if s.Old, err = NewCA("bench-ca-old"); err != nil {
-		b.Fatal(err)
-	}
-	if s.Cur, err = NewCA("bench-ca-current"); err != nil {
-		b.Fatal(err)
-	}
-	s.install(b)
-	return s
 }
 
 // install creates the CA Secret, the policies and their bindings.
@@ -238,47 +264,87 @@ func (s *apiServer) setBundles(ctx context.Context, c *admv1.ValidatingWebhookCo
 	return s.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
 }
 
-// vapSeconds reads kube-apiserver's admission histogram of the
-// ValidatingAdmissionPolicy plugin for UPDATEs: sum and count.
-func (s *apiServer) vapSeconds(ctx context.Context) (sum, count float64, err error) {
+// The admission plugins whose time the benchmarks read: the policies',
+// and the webhooks' (the static guard's skip condition is evaluated there).
+const (
+	pluginVAP     = "ValidatingAdmissionPolicy"
+	pluginWebhook = "ValidatingAdmissionWebhook"
+)
+
+// admissionScrape is what one scrape of kube-apiserver's metrics says of
+// UPDATEs: an admission plugin's histogram (sum, count) and how many times
+// kube-apiserver called the static guard's enforcing entry.
+type admissionScrape struct {
+	sum, count, guardCalls float64
+}
+
+// scrape reads kube-apiserver's admission histogram of plugin for UPDATEs
+// and its webhook histogram's count for the static guard's enforcing entry
+// (0 when there is none).
+func (s *apiServer) scrape(ctx context.Context, plugin string) (admissionScrape, error) {
 	data, err := s.admin.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("scrape kube-apiserver metrics: %w", err)
+		return admissionScrape{}, fmt.Errorf("scrape kube-apiserver metrics: %w", err)
 	}
 	m, err := framework.ParseMetrics(bytes.NewReader(data))
 	if err != nil {
-		return 0, 0, fmt.Errorf("parse kube-apiserver metrics: %w", err)
+		return admissionScrape{}, fmt.Errorf("parse kube-apiserver metrics: %w", err)
 	}
-	labels := map[string]string{"name": "ValidatingAdmissionPolicy", "operation": "UPDATE"}
+	labels := map[string]string{"name": plugin, "operation": "UPDATE"}
 	const h = "apiserver_admission_controller_admission_duration_seconds"
-	return m.Sum(h+"_sum", labels), m.Sum(h+"_count", labels), nil
+	return admissionScrape{
+		sum:   m.Sum(h+"_sum", labels),
+		count: m.Sum(h+"_count", labels),
+		guardCalls: m.Sum("apiserver_admission_webhook_admission_duration_seconds_count",
+			map[string]string{"name": static.WebhookName, "operation": "UPDATE"}),
+	}, nil
 }
 
-// measure runs setup (unmeasured), then write, and returns what the admission plugin spent on it:
-// the histogram's sum delta across a window in which its count moved by
-// exactly one. kube-apiserver's own UPDATEs (leases) pass the plugin too;
-// a window they share is thrown away and the write repeated.
+// measure runs setup (unmeasured), then write, and returns what the
+// ValidatingAdmissionPolicy plugin spent on it (measurePlugin).
 func (s *apiServer) measure(ctx context.Context, setup, write func() error) (time.Duration, error) {
+	m, err := s.measurePlugin(ctx, pluginVAP, setup, write)
+	return m.took, err
+}
+
+// measured is what kube-apiserver's metrics say of one write.
+type measured struct {
+	// took is the admission plugin's time.
+	took time.Duration
+	// guardCalls is how many times the static guard's enforcing entry was
+	// called in the window.
+	guardCalls int
+}
+
+// measurePlugin runs setup (unmeasured), then write, and returns what the
+// admission plugin spent on it: the histogram's sum delta across a window
+// in which its count moved by exactly one. kube-apiserver's own UPDATEs
+// (leases) pass the plugin too; a window they share is thrown away and the
+// write repeated.
+func (s *apiServer) measurePlugin(ctx context.Context, plugin string, setup, write func() error) (measured, error) {
 	for range 10 {
 		if setup != nil {
 			if err := setup(); err != nil {
-				return 0, fmt.Errorf("set up the write: %w", err)
+				return measured{}, fmt.Errorf("set up the write: %w", err)
 			}
 		}
-		sum0, n0, err := s.vapSeconds(ctx)
+		before, err := s.scrape(ctx, plugin)
 		if err != nil {
-			return 0, err
+			return measured{}, err
 		}
 		if err := write(); err != nil {
-			return 0, err
+			return measured{}, err
 		}
-		sum1, n1, err := s.vapSeconds(ctx)
+		after, err := s.scrape(ctx, plugin)
 		if err != nil {
-			return 0, err
+			return measured{}, err
 		}
-		if n1-n0 == 1 {
-			return time.Duration((sum1 - sum0) * float64(time.Second)), nil
+		if after.count-before.count == 1 {
+			return measured{
+				took:       time.Duration((after.sum - before.sum) * float64(time.Second)),
+				guardCalls: int(after.guardCalls - before.guardCalls),
+			}, nil
 		}
 	}
-	return 0, fmt.Errorf("kube-apiserver's other UPDATEs shared every window of 10 tries")
+	return measured{}, fmt.Errorf("kube-apiserver's other UPDATEs shared every window of 10 tries")
 }

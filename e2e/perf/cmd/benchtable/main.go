@@ -166,6 +166,7 @@ func main() {
 	}
 
 	printAPIServer(rows, order)
+	printAPIServerStatic(rows, order)
 
 	var scale []*row
 	for _, name := range order {
@@ -214,32 +215,65 @@ func main() {
 // a median over rounds), the ratio to the floor policy for the writes that
 // change an entry, and the largest configuration that passed.
 func printAPIServer(rows map[string]*row, order []string) {
-	header := false
+	printRows(rows, order, "BenchmarkAPIServer/",
+		"| kube-apiserver, per write | generated ms | least policy ms | × least | × floor | spread |\n|---|---:|---:|---:|---:|---:|",
+		func(rest string, r *row) string {
+			if n, ok := r.median("largest-entries"); ok {
+				return fmt.Sprintf("| %s: %.0f entries | | | | | |", rest, n)
+			}
+			gen, least, ratio := againstLeast(r)
+			floor := ""
+			if f, ok := r.median("x-floor"); ok {
+				floor = fmt.Sprintf("%.2f×", f)
+			}
+			return fmt.Sprintf("| %s | %.2f | %.2f | %.2f× | %s | ±%.0f%% |", rest, gen/1e6, least/1e6, ratio, floor, spreadOf(r.samples["ns/write"])/2)
+		})
+}
+
+// printAPIServerStatic prints the static shape's rows: what kube-apiserver's
+// ValidatingAdmissionWebhook plugin spent per owner write of a
+// configuration the static guard covers, what its ValidatingAdmissionPolicy
+// plugin spent on the least policy's write in the same run, their ratio
+// (each a median over rounds), and whether kube-apiserver called the guard.
+func printAPIServerStatic(rows map[string]*row, order []string) {
+	printRows(rows, order, "BenchmarkAPIServerStatic/",
+		"| kube-apiserver, static shape, per write | webhook plugin ms | least policy ms | × least | guard called | spread |\n|---|---:|---:|---:|---|---:|",
+		func(rest string, r *row) string {
+			took, least, ratio := againstLeast(r)
+			called := "no"
+			if calls, _ := r.median("guard-calls/write"); calls > 0 {
+				called = "yes"
+			}
+			return fmt.Sprintf("| %s | %.2f | %.2f | %.2f× | %s | ±%.0f%% |", rest, took/1e6, least/1e6, ratio, called, spreadOf(r.samples["ns/write"])/2)
+		})
+}
+
+// printRows prints header and then line's row for every benchmark whose
+// name is prefix followed by rest, in the order they ran; nothing when none
+// ran.
+func printRows(rows map[string]*row, order []string, prefix, header string, line func(rest string, r *row) string) {
+	printed := false
 	for _, name := range order {
-		rest, ok := strings.CutPrefix(name, "BenchmarkAPIServer/")
+		rest, ok := strings.CutPrefix(name, prefix)
 		if !ok {
 			continue
 		}
-		if !header {
+		if !printed {
 			fmt.Fprintln(os.Stdout)
-			fmt.Fprintln(os.Stdout, "| kube-apiserver, per write | generated ms | least policy ms | × least | × floor | spread |")
-			fmt.Fprintln(os.Stdout, "|---|---:|---:|---:|---:|---:|")
-			header = true
+			fmt.Fprintln(os.Stdout, header)
+			printed = true
 		}
-		r := rows[name]
-		if n, ok := r.median("largest-entries"); ok {
-			fmt.Fprintf(os.Stdout, "| %s: %.0f entries | | | | | |\n", rest, n)
-			continue
-		}
-		gen, _ := r.median("ns/write")
-		least, _ := r.median("least-ns/write")
-		ratio, _ := r.median("x-least")
-		floor := ""
-		if f, ok := r.median("x-floor"); ok {
-			floor = fmt.Sprintf("%.2f×", f)
-		}
-		fmt.Fprintf(os.Stdout, "| %s | %.2f | %.2f | %.2f× | %s | ±%.0f%% |\n", rest, gen/1e6, least/1e6, ratio, floor, spreadOf(r.samples["ns/write"])/2)
+		fmt.Fprintln(os.Stdout, line(rest, rows[name]))
 	}
+}
+
+// againstLeast are a kube-apiserver row's medians: its ns/write, the least
+// policy's and their ratio.
+func againstLeast(r *row) (took, least, ratio float64) {
+	took, _ = r.median("ns/write")
+	least, _ = r.median("least-ns/write")
+	ratio, _ = r.median("x-least")
+	return took, least, ratio
 }
 
 // spreadOf is (max-min)/median of s, in percent.

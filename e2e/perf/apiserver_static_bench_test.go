@@ -1,0 +1,278 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/webhook-guard/webhook-guard/e2e/framework"
+	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/policy/static"
+	"github.com/webhook-guard/webhook-guard/webhook"
+)
+
+// The static shape's configurations: one mapping claims its configurations
+// by name, one by a label. Neither claims the least policy's
+// configuration, so the least policy's writes reach the guard (which
+// allows what no mapping covers) and its policy, not the guard, is what
+// create waits for.
+const (
+	caseNamed    = "static-named"
+	caseSelected = "static-selected"
+	// staticGuardSA is the guard's service account, whose grant switches
+	// the skip condition on.
+	staticGuardSA = "webhook-guard/webhook-guard"
+)
+
+// staticGuardConfig is the GuardConfig the static manifest's skip
+// condition and the in-process guard are built from: the owner writes the
+// named and the label-selected configurations of every entry count, with
+// both CAs of the rotation in its CA Secret.
+func staticGuardConfig() string {
+	var named []string
+	for _, n := range entryCounts {
+		named = append(named, staticConfigName(caseNamed, n))
+	}
+	owner := `
+    writers: {serviceAccounts: [` + apiNamespace + `/` + apiOwnerSA + `]}
+    ca: {secret: {namespace: ` + apiNamespace + `, name: ` + apiCASecret + `, key: ca.crt}}`
+	return `apiVersion: webhook-guard.io/v1alpha1
+kind: GuardConfig
+defaultMode: enforce
+breakGlass:
+  users: [` + apiAdmin + `]
+owners:
+  - name: named
+    match: {validating: [` + strings.Join(named, ", ") + `]}` + owner + `
+  - name: selected
+    match: {labelSelector: {matchLabels: {` + apiCaseKey + `: ` + caseSelected + `}}}` + owner + `
+`
+}
+
+func staticConfigName(kase string, n int) string { return fmt.Sprintf("bench-%s-%d", kase, n) }
+
+// staticWrite is one kind of owner write of a configuration the static
+// guard covers.
+type staticWrite struct {
+	name string
+	// retime changes the first entry's timeout (a new generation);
+	// rotate moves every entry's caBundle to the other CA of the owner's
+	// CA Secret; otherwise the write changes an annotation.
+	retime, rotate bool
+}
+
+// staticWrites: two writes the skip condition decides in kube-apiserver,
+// and the write the guard exists for.
+var staticWrites = []staticWrite{
+	{name: "annotation"},
+	{name: "timeout", retime: true},
+	{name: "cabundle", rotate: true},
+}
+
+// BenchmarkAPIServerStatic measures what a real kube-apiserver spends in
+// its ValidatingAdmissionWebhook plugin on one owner write of a
+// configuration the static webhook guards (docs/performance.md), against
+// the least policy's ordinary write (its ValidatingAdmissionPolicy plugin)
+// in the same run, both from kube-apiserver's own admission histogram.
+// The manifest carries the skip condition and its grant is in place, so
+// the annotation and timeout writes are decided in kube-apiserver and the
+// caBundle change calls the guard, served in-process over TLS; every
+// write is checked against kube-apiserver's count of calls to the guard's
+// entry, so a skip that does not happen fails the benchmark. ns/write and
+// least-ns/write are medians over the op's writes, x-least their ratio,
+// guard-calls/write the calls per write (0 or 1).
+func BenchmarkAPIServerStatic(b *testing.B) {
+	s := startStaticAPIServer(b)
+	for _, n := range entryCounts {
+		objs := map[string]*admv1.ValidatingWebhookConfiguration{
+			caseLeast: s.create(b, apiConfig(staticConfigName(caseLeast, n), caseLeast, n, s.Cur.PEM)),
+		}
+		for _, kase := range []string{caseNamed, caseSelected} {
+			objs[kase] = s.create(b, apiConfig(staticConfigName(kase, n), kase, n, s.Cur.PEM))
+			for _, w := range staticWrites {
+				b.Run(fmt.Sprintf("entries=%d/mapping=%s/write=%s", n, strings.TrimPrefix(kase, "static-"), w.name),
+					func(b *testing.B) { s.runStatic(b, objs, kase, w) })
+			}
+		}
+	}
+}
+
+// runStatic measures write w of configuration kase against the least
+// policy's write of the same kind (an annotation for the caBundle change),
+// pair by pair.
+func (s *apiServer) runStatic(b *testing.B, objs map[string]*admv1.ValidatingWebhookConfiguration, kase string, w staticWrite) {
+	ctx := b.Context()
+	var took, least []time.Duration
+	calls := 0
+	b.ResetTimer()
+	for range b.N * apiPairsPerOp {
+		least = append(least, s.leastWrite(b, objs, w.retime))
+		m, err := s.measurePlugin(ctx, pluginWebhook, nil, func() (err error) { objs[kase], err = s.staticWrite(ctx, objs[kase], w); return err })
+		if err != nil {
+			b.Fatalf("static guard, %s write: %v", w.name, err)
+		}
+		want := 0
+		if w.rotate {
+			want = 1
+		}
+		if m.guardCalls != want {
+			b.Fatalf("static guard, the owner's %s write of %s: kube-apiserver called the guard's entry %s %d times, want %d",
+				w.name, objs[kase].Name, static.WebhookName, m.guardCalls, want)
+		}
+		took, calls = append(took, m.took), calls+m.guardCalls
+	}
+	b.StopTimer()
+	reportAgainstLeast(b, took, least)
+	b.ReportMetric(float64(calls)/float64(len(took)), "guard-calls/write")
+}
+
+// staticWrite is the owner's write w of c.
+func (s *apiServer) staticWrite(ctx context.Context, c *admv1.ValidatingWebhookConfiguration, w staticWrite) (*admv1.ValidatingWebhookConfiguration, error) {
+	if !w.rotate {
+		return s.ordinary(ctx, c, w.retime)
+	}
+	next := s.Old.PEM
+	if bytes.Equal(c.Webhooks[0].ClientConfig.CABundle, next) {
+		next = s.Cur.PEM
+	}
+	c = c.DeepCopy()
+	for i := range c.Webhooks {
+		c.Webhooks[i].ClientConfig.CABundle = next
+	}
+	return s.owner.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
+}
+
+// startStaticAPIServer serves the guard in-process over TLS, starts the
+// control plane with the static manifest (skip condition included) that
+// points at it, and installs the least policy and the skip grant.
+func startStaticAPIServer(b *testing.B) *apiServer {
+	b.Helper()
+	s := newAPIServer(b)
+	config := staticGuardConfig()
+	cfg, err := policy.Load([]byte(config))
+	if err != nil {
+		b.Fatal(err)
+	}
+	guardURL, guardCA := s.serveGuard(b, config)
+	dir := b.TempDir()
+	manifest, err := static.Manifest(static.Input{
+		URL:            guardURL,
+		CABundle:       guardCA,
+		BreakGlass:     cfg.Spec.BreakGlass,
+		FailurePolicy:  admv1.Fail,
+		TimeoutSeconds: 5,
+		Skip:           &static.Skip{Config: &cfg.Spec, Fingerprint: static.Fingerprint([]byte(config)), GrantServiceAccount: staticGuardSA},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admission, err := static.AdmissionConfiguration(filepath.Join(dir, "static"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, data := range map[string][]byte{filepath.Join("static", static.ConfigName+".yaml"): manifest, "admission-configuration.yaml": admission} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.start(b, filepath.Join(dir, "admission-configuration.yaml"))
+	s.installStatic(b, static.Fingerprint([]byte(config)))
+	return s
+}
+
+// serveGuard serves the guard's Handler for config as `serve` does (the
+// controller-runtime webhook server's mux) over TLS on 127.0.0.1, with the
+// owner's CA Secret holding both CAs of the rotation; it returns the
+// webhook's URL and the CA of its serving certificate.
+func (s *apiServer) serveGuard(b *testing.B, config string) (url string, caPEM []byte) {
+	b.Helper()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: apiNamespace, Name: apiCASecret},
+		Data:       map[string][]byte{"ca.crt": slices.Concat(s.Old.PEM, s.Cur.PEM)},
+	}
+	h, err := Guard(nil, config, secret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The guard's request logs are not measured; without a logger
+	// controller-runtime prints a stack trace into the benchmark's output.
+	ctrllog.SetLogger(logr.Discard())
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{})
+	srv.Register(webhook.Path, h)
+	ca := framework.NewCA(b, "bench-guard-ca")
+	leaf := ca.Issue(b, "webhook-guard")
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(srv.WebhookMux())
+	ts.EnableHTTP2 = true
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	ts.StartTLS()
+	b.Cleanup(ts.Close)
+	return ts.URL + webhook.Path, ca.PEM
+}
+
+// installStatic creates the least policy and its binding, and the skip
+// grant for fingerprint, and waits until the grant is in force: the
+// owner's annotation of a configuration the guard covers no longer reaches
+// the guard.
+func (s *apiServer) installStatic(b *testing.B, fingerprint string) {
+	b.Helper()
+	ctx := b.Context()
+	objs, err := s.generated()
+	if err != nil {
+		b.Fatal(err)
+	}
+	least, leastBinding := leastPolicy(objs.Policies[0], s.Cur)
+	api := s.admin.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, least, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("create policy %s: %v", least.Name, err)
+	}
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, leastBinding, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("create binding %s: %v", leastBinding.Name, err)
+	}
+	role, binding := static.SkipGrant(staticGuardSA, fingerprint)
+	if _, err := s.admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("create the skip grant's ClusterRole: %v", err)
+	}
+	if _, err := s.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("create the skip grant's ClusterRoleBinding: %v", err)
+	}
+	c := s.create(b, apiConfig("bench-static-grant", caseSelected, 1, s.Cur.PEM))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		m, err := s.measurePlugin(ctx, pluginWebhook, nil, func() (err error) { c, err = s.annotate(ctx, c); return err })
+		if err != nil {
+			b.Fatalf("the owner's annotation of %s: %v", c.Name, err)
+		}
+		if m.guardCalls == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the owner's annotation of %s still reaches the guard 60s after the skip grant was created", c.Name)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := api.ValidatingWebhookConfigurations().Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+}
