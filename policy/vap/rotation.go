@@ -234,9 +234,8 @@ func (r rotation) paramRef(part policyPart) *admv1.ParamRef {
 // rotation rule.
 func (r rotation) allowed(part policyPart) string {
 	current := `(variables.ca != "" && (` + newBundle + ` == variables.ca` + r.orLiteral(part) + `))`
-	merged := `(variables.ca != "" && ((request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && ` +
-		`oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle) && ` +
-		mergedAfter(`string(o.clientConfig.caBundle)`) + `))` + r.mergedAfterLiteral() + `))`
+	merged := `(variables.ca != "" && ((` + oldHasBundle + ` && [variables.oldBundles[w.name]].all(k, ` +
+		mergedAfter(`k`) + `))` + r.mergedAfterLiteral() + `))`
 	return current + ` || ` + oldHasSameBundle + ` || ` + merged
 }
 
@@ -359,3 +358,23 @@ func (r rotation) mergedAfterLiteral() string {
 	// may hold only the current CA, as in the static shape.
 	return fmt.Sprintf(` || (%[6]s && %[1]s.startsWith(%[2]s) && %[1]s.substring(%[3]d) == %[4]s && %[5]s)`, newBundle, CELString(lit[:cut]), cut, tail, oldHasBundle, caStartsWithHeader)
 }
+
+// newHasBundle says entry w of the request's object carries a caBundle;
+// oldHasSameBundle and oldHasBundle look up entry w in the stored object by
+// name (names are unique within a configuration), in the map oldBundles
+// builds once per request: a lookup costs the same whatever the number of
+// entries, so that checking every entry costs a pass over the object, not
+// a scan of the stored object per entry (which grew with the square of the
+// entries and put a writer's large configuration past kube-apiserver's
+// cost limit). Every optional field is read after has().
+const (
+	newHasBundle     = `(has(w.clientConfig) && has(w.clientConfig.caBundle))`
+	oldHasSameBundle = `(w.name in variables.oldBundles && variables.oldBundles[w.name] == string(w.clientConfig.caBundle))`
+	oldHasBundle     = `(w.name in variables.oldBundles)`
+)
+
+// oldBundles is the policy variable mapping each entry of the stored object
+// that holds a caBundle to that caBundle's base64 text; empty unless the
+// request is an UPDATE.
+const oldBundles = `request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) ? ` +
+	`oldObject.webhooks.filter(o, has(o.clientConfig) && has(o.clientConfig.caBundle)).transformMapEntry(i, o, {o.name: string(o.clientConfig.caBundle)}) : {}`

@@ -382,6 +382,7 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 	}
 	return append(vars,
 		admv1.Variable{Name: "uniformRotation", Expression: uniformRotationVariable(names)},
+		admv1.Variable{Name: "oldBundles", Expression: oldBundles},
 		// The webhooks[] entries whose caBundle the request added or
 		// changed to something the rotation rule does not allow
 		// (rotation.go), or emptied. An unchanged caBundle is never
@@ -439,17 +440,6 @@ func (m mappingPolicy) validations(part policyPart) []admv1.Validation {
 	}
 	return out
 }
-
-// newHasBundle says entry w of the request's object carries a caBundle;
-// oldHasSameBundle and oldHasBundle look up entry w in the stored object by
-// name (names are unique within a configuration). Comparing two caBundles
-// is consistent whatever their runtime type (see rotation.go). Every optional
-// field is read after has().
-const (
-	newHasBundle     = `(has(w.clientConfig) && has(w.clientConfig.caBundle))`
-	oldHasSameBundle = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle) && o.clientConfig.caBundle == w.clientConfig.caBundle))`
-	oldHasBundle     = `(request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && oldObject.webhooks.exists(o, o.name == w.name && has(o.clientConfig) && has(o.clientConfig.caBundle)))`
-)
 
 // joinShort joins short fingerprints as messages show them.
 func joinShort(fps []string) string { return strings.Join(fps, ",") }

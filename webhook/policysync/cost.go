@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/webhook-guard/webhook-guard/policy"
@@ -23,12 +22,13 @@ import (
 )
 
 // CostMargin is the share of kube-apiserver's CEL cost limit at which a
-// mapping's worst owner write (policy/vap/cost) makes the guard stop
-// letting the mapping's policies fail its writes. Not 100%: the check
-// runs the policies with a stand-in for the next CA of the owner's CA's
-// size, and the owner's next CA may be larger (a longer key, a chain),
-// and entries may be added between two passes; 80% leaves a fifth of the
-// limit for both, so that the guard acts before any rotation can fail.
+// mapping's worst owner write (policy/vap/cost) is reported: the gauge, an
+// error log, an Event and the alert WebhookGuardPolicyCostNearLimit. Not
+// 100%: the check runs the policies with a stand-in for the next CA of the
+// owner's CA's size, and the owner's next CA may be larger (a longer key,
+// a chain), and entries may be added between two passes; 80% leaves a
+// fifth of the limit for both, so that the alert comes before any
+// rotation can be refused.
 const CostMargin = 0.8
 
 // maxCostChecks bounds the objects one pass runs the check on afresh (a
@@ -58,17 +58,16 @@ type costOf struct {
 // object checked (and deletes the series of objects no longer guarded),
 // and logs each object over the margin.
 //
-// Such a mapping is not failed closed as a refused one is (refusal.go):
-// that would deny every caBundle change, the owner's rotation first,
-// which is the outage the guard exists to prevent. Nor is it dropped,
-// which would unguard it. Its policies are written with failurePolicy
-// Ignore (relaxCostly): a decision kube-apiserver completes within its
-// limits still denies (not-owner costs nothing: the caBundle rules run
-// for writers only), while a write whose evaluation runs out of budget,
-// the owner's rotation, is admitted instead of refused with a 422. What
-// that gives up, the caBundle check of the writers' writes too costly to
-// check, is said by the error log, the gauge and the alert
-// WebhookGuardPolicyCostNearLimit, until the configuration is split.
+// Such a mapping's policies still fail closed (failurePolicy Fail): a write
+// whose evaluation runs out of budget is refused, never admitted unchecked,
+// since the writes that cost most are the ones with the most caBundles to
+// check, a foreign CA among them. What keeps the owner's rotation under
+// the limit is the policies' cost itself: each entry is looked up in the
+// stored object through a map, so the worst write grows with the bytes of
+// caBundle text, not with the square of the entries, and stays under the
+// margin up to configurations far larger than any product writes
+// (policy/vap/cost's Test_Check_sizeBound). The report tells the owner to
+// split a configuration long before its rotation could be refused.
 func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resolution) map[string]bool {
 	// The checks run without the lock (a check may take most of a second);
 	// only the pass's own goroutine writes the cache.
@@ -191,7 +190,7 @@ func (s *Syncer) reportCost(c costOf, fresh bool) bool {
 			msg = cost.Refusal(c.mapping, c.obj, c.worst)
 		}
 		s.Log.Error(errors.New(msg),
-			"policy mode: a worst-case owner write is over the guard's margin of kube-apiserver's CEL cost limit; the mapping's policies no longer fail a write whose evaluation runs out of budget (failurePolicy Ignore), so its caBundle check is not applied to such writes",
+			"policy mode: a worst-case owner write is over the guard's margin of kube-apiserver's CEL cost limit; the mapping's policies still fail closed, so kube-apiserver refuses a write it cannot decide within the limit, the owner's rotation included: split the configuration",
 			"mapping", c.mapping, "configuration", c.object, "entries", c.worst.Entries, "write", string(c.worst.Write),
 			"cost", c.worst.Cost, "limit", cost.PerCallLimit, "ratio", c.worst.Ratio(), "margin", CostMargin)
 	}
@@ -280,34 +279,22 @@ const (
 )
 
 // reportCostly writes an Event about a mapping's main policy when the
-// mapping goes over CostMargin (its policies are written with
-// failurePolicy Ignore from this pass on) and when it is back under: once
-// per change, not once per pass. The error log and the gauge name the
-// configuration; the Event is where `kubectl describe` and event
-// exporters see it.
+// mapping goes over CostMargin and when it is back under: once per change,
+// not once per pass. The error log and the gauge name the configuration;
+// the Event is where `kubectl describe` and event exporters see it.
 func (s *Syncer) reportCostly(objs *vap.Objects, prev, now map[string]bool) {
 	for _, m := range slices.Sorted(maps.Keys(now)) {
 		if !prev[m] {
 			s.event(objs, m, "Warning", ReasonPolicyCostNearLimit, fmt.Sprintf(
 				"a worst-case owner write to a configuration of mapping %q is at or over %.0f%% of kube-apiserver's CEL cost limit "+
-					"(webhook_guard_policy_worst_write_cost_ratio names it); its policies are written with failurePolicy Ignore, so a writer's "+
-					"write too costly to decide is admitted without its caBundle check: split the configuration", m, 100*CostMargin))
+					"(webhook_guard_policy_worst_write_cost_ratio names it); its policies still fail closed, so a write kube-apiserver "+
+					"cannot decide within the limit is refused, the owner's rotation included: split the configuration", m, 100*CostMargin))
 		}
 	}
 	for _, m := range slices.Sorted(maps.Keys(prev)) {
 		if !now[m] {
 			s.event(objs, m, "Normal", ReasonPolicyCostWithinLimit, fmt.Sprintf(
-				"every configuration of mapping %q is under %.0f%% of kube-apiserver's CEL cost limit again; its policies fail closed again", m, 100*CostMargin))
-		}
-	}
-}
-
-// relaxCostly writes the policies of the costly mappings with
-// failurePolicy Ignore (checkCosts says why).
-func relaxCostly(objs *vap.Objects, costly map[string]bool, owners map[string]string) {
-	for _, p := range objs.Policies {
-		if costly[owners[p.Name]] {
-			p.Spec.FailurePolicy = ptr.To(admv1.Ignore)
+				"every configuration of mapping %q is under %.0f%% of kube-apiserver's CEL cost limit again", m, 100*CostMargin))
 		}
 	}
 }

@@ -28,13 +28,18 @@ func webhookConfiguration(n int) *admv1.ValidatingWebhookConfiguration {
 	return c
 }
 
+// costlyEntries is a configuration size whose owner's merge is over
+// kube-apiserver's CEL cost limit: far more entries than any product
+// writes (the check's cost grows with the bytes of caBundle text).
+const costlyEntries = 1300
+
 // Test_SyncerCost: a configuration whose owner's worst write is over the
 // margin of kube-apiserver's CEL cost limit is reported (gauge, one error
-// log naming the mapping, configuration, entries, cost and limit) and its
-// mapping's policies are written with failurePolicy Ignore, so that
-// kube-apiserver admits the rotation it could not finish deciding (one
-// Warning Event when it starts, one Normal when it ends); under the
-// margin they fail again; the series goes with the configuration.
+// log naming the mapping, configuration, entries, cost and limit, one
+// Warning Event when it starts, one Normal when it ends), and its
+// mapping's policies still fail closed: a write kube-apiserver cannot
+// decide within its limit is refused, never admitted unchecked; the
+// series goes with the configuration.
 func Test_SyncerCost(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t, testConfig)
@@ -68,16 +73,17 @@ func Test_SyncerCost(t *testing.T) {
 	ev := &events{}
 	e.syncer.Events = ev
 
-	big := webhookConfiguration(250)
+	big := webhookConfiguration(costlyEntries)
 	require.NoError(t, e.client.Create(ctx, big))
 	require.NoError(t, e.syncer.Sync(ctx))
 	assert.Greater(t, ratio(), 1.0, "kube-apiserver would refuse the merge")
 	require.Len(t, ev.got, 1)
 	assert.Contains(t, ev.got[0], `Warning PolicyCostNearLimit webhook-guard-app: a worst-case owner write to a configuration of mapping "app" is at or over 80% of kube-apiserver's CEL cost limit`)
-	assert.Equal(t, admv1.Ignore, failurePolicy("webhook-guard-app"))
+	assert.Contains(t, ev.got[0], "its policies still fail closed")
+	assert.Equal(t, admv1.Fail, failurePolicy("webhook-guard-app"), "a write too costly to decide is refused, never admitted unchecked")
 	assert.Equal(t, admv1.Fail, failurePolicy("webhook-guard-other"), "other mappings are untouched")
 	require.Len(t, overLogs(), 1)
-	assert.Contains(t, overLogs()[0], `owners[app]: ValidatingWebhookConfiguration app-webhooks has 250 entries: kube-apiserver would refuse the owner's merge for its CEL cost`)
+	assert.Contains(t, overLogs()[0], `owners[app]: ValidatingWebhookConfiguration app-webhooks has 1300 entries: kube-apiserver would refuse the owner's merge for its CEL cost`)
 	assert.Contains(t, overLogs()[0], `"limit"=1000000`)
 
 	writes := e.total()
@@ -91,7 +97,7 @@ func Test_SyncerCost(t *testing.T) {
 	require.NoError(t, e.client.Update(ctx, big))
 	require.NoError(t, e.syncer.Sync(ctx))
 	assert.Less(t, ratio(), 0.1)
-	assert.Equal(t, admv1.Fail, failurePolicy("webhook-guard-app"), "under the margin the policy fails its writes again")
+	assert.Equal(t, admv1.Fail, failurePolicy("webhook-guard-app"))
 	require.Len(t, ev.got, 2)
 	assert.Contains(t, ev.got[1], `Normal PolicyCostWithinLimit webhook-guard-app: every configuration of mapping "app" is under 80%`)
 
@@ -135,7 +141,7 @@ func Test_SyncerCost_labelSelected(t *testing.T) {
 	ratio := func(object string) float64 {
 		return testutil.ToFloat64(e.metrics.WorstWriteCost.WithLabelValues("app", object))
 	}
-	big := webhookConfiguration(250)
+	big := webhookConfiguration(costlyEntries)
 	big.Labels = map[string]string{"app": "selected"}
 	require.NoError(t, e.client.Create(ctx, big))
 	small := &admv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "small-webhooks", Labels: map[string]string{"app": "selected"}},
@@ -151,7 +157,7 @@ func Test_SyncerCost_labelSelected(t *testing.T) {
 	assert.Equal(t, 2, testutil.CollectAndCount(e.metrics.WorstWriteCost), "an unselected configuration is not the mapping's")
 	var p admv1.ValidatingAdmissionPolicy
 	require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "webhook-guard-app"}, &p))
-	assert.Equal(t, admv1.Ignore, *p.Spec.FailurePolicy)
+	assert.Equal(t, admv1.Fail, *p.Spec.FailurePolicy)
 
 	require.NoError(t, e.client.Get(ctx, types.NamespacedName{Name: "app-webhooks"}, big))
 	big.Labels = nil

@@ -97,8 +97,7 @@ type Syncer struct {
 	staticOnlyWarned map[string]bool
 	// costs are the last pass's cost checks (checkCosts), costSeries the
 	// {mapping, configuration} series of the cost gauge it set, and
-	// costly the mappings whose policies the pass writes with
-	// failurePolicy Ignore (relaxCostly).
+	// costly the mappings at or over CostMargin (reportCostly).
 	costs      map[costKey]costOf
 	costSeries map[[2]string]bool
 	costly     map[string]bool
@@ -258,7 +257,6 @@ func (s *Syncer) generate(cfg *policy.Mappings, res Resolution, anchor *metav1.O
 	if err != nil {
 		return nil, err
 	}
-	relaxCostly(objs, s.costly, mappingOf(cfg))
 	if anchor != nil && s.ProtectAnchor {
 		p, b := vap.AnchorPolicy(&cfg.Spec, anchor)
 		objs.Policies = append(objs.Policies, p)

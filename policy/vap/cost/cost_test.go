@@ -76,20 +76,20 @@ func Test_Check(t *testing.T) {
 			entries: 250, bundles: uniform, refused: map[Write]bool{Merge: false, Merged: false},
 			costliest: map[Write]string{Merge: "matchConditions[changes-trust]", Merged: "matchConditions[changes-trust]"},
 		},
-		"if the entries hold different bundles, the merge of 200 is still under the limit": {
-			entries: 200, bundles: mixed, refused: map[Write]bool{Merge: false, Merged: false},
+		"if the entries hold different bundles, the merge of 250 is well under the limit: each entry is looked up through a map": {
+			entries: 250, bundles: mixed, refused: map[Write]bool{Merge: false, Merged: false},
 			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "matchConditions[changes-trust]"},
 		},
-		"if the entries hold different bundles, the merge of 250 is over the limit and an ordinary write is not": {
-			entries: 250, bundles: mixed, refused: map[Write]bool{Merge: true, Merged: false},
+		"if the entries hold different bundles, the merge of 1300 is over the limit and an ordinary write is not": {
+			entries: 1300, bundles: mixed, refused: map[Write]bool{Merge: true, Merged: false},
 			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "matchConditions[changes-trust]"},
 		},
 		"if the CA Secret is the policy's param and every entry holds one bundle, its -ca policy skips the uniform rotation, under the limit at 250 entries": {
 			entries: 250, bundles: uniform, param: param, refused: map[Write]bool{Merge: false, Merged: false},
 			costliest: map[Write]string{Merge: "matchConditions[changes-trust]", Merged: "matchConditions[changes-trust]"},
 		},
-		"if the CA Secret is the policy's param and the entries hold different bundles, the merge of 250 is over the limit": {
-			entries: 250, bundles: mixed, param: param, refused: map[Write]bool{Merge: true, Merged: false},
+		"if the CA Secret is the policy's param and the entries hold different bundles, the merge of 1300 is over the limit": {
+			entries: 1300, bundles: mixed, param: param, refused: map[Write]bool{Merge: true, Merged: false},
 			costliest: map[Write]string{Merge: "variables.badWebhooks", Merged: "matchConditions[changes-trust]"},
 		},
 	}
@@ -120,7 +120,7 @@ func Test_Check_agreesWithKubeAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	owner := testpki.MustCA(t, "app-ca")
 	previous := testpki.MustCA(t, "app-ca-previous")
-	for entries, refused := range map[int]bool{50: false, 250: true} {
+	for entries, refused := range map[int]bool{50: false, 1300: true} {
 		t.Run(fmt.Sprint(entries), func(t *testing.T) {
 			c, err := New(cfg, "app", vap.CA{PEM: owner.PEM, Source: "Secret app-system/app-ca"})
 			require.NoError(t, err)
@@ -146,6 +146,55 @@ func Test_Check_agreesWithKubeAPIServer(t *testing.T) {
 			}
 			require.Len(t, msgs, 1)
 			assert.Contains(t, msgs[0], `composited variable "badWebhooks" fails to evaluate: operation cancelled: actual cost limit exceeded`)
+		})
+	}
+}
+
+// Test_Check_sizeBound: the owner's merge stays under the margin of the
+// limit up to 512 KiB of caBundle text (hundreds of entries; a product
+// writes a few dozen), whatever the CA's size, because each entry costs
+// its own bytes and a map lookup; and a writer's write of every entry as
+// stored plus a foreign CA in one entry is denied ca-mismatch, decided
+// within the limit, never left to an evaluation that runs out of budget.
+func Test_Check_sizeBound(t *testing.T) {
+	cfg, err := policy.Load([]byte(config))
+	require.NoError(t, err)
+	const bound = 512 << 10
+	for _, size := range []int{538, 1200, 2000} {
+		t.Run(fmt.Sprintf("CA of %d bytes", size), func(t *testing.T) {
+			ca, err := NewCA(size)
+			require.NoError(t, err)
+			previous, err := NewCA(size)
+			require.NoError(t, err)
+			foreign, err := NewCA(size)
+			require.NoError(t, err)
+			mixed := [][]byte{ca, slices.Concat(previous, ca)}
+			perPair := base64.StdEncoding.EncodedLen(len(mixed[0])) + base64.StdEncoding.EncodedLen(len(mixed[1]))
+			entries := 2 * bound / perPair
+			stored := configuration(entries, mixed...)
+
+			c, err := New(cfg, "app", vap.CA{PEM: ca, Source: "Secret app-system/app-ca"})
+			require.NoError(t, err)
+			rs, err := c.Check(t.Context(), stored)
+			require.NoError(t, err)
+			for _, r := range rs {
+				t.Logf("%d entries: %s: %s", entries, r.Write, r)
+				assert.Less(t, r.Ratio(), 0.8, "%s of %d entries", r.Write, entries)
+			}
+
+			objs, err := vap.Generate(vap.Input{Config: cfg, CAs: map[string]vap.CA{"app": {PEM: ca, Source: "Secret app-system/app-ca"}}})
+			require.NoError(t, err)
+			v, err := vaptest.Compile(objs.Policies[0])
+			require.NoError(t, err)
+			written := stored.DeepCopy()
+			hooks, _, _ := unstructured.NestedSlice(written.Object, "webhooks")
+			last := hooks[len(hooks)-1].(map[string]any)["clientConfig"].(map[string]any)
+			last["caBundle"] = base64.StdEncoding.EncodeToString(slices.Concat(mixed[(len(hooks)-1)%2], foreign))
+			require.NoError(t, unstructured.SetNestedSlice(written.Object, hooks, "webhooks"))
+			msgs := v.Validate(t.Context(), vaptest.Request{Operation: admission.Update, Name: "app", User: cainjector, Object: written, Old: stored})
+			require.Len(t, msgs, 1)
+			assert.Contains(t, msgs[0], "ca-mismatch")
+			assert.NotContains(t, msgs[0], "cost limit")
 		})
 	}
 }
