@@ -136,8 +136,8 @@ func Test_chartVersionMatchesVERSION(t *testing.T) {
 	if chart.Version != want || chart.AppVersion != want {
 		t.Errorf("Chart.yaml has version %q and appVersion %q; both must equal VERSION (%q)", chart.Version, chart.AppVersion, want)
 	}
-	if chart.KubeVersion != ">=1.32.0-0" {
-		t.Errorf("Chart.yaml kubeVersion is %q, want >=1.32.0-0 (the generated policies use CEL's two-variable comprehensions)", chart.KubeVersion)
+	if chart.KubeVersion != ">=1.33.0-0" {
+		t.Errorf("Chart.yaml kubeVersion is %q, want >=1.33.0-0 (the generated policies use CEL's two-variable comprehensions)", chart.KubeVersion)
 	}
 }
 
