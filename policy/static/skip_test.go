@@ -68,6 +68,14 @@ func vwcObject(name string, labels map[string]string, edit func(*admv1.Validatin
 	}
 }
 
+// toService points the entry at a Service instead of a URL.
+func toService(port int32) func(*admv1.ValidatingWebhook) {
+	return func(w *admv1.ValidatingWebhook) {
+		w.ClientConfig.URL = nil
+		w.ClientConfig.Service = &admv1.ServiceReference{Namespace: "app", Name: "app-webhook", Path: ptr.To("/validate"), Port: ptr.To(port)}
+	}
+}
+
 func crdObject(annotations map[string]string, caBundle, service string) *unstructured.Unstructured {
 	meta := map[string]any{"name": "widgets.example.com", "generation": int64(1)}
 	if annotations != nil {
@@ -134,7 +142,12 @@ func Test_skipCondition(t *testing.T) {
 		"without the grant: sent":           {op: admission.Update, obj: withAnnotation(stored), old: stored, u: writer, authz: grantAuthorizer{user: granted.user, fingerprint: "ffffffffffffffffffffffffffffffff"}},
 		"writer's caBundle change: sent":    {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) { w.ClientConfig.CABundle = pem2 }), old: stored, u: writer},
 		"writer's URL change: sent":         {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) { w.ClientConfig.URL = ptr.To("https://b.example.com/validate") }), old: stored, u: writer},
-		"writer's renamed entry: sent":      {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) { w.Name = "b.example.com" }), old: stored, u: writer},
+		"writer's service port move: sent":  {op: admission.Update, obj: vwcObject("app-vwc", nil, toService(8443)), old: vwcObject("app-vwc", nil, toService(443)), u: writer},
+		"writer's timeout, behind a service: skipped": {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) {
+			toService(443)(w)
+			w.TimeoutSeconds = ptr.To[int32](3)
+		}), old: vwcObject("app-vwc", nil, toService(443)), u: writer, skipped: true},
+		"writer's renamed entry: sent": {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) { w.Name = "b.example.com" }), old: stored, u: writer},
 		"writer's CA pointer: sent": {op: admission.Update, obj: func() runtime.Object {
 			o := stored.DeepCopy()
 			o.Annotations = map[string]string{"cert-manager.io/inject-ca-from": "x/y"}

@@ -187,10 +187,10 @@ func Test_renderPolicy_cost(t *testing.T) {
 		"if a configuration has 3 entries, print what its owner's worst writes cost": {
 			entries: 3,
 		},
-		"if a configuration has 250 entries, its owner's merge is over kube-apiserver's limit: an error": {
-			entries: 250, code: cmdutil.ExitDenied,
-			stderr: "error: owners[koordinator]: ValidatingWebhookConfiguration koord-validating-webhook-configuration has 250 entries: " +
-				"kube-apiserver would refuse the owner's merge for its CEL cost (variables.badWebhooks in webhook-guard-koordinator costs 1440632, " +
+		"if a configuration has 600 entries, its owner's merge is over kube-apiserver's limit: an error": {
+			entries: 600, code: cmdutil.ExitDenied,
+			stderr: "error: owners[koordinator]: ValidatingWebhookConfiguration koord-validating-webhook-configuration has 600 entries: " +
+				"kube-apiserver would refuse the owner's merge for its CEL cost (variables.badWebhooks in webhook-guard-koordinator costs 1173010, " +
 				"over kube-apiserver's limit of 1000000 per CEL expression); split the configuration into smaller ones, or guard it with the static shape\n",
 		},
 	}
