@@ -29,24 +29,33 @@ func keepsEntries(entriesOK string) string {
 	return `(` + sameWebhooks + ` || ` + sameEntryNames + ` && (` + entriesOK + `))`
 }
 
-// sameClientConfigs is CEL that is true when, entry by entry, the
-// clientConfig (caBundle, url, service) of the request's object is the
-// stored one. Each field is compared as a list of strings: kube-apiserver
-// hands a webhook's matchConditions the typed objects, and comparing whole
-// clientConfig structs goes through reflection, one allocation per byte of
-// every caBundle (11.8 times the least caBundle policy's time for a
-// timeout change at 50 entries). clientConfig is a required field of every
-// entry; a service's namespace and name are required, its port defaulted.
-var sameClientConfigs = sameBundles + ` && ` + endpointsOf("object") + ` == ` + endpointsOf("oldObject")
+// sameClientConfigs is CEL that is true for an UPDATE that keeps every
+// entry's name, position and clientConfig (caBundle, url, service). It
+// compares two lists per object: each entry's name and endpoint as one
+// string, and the caBundles as they are (bytes in the typed objects
+// kube-apiserver hands a webhook's matchConditions, so nothing is
+// converted). Comparing whole clientConfig structs instead went through
+// reflection, one allocation per byte of every caBundle: a writer's
+// timeout change at 50 entries cost 11.8 times the least caBundle policy.
+// clientConfig is a required field of every entry; a service's namespace
+// and name are required, its port defaulted.
+var sameClientConfigs = `request.operation == "UPDATE" && object != null && oldObject != null && has(object.webhooks) && has(oldObject.webhooks) && ` +
+	entryKeysOf("object") + ` == ` + entryKeysOf("oldObject") + ` && ` + bundlesOf("object") + ` == ` + bundlesOf("oldObject")
 
-// endpointsOf is CEL for the endpoint of every entry of obj as a string:
+// entryKeysOf is CEL for every entry of obj as its name and its endpoint:
 // the URL, or the service as namespace/name/path:port (the port, digits,
-// follows the last colon, so no two services give one string).
-func endpointsOf(obj string) string {
-	return obj + `.webhooks.map(e, has(e.clientConfig.url) ? "url:" + e.clientConfig.url : has(e.clientConfig.service) ? ` +
+// follows the last colon, and a name holds no newline, so no two entries
+// give one string).
+func entryKeysOf(obj string) string {
+	return obj + `.webhooks.map(e, e.name + "\n" + (has(e.clientConfig.url) ? "url:" + e.clientConfig.url : has(e.clientConfig.service) ? ` +
 		`"service:" + e.clientConfig.service.namespace + "/" + e.clientConfig.service.name + "/" + ` +
 		`(has(e.clientConfig.service.path) ? e.clientConfig.service.path : "") + ":" + ` +
-		`(has(e.clientConfig.service.port) ? string(e.clientConfig.service.port) : "") : "")`
+		`(has(e.clientConfig.service.port) ? string(e.clientConfig.service.port) : "") : ""))`
+}
+
+// bundlesOf is CEL for every entry's caBundle of obj, empty where absent.
+func bundlesOf(obj string) string {
+	return obj + `.webhooks.map(e, has(e.clientConfig.caBundle) ? e.clientConfig.caBundle : b"")`
 }
 
 // samePointerAlways requires the CA pointer unchanged.
@@ -58,7 +67,7 @@ var samePointerAlways = pointerOf("object") + ` == ` + pointerOf("oldObject")
 // pointer stays. A timeout, a rule, a failurePolicy, a label or an
 // annotation may change.
 func WebhooksKeepTrust() string {
-	return keepsEntries(sameClientConfigs) + ` && ` + samePointerAlways
+	return `(` + sameWebhooks + ` || ` + sameClientConfigs + `) && ` + samePointerAlways
 }
 
 // TrustObjectKeepsTrust is CEL that is true for an UPDATE of an object of
