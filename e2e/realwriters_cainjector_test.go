@@ -114,6 +114,10 @@ type injectorRunOptions struct {
 	// where cert-manager and the guard run before the product is
 	// installed (beforeInjector is not called).
 	injectorFirst bool
+	// certificateWithConfigurations (with injectorFirst) creates the
+	// Certificate and its Secret just before the configurations, as one
+	// install applies them, instead of before cainjector starts.
+	certificateWithConfigurations bool
 }
 
 // startInjectorRun starts the environment (with cert-manager's CRDs and
@@ -129,12 +133,18 @@ func startInjectorRun(t *testing.T, o injectorRunOptions) *injectorRun {
 	if o.targets != nil {
 		r.targets = o.targets
 	}
-	r.cert = framework.CreateCertificate(t, f.env, framework.CertificateOptions{
-		Namespace: appNamespace, Name: injectedCert, AllowDirectInjection: o.fromSecret,
-	})
-	ann := map[string]string{"cert-manager.io/inject-ca-from": r.cert.InjectCAFrom()}
-	if o.fromSecret {
-		ann = map[string]string{"cert-manager.io/inject-ca-from-secret": r.cert.InjectCAFromSecret()}
+	createCertificate := func() map[string]string {
+		r.cert = framework.CreateCertificate(t, f.env, framework.CertificateOptions{
+			Namespace: appNamespace, Name: injectedCert, AllowDirectInjection: o.fromSecret,
+		})
+		if o.fromSecret {
+			return map[string]string{"cert-manager.io/inject-ca-from-secret": r.cert.InjectCAFromSecret()}
+		}
+		return map[string]string{"cert-manager.io/inject-ca-from": r.cert.InjectCAFrom()}
+	}
+	var ann map[string]string
+	if !o.certificateWithConfigurations {
+		ann = createCertificate()
 	}
 	if o.injectorFirst {
 		framework.BuildBinary(t, "./e2e/writers/cainjector")
@@ -143,6 +153,9 @@ func startInjectorRun(t *testing.T, o injectorRunOptions) *injectorRun {
 			waitPolicyActive(t, f)
 		}
 		start := time.Now()
+		if o.certificateWithConfigurations {
+			ann = createCertificate()
+		}
 		for _, tg := range r.targets {
 			f.admin.MustCreate(t, framework.Spec{Kind: tg.kind, Name: tg.name, Annotations: ann, Bundles: make([][]byte, tg.entries)})
 		}

@@ -158,13 +158,10 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if !s.mayUseSecretParams(ctx) {
 		res.DropParams()
 	}
-	prevCostly := s.costly
-	s.costly = s.checkCosts(ctx, cfg, res)
 	objs, err := s.generate(cfg, res, anchor)
 	if err != nil {
 		return err
 	}
-	s.reportCostly(objs, prevCostly, s.costly)
 	l, err := s.listLive(ctx)
 	if err != nil {
 		return err
@@ -186,6 +183,14 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	s.reportRefusals(cfg, objs, r.refusals)
 	errs = append(errs, s.deleteOrphans(ctx, objs, l)...)
+	// The cost check only reports (the policies fail closed whatever it
+	// finds), so it runs after the objects are written: compiling and
+	// running the policies for a new CA takes up to a few hundred
+	// milliseconds, which a writer's first injection would otherwise wait
+	// out behind a policy that still says ca-unavailable.
+	prevCostly := s.costly
+	s.costly = s.checkCosts(ctx, cfg, res)
+	s.reportCostly(objs, prevCostly, s.costly)
 	return errors.Join(errs...)
 }
 
