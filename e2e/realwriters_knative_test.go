@@ -27,7 +27,6 @@ package e2e
 // admission call the guard decides.
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -36,10 +35,8 @@ import (
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
-	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
@@ -61,6 +58,12 @@ const (
 )
 
 var knativeUser = framework.ServiceAccountUser(framework.KnativeNamespace, framework.KnativeServiceAccount)
+
+// knativeForeignTargets are the objects the foreign writes try: a
+// configuration and the CRD.
+var knativeForeignTargets = []framework.Target{
+	{Kind: framework.Mutating, Name: framework.KnativeDefaulting}, {Kind: framework.CRD, Name: framework.KnativeWidgetCRD},
+}
 
 // knativeConfig maps Knative's configurations and the writer's CRD, in
 // mode, to serving's webhook service account and ca-cert.pem of its Secret:
@@ -156,69 +159,6 @@ func touchDefaulting(t *testing.T, env *framework.Env) time.Duration {
 	return time.Since(start)
 }
 
-// logKnativeWrites logs Knative's writes by object, verb and status code.
-func logKnativeWrites(t *testing.T, env *framework.Env) {
-	t.Helper()
-	writes := env.AuditedWrites(t, knativeUser.Name)
-	by := map[string]int{}
-	for _, w := range writes {
-		by[fmt.Sprintf("%s %s/%s %d", w.Verb, w.Resource, w.Name, w.Code)]++
-	}
-	t.Logf("Knative's writes of the guarded objects: %d, by status code %v; by object: %v", len(writes), codes(writes), by)
-	logFailedWrites(t, writes)
-}
-
-// checkForeignWrites: a stranger writing its own CA, and Knative's own
-// identity writing a foreign CA, into a configuration and the CRD are
-// denied, and nothing is stored (static shape: the guard's message).
-func checkForeignWrites(t *testing.T, env *framework.Env, k *framework.Knative) {
-	ctx := t.Context()
-	admin := env.AdminClient(t)
-	current := k.SecretData(t)[framework.KnativeCAKey]
-	targets := []struct {
-		kind framework.Kind
-		name string
-	}{{framework.Mutating, framework.KnativeDefaulting}, {framework.CRD, framework.KnativeWidgetCRD}}
-	t.Run("another service account writing its CA is denied", func(t *testing.T) {
-		env.EnsureNamespace(t, intruderNamespace)
-		intruder := env.ServiceAccount(t, intruderNamespace, intruderSA)
-		for _, o := range targets {
-			before := admin.MustGet(t, o.kind, o.name)
-			_, err := intruder.SetCABundle(ctx, o.kind, o.name, framework.NewCA(t, "intruder").PEM)
-			requireDenied(t, err, `(mapping "`+knativeMapping+`", enforce)`, "not-owner", intruderUser.Name)
-			requireUnchanged(t, admin, o.kind, o.name, before.ResourceVersion, current)
-		}
-	})
-	t.Run("Knative's service account writing a foreign CA is denied", func(t *testing.T) {
-		sa := k.Client(t)
-		for _, o := range targets {
-			before := admin.MustGet(t, o.kind, o.name)
-			_, err := sa.SetCABundle(ctx, o.kind, o.name, framework.NewCA(t, "foreign").PEM)
-			requireDenied(t, err, `(mapping "`+knativeMapping+`", enforce)`, "ca-mismatch", knativeUser.Name)
-			requireUnchanged(t, admin, o.kind, o.name, before.ResourceVersion, current)
-		}
-	})
-}
-
-// knativeGuardCounts are the guard's decisions about the mapping.
-func knativeGuardCounts(t testing.TB, g *framework.Guard) (allow, deny float64) {
-	t.Helper()
-	m := g.Metrics(t)
-	return m.Sum("webhook_guard_decisions_total", map[string]string{"mapping": knativeMapping, "decision": "allow"}),
-		m.Sum("webhook_guard_decisions_total", map[string]string{"mapping": knativeMapping, "decision": "deny"})
-}
-
-// knativeRecords are the guard's records of Knative's writes.
-func knativeRecords(g *framework.Guard) []framework.Record {
-	var out []framework.Record
-	for _, r := range g.Records() {
-		if r.Subject == knativeUser.Name {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // knativeRotation is what one forced rotation cost.
 type knativeRotation struct {
 	converged time.Duration
@@ -288,50 +228,25 @@ func TestRealWriterKnativeStaticShape(t *testing.T) {
 			i, res.converged.Round(time.Millisecond), len(res.writes), len(res.denied))
 	}
 
-	logKnativeWrites(t, env)
-	writes := env.AuditedWrites(t, knativeUser.Name)
-	denied := deniedWrites(t, env, knativeUser.Name)
-	allow, deny := knativeGuardCounts(t, env.Guard)
-	records := knativeRecords(env.Guard)
-	t.Logf("guard decisions of mapping %q: %g allow, %g deny; records of Knative: %d", knativeMapping, allow, deny, len(records))
-	if len(denied) > 0 || deny > 0 || len(records) > 0 {
-		first := ""
-		if len(denied) > 0 {
-			first = denied[0].Message
-		}
-		t.Errorf("the guard denied Knative: %d 403s in the audit log (first: %s), %g deny decisions, %d records", len(denied), first, deny, len(records))
-	}
-	if accepted := codes(writes)[200]; allow < float64(accepted) {
-		t.Errorf("the guard allowed %g writes of mapping %q but kube-apiserver accepted %d from Knative: it did not decide them all", allow, knativeMapping, accepted)
-	}
-	if n := len(k.RefusedInLog()); n > 0 {
-		t.Errorf("Knative logged %d refused writes; first: %s", n, k.RefusedInLog()[0])
-	}
-
-	checkForeignWrites(t, env, k)
+	requireWriterUndenied(t, env, "Knative", knativeUser.Name, knativeMapping, k.RefusedInLog())
+	checkForeignWritesDenied(t, env, knativeMapping, k.Client, knativeForeignTargets, k.SecretData(t)[framework.KnativeCAKey])
 	t.Run("discover proposes Knative's mapping", func(t *testing.T) { checkKnativeDiscover(t, env) })
 
 	t.Run("audit mode records nothing against Knative", func(t *testing.T) {
 		env.Guard.RewriteConfig(t, knativeConfig(t, guardapi.ModeAudit))
 		// The enforce-mode denials of the foreign CA above are Knative's
 		// identity's records too: count from here.
-		recordedBefore := len(knativeRecords(env.Guard))
+		recordedBefore := len(recordsOf(env.Guard, knativeUser.Name))
 		res := rotateKnative(t, env, k)
 		if !res.ok || len(res.denied) > 0 {
 			t.Errorf("audit-mode rotation: converged in %s (within bound: %v), %d denied", res.converged.Round(time.Millisecond), res.ok, len(res.denied))
 		}
-		stranger := env.ServiceAccount(t, intruderNamespace, intruderSA)
-		if _, err := stranger.SetCABundle(t.Context(), framework.Validating, framework.KnativeConfigMaps, framework.NewCA(t, "audited").PEM); err != nil {
-			t.Fatalf("a stranger's write in audit mode: %v", err)
-		}
-		waitForRecord(t, env.Guard, "the stranger's audited write", func(r framework.Record) bool { return r.Subject == intruderUser.Name })
 		// Knative, a replacing writer, puts its CA back over the stranger's.
-		if _, err := k.WaitInjected(t, k.SecretData(t)[framework.KnativeCAKey], knativeConvergence); err != nil {
-			t.Error(err)
-		}
-		if r := knativeRecords(env.Guard)[recordedBefore:]; len(r) > 0 {
-			t.Errorf("audit mode recorded %d of Knative's writes; first: %s", len(r), r[0].Raw)
-		}
+		requireAuditRecordsOnlyStranger(t, env, "Knative", knativeUser.Name, recordedBefore,
+			framework.Target{Kind: framework.Validating, Name: framework.KnativeConfigMaps}, func() error {
+				_, err := k.WaitInjected(t, k.SecretData(t)[framework.KnativeCAKey], knativeConvergence)
+				return err
+			})
 		t.Logf("audit mode: rotation converged in %s with %d writes by Knative, none recorded; the stranger's write recorded",
 			res.converged.Round(time.Millisecond), len(res.writes))
 	})
@@ -411,7 +326,7 @@ func TestRealWriterKnativePolicyShape(t *testing.T) {
 		}
 	}
 	t.Logf("the Secret's CAs: %s", history)
-	logKnativeWrites(t, env)
+	logWriterWrites(t, env, "Knative", knativeUser.Name, 0)
 	if total > 0 {
 		t.Errorf("kube-apiserver denied %d of Knative's writes over %d rotations that were neither stale nor param lag; want 0", total, knativeRotations)
 	}
@@ -419,17 +334,7 @@ func TestRealWriterKnativePolicyShape(t *testing.T) {
 		len(deniedWrites(t, env, knativeUser.Name))-afterInitial, len(k.RefusedInLog()))
 
 	current := k.SecretData(t)[framework.KnativeCAKey]
-	for _, o := range []struct {
-		kind framework.Kind
-		name string
-	}{{framework.Mutating, framework.KnativeDefaulting}, {framework.CRD, framework.KnativeWidgetCRD}} {
-		if _, err := intruder.SetCABundle(ctx, o.kind, o.name, framework.NewCA(t, "intruder").PEM); err == nil || !strings.Contains(err.Error(), "not-owner") {
-			t.Errorf("%s %s: a stranger's CA: %v; want a not-owner denial", o.kind, o.name, err)
-		}
-		if _, err := k.Client(t).SetCABundle(ctx, o.kind, o.name, framework.NewCA(t, "foreign").PEM); err == nil || !strings.Contains(err.Error(), "ca-mismatch") {
-			t.Errorf("%s %s: a foreign CA with Knative's identity: %v; want a ca-mismatch denial", o.kind, o.name, err)
-		}
-	}
+	requireForeignWritesRefused(t, intruder, k.Client(t), "Knative", knativeForeignTargets)
 	if _, err := k.WaitInjected(t, current, 0); err != nil {
 		t.Errorf("after the denied writes: %v", err)
 	}
@@ -443,18 +348,9 @@ func TestRealWriterKnativePolicyShape(t *testing.T) {
 // Secret key holding the caBundle's CA), in audit mode.
 func checkKnativeDiscover(t *testing.T, env *framework.Env) {
 	framework.InstallKnativeWebhookWorkload(t, env)
-	kubeconfig := env.Kubeconfig(t, envtest.User{Name: "e2e-discoverer", Groups: []string{"system:masters"}})
-	proposal, code := cli(t, "discover", "--format", "config", "--kubeconfig", kubeconfig)
-	t.Logf("discover --format config:\n%s", proposal)
-	if code != 0 {
-		t.Fatalf("discover exited %d", code)
-	}
-	cfg, err := policy.Load([]byte(proposal))
-	if err != nil {
-		t.Fatalf("the proposal does not load: %v", err)
-	}
+	cfg := discoverProposal(t, env)
 	want := knativeConfig(t, guardapi.ModeAudit).Owners[0]
-	for _, o := range cfg.Spec.Owners {
+	for _, o := range cfg.Owners {
 		if mustYAML(t, o.Writers) == mustYAML(t, want.Writers) {
 			if mustYAML(t, o.Match) != mustYAML(t, want.Match) || mustYAML(t, o.CA) != mustYAML(t, want.CA) {
 				t.Errorf("discover proposed for Knative:\n%s\nwant the match and CA of:\n%s", mustYAML(t, o), mustYAML(t, want))

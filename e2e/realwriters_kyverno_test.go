@@ -21,9 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
-
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
@@ -263,18 +260,9 @@ func TestRealWriterKyvernoStaticShape(t *testing.T) {
 	t.Run("discover proposes the mapping", func(t *testing.T) {
 		// The chart's Deployment, ServiceAccount and Service selector, and
 		// Kyverno's Secrets and configurations as Kyverno left them.
-		kubeconfig := env.Kubeconfig(t, envtest.User{Name: "e2e-discoverer", Groups: []string{"system:masters"}})
-		proposal, code := cli(t, "discover", "--format", "config", "--kubeconfig", kubeconfig)
-		t.Logf("discover --format config:\n%s", proposal)
-		if code != 0 {
-			t.Fatalf("discover exited %d", code)
-		}
+		proposed := discoverProposal(t, env)
 		// The products page's mapping, but for its name: discover names a
 		// mapping after the workload.
-		var proposed guardapi.GuardConfig
-		if err := yaml.Unmarshal([]byte(proposal), &proposed); err != nil {
-			t.Fatalf("discover's proposal does not decode: %v", err)
-		}
 		if len(proposed.Owners) != 1 {
 			t.Fatalf("discover proposed %d mappings, want Kyverno's one", len(proposed.Owners))
 		}

@@ -44,6 +44,17 @@ func (b *Buffer) Lines() []string {
 	return strings.Split(s, "\n")
 }
 
+// Containing returns the complete lines holding s.
+func (b *Buffer) Containing(s string) []string {
+	var out []string
+	for _, l := range b.Lines() {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // Tail returns the last n lines.
 func (b *Buffer) Tail(n int) string {
 	lines := b.Lines()

@@ -179,43 +179,23 @@ const caInjectorReadyLine = `"Starting workers"`
 // controllers runs its workers (at most 30 s).
 func (c *CAInjector) Start(t testing.TB) {
 	t.Helper()
-	from := len(c.Log.String())
-	cmd, done, err := c.proc.start(c.Bin, c.Args, nil, c.Log)
-	if err != nil {
-		t.Fatalf("start cainjector: %v", err)
-	}
-
-	ready := func() bool {
-		log := c.Log.String()[from:]
-		for _, ctrl := range c.controllers {
-			found := false
-			for l := range strings.SplitSeq(log, "\n") {
-				if strings.Contains(l, caInjectorReadyLine) && strings.Contains(l, `controller="`+ctrl+`"`) {
-					found = true
-					break
+	c.proc.startReady(t, "cainjector", c.Bin, c.Args, nil, c.Log, 30*time.Second,
+		fmt.Sprintf("%s for each of its controllers %v", caInjectorReadyLine, c.controllers),
+		func(since string) bool {
+			for _, ctrl := range c.controllers {
+				found := false
+				for l := range strings.SplitSeq(since, "\n") {
+					if strings.Contains(l, caInjectorReadyLine) && strings.Contains(l, `controller="`+ctrl+`"`) {
+						found = true
+						break
+					}
+				}
+				if !found {
+					return false
 				}
 			}
-			if !found {
-				return false
-			}
-		}
-		return true
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !ready() {
-		select {
-		case <-done:
-			c.Stop(t)
-			t.Fatalf("cainjector exited before its controllers started (%v): %s %s\n--- log (last 40 lines) ---\n%s",
-				cmd.ProcessState, c.Bin, strings.Join(c.Args, " "), c.Log.Tail(40))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			c.Stop(t)
-			t.Fatalf("cainjector's controllers did not start within 30s (no %s for each of %v)\n--- log (last 40 lines) ---\n%s",
-				caInjectorReadyLine, c.controllers, c.Log.Tail(40))
-		}
-	}
+			return true
+		})
 }
 
 // Stop terminates cainjector (SIGTERM, then SIGKILL after 10 s). It is safe
@@ -229,15 +209,7 @@ func (c *CAInjector) Stop(t testing.TB) {
 func (c *CAInjector) Running() bool { return c.proc.running() }
 
 // LinesContaining are cainjector's log lines holding s.
-func (c *CAInjector) LinesContaining(s string) []string {
-	var out []string
-	for _, l := range c.Log.Lines() {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+func (c *CAInjector) LinesContaining(s string) []string { return c.Log.Containing(s) }
 
 // ApplyErrors are the log lines of writes kube-apiserver rejected: the
 // reconciler logs "unable to apply target object with CA data" with the

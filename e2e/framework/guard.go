@@ -2,7 +2,6 @@ package framework
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -286,22 +285,7 @@ func (g *Guard) Running() bool { return g.proc.running() }
 // Metrics scrapes the guard's Prometheus endpoint.
 func (g *Guard) Metrics(t testing.TB) Metrics {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.MetricsAddr+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("scrape guard metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape guard metrics: %s", resp.Status)
-	}
-	m, err := ParseMetrics(resp.Body)
-	if err != nil {
-		t.Fatalf("parse guard metrics: %v", err)
-	}
-	return m
+	return scrapeMetrics(t, "guard", "http://"+g.MetricsAddr+"/metrics")
 }
 
 // Metric is the sum of the samples of name whose labels include labels.

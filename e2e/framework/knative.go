@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -10,17 +9,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // KnativeTargets are the objects Knative's reconcilers write the CA into:
 // serving's three configurations (one entry each) and the Widget CRD.
-var KnativeTargets = []struct {
-	Kind Kind
-	Name string
-}{
+var KnativeTargets = []Target{
 	{Mutating, KnativeDefaulting},
 	{Validating, KnativeValidation},
 	{Validating, KnativeConfigMaps},
@@ -101,22 +96,8 @@ func StartKnative(t testing.TB, env *Env, opts KnativeOptions) *Knative {
 		fmt.Sprintf("WEBHOOK_PORT=%d", FreePort(t)),
 		"PROFILING_PORT=0",
 	}
-	_, done, err := k.proc.start(k.Bin, args, envVars, k.Log)
-	if err != nil {
-		t.Fatalf("start knative-writer: %v", err)
-	}
-	k.StartedAt = time.Now()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(k.Log.String(), knativeStartedLine) {
-		select {
-		case <-done:
-			t.Fatalf("knative-writer exited before it started its controllers: %s %s (its log follows)", k.Bin, strings.Join(args, " "))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("knative-writer did not start its controllers within 30s (no %q in its log, which follows)", knativeStartedLine)
-		}
-	}
+	k.StartedAt = k.proc.startReady(t, "knative-writer", k.Bin, args, envVars, k.Log, 30*time.Second,
+		fmt.Sprintf("%q in its log (sharedmain started its controllers)", knativeStartedLine), logHas(knativeStartedLine))
 	return k
 }
 
@@ -138,25 +119,14 @@ func (k *Knative) waitRBAC(t testing.TB) {
 // only (no role of the suite's added).
 func (k *Knative) Kube(t testing.TB) kubernetes.Interface {
 	t.Helper()
-	au, err := k.env.addUser(k.User, &rest.Config{QPS: 50, Burst: 100})
-	if err != nil {
-		t.Fatalf("provision %s: %v", k.User.Name, err)
-	}
-	return kubernetes.NewForConfigOrDie(au.Config())
+	return k.Client(t).Kube
 }
 
 // Client is a framework Client acting as the webhook's identity with
 // serving's RBAC only, to write as it from outside its process.
 func (k *Knative) Client(t testing.TB) *Client {
 	t.Helper()
-	au, err := k.env.addUser(k.User, &rest.Config{QPS: 50, Burst: 100})
-	if err != nil {
-		t.Fatalf("provision %s: %v", k.User.Name, err)
-	}
-	cfg := rest.CopyConfig(au.Config())
-	w := &Warnings{}
-	cfg.WarningHandler = w
-	return &Client{User: k.User, Config: cfg, Kube: kubernetes.NewForConfigOrDie(cfg), Warnings: w}
+	return k.env.actingAs(t, k.User)
 }
 
 // SecretData reads webhook-certs as the admin.
@@ -217,16 +187,7 @@ func (k *Knative) Rotate(t testing.TB) Rotation {
 // "Kind/name", one per webhooks[] entry (one for the CRD).
 func (k *Knative) Bundles(t testing.TB) map[string][][]byte {
 	t.Helper()
-	admin := &Client{Config: k.env.Admin, Kube: k.env.AdminKube}
-	out := map[string][][]byte{}
-	for _, o := range KnativeTargets {
-		got, err := admin.Get(context.Background(), o.Kind, o.Name)
-		if err != nil {
-			t.Fatalf("get %s %s: %v", o.Kind, o.Name, err)
-		}
-		out[string(o.Kind)+"/"+o.Name] = got.Bundles
-	}
-	return out
+	return targetBundles(t, k.env, KnativeTargets)
 }
 
 // WaitInjected polls every 10 ms until every caBundle of KnativeTargets is
@@ -234,27 +195,7 @@ func (k *Knative) Bundles(t testing.TB) map[string][][]byte {
 // returns an error naming the objects that do not hold it.
 func (k *Knative) WaitInjected(t testing.TB, ca []byte, timeout time.Duration) (time.Duration, error) {
 	t.Helper()
-	start := time.Now()
-	for {
-		var off []string
-		for name, bundles := range k.Bundles(t) {
-			if len(bundles) == 0 {
-				off = append(off, name+" has no caBundle")
-			}
-			for i, b := range bundles {
-				if !bytes.Equal(b, ca) {
-					off = append(off, fmt.Sprintf("%s[%d] holds %d bytes", name, i, len(b)))
-				}
-			}
-		}
-		if len(off) == 0 {
-			return time.Since(start), nil
-		}
-		if time.Since(start) > timeout {
-			return time.Since(start), fmt.Errorf("after %s not every caBundle holds Knative's CA (%d bytes): %s", timeout, len(ca), strings.Join(off, "; "))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return waitTargetBundles(t, k.env, KnativeTargets, "Knative", ca, timeout)
 }
 
 // KnativeQueues are the work queues (and logger names) of the
@@ -280,12 +221,4 @@ func (k *Knative) Reconciles(queue string) int {
 
 // RefusedInLog are Knative's log lines about a write kube-apiserver
 // refused (by a webhook or a policy; not a conflict).
-func (k *Knative) RefusedInLog() []string {
-	var out []string
-	for _, l := range k.Log.Lines() {
-		if strings.Contains(l, "denied the request") || strings.Contains(l, "is forbidden") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+func (k *Knative) RefusedInLog() []string { return refusedLines(k.Log) }

@@ -220,26 +220,8 @@ func (k *Kyverno) waitRBAC(t testing.TB) {
 // controllers run (at most 60 s: its informers list every Kyverno kind).
 func (k *Kyverno) Start(t testing.TB) {
 	t.Helper()
-	started := strings.Count(k.Log.String(), kyvernoReadyLine)
-	cmd, done, err := k.proc.start(k.Bin, k.Args, k.Env, k.Log)
-	if err != nil {
-		t.Fatalf("start kyverno-writer: %v", err)
-	}
-	k.StartedAt = time.Now()
-	deadline := time.Now().Add(60 * time.Second)
-	for strings.Count(k.Log.String(), kyvernoReadyLine) == started {
-		select {
-		case <-done:
-			k.Stop(t)
-			t.Fatalf("kyverno-writer exited before its controllers ran (%v): %s %s\n--- log (last 40 lines) ---\n%s",
-				cmd.ProcessState, k.Bin, strings.Join(k.Args, " "), k.Log.Tail(40))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			k.Stop(t)
-			t.Fatalf("kyverno-writer's controllers did not run within 60s\n--- log (last 40 lines) ---\n%s", k.Log.Tail(40))
-		}
-	}
+	k.StartedAt = k.proc.startReady(t, "kyverno-writer", k.Bin, k.Args, k.Env, k.Log, 60*time.Second,
+		fmt.Sprintf("%q in its log (its controllers run)", kyvernoReadyLine), logHas(kyvernoReadyLine))
 }
 
 // Stop terminates the writer (SIGTERM, then SIGKILL after 10 s). It is

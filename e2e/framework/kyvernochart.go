@@ -1,23 +1,16 @@
 package framework
 
 import (
-	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
@@ -52,30 +45,7 @@ func InstallKyvernoCRDs(t testing.TB, env *Env) {
 // defaults and extra --set values.
 func RenderKyvernoChart(t testing.TB, set ...string) []*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "kyverno", localKyvernoChart(t), "--namespace", KyvernoNamespace}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	cmd := exec.Command(filepath.Join(RepoRoot(), "bin", "helm"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm template Kyverno's chart: %v: %s (bin/helm missing? run make tools)", err, stderr.String())
-	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			break
-		}
-		if len(m) == 0 {
-			continue
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
-	}
-	return objs
+	return helmTemplate(t, "Kyverno's chart", "kyverno", localKyvernoChart(t), KyvernoNamespace, set...)
 }
 
 // localKyvernoChart is a copy of the module's charts/kyverno without the
@@ -145,14 +115,7 @@ func kyvernoChartObject(o *unstructured.Unstructured) bool {
 // match.
 func installKyvernoChartObjects(t testing.TB, env *Env, objs []*unstructured.Unstructured) {
 	t.Helper()
-	ctx := context.Background()
 	env.EnsureNamespace(t, KyvernoNamespace)
-	groups, err := restmapper.GetAPIGroupResources(env.AdminKube.Discovery())
-	if err != nil {
-		t.Fatalf("discover the API: %v", err)
-	}
-	mapper := restmapper.NewDiscoveryRESTMapper(groups)
-	dyn := dynamic.NewForConfigOrDie(env.Admin)
 	var clusterRoles []*rbacv1.ClusterRole
 	for _, o := range objs {
 		// Every rendered ClusterRole: an aggregated role may select
@@ -165,6 +128,7 @@ func installKyvernoChartObjects(t testing.TB, env *Env, objs []*unstructured.Uns
 			clusterRoles = append(clusterRoles, &cr)
 		}
 	}
+	var install []*unstructured.Unstructured
 	for _, o := range objs {
 		if !kyvernoChartObject(o) {
 			continue
@@ -172,19 +136,9 @@ func installKyvernoChartObjects(t testing.TB, env *Env, objs []*unstructured.Uns
 		if o.GetKind() == "ClusterRole" {
 			aggregateClusterRole(t, o, clusterRoles)
 		}
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("map %s: %v", gvk, err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == "namespace" {
-			ri = dyn.Resource(m.Resource).Namespace(KyvernoNamespace)
-		}
-		if _, err := ri.Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create the chart's %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
+		install = append(install, o)
 	}
+	createObjects(t, env, KyvernoNamespace, install)
 }
 
 // aggregateClusterRole sets an aggregated ClusterRole's rules to those of the

@@ -2,11 +2,15 @@ package framework
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 )
 
 // Sample is one series of the Prometheus text format.
@@ -139,4 +143,26 @@ func unquoteLabel(s string) (string, int, error) {
 		}
 	}
 	return "", 0, fmt.Errorf("unterminated label value")
+}
+
+// scrapeMetrics reads url (a /metrics endpoint) within 5 s; what names
+// its server in failures.
+func scrapeMetrics(t testing.TB, what, url string) Metrics {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scrape %s metrics: %v", what, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape %s metrics: %s", what, resp.Status)
+	}
+	m, err := ParseMetrics(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s metrics: %v", what, err)
+	}
+	return m
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // process is one child process the framework runs (the guard, cainjector,
@@ -43,6 +45,49 @@ func (p *process) start(bin string, args, env []string, log *Buffer) (cmd *exec.
 	go func() { _ = c.Wait(); close(ch) }()
 	p.cmd, p.done = c, ch
 	return c, ch, nil
+}
+
+// startReady is start for a real writer, then a wait until ready holds
+// for what the process printed since this start (polled every 50 ms), and
+// returns when the process was started. A process that exits first, or is
+// not ready within timeout, is stopped and fails t naming awaited (what
+// ready looks for); each writer's t.Cleanup prints its log on failure.
+func (p *process) startReady(t testing.TB, name, bin string, args, env []string, log *Buffer,
+	timeout time.Duration, awaited string, ready func(since string) bool,
+) time.Time {
+	t.Helper()
+	from := len(log.String())
+	cmd, done, err := p.start(bin, args, env, log)
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	started := time.Now()
+	since := func() string {
+		s := log.String()
+		if from > len(s) { // the log was Reset
+			from = 0
+		}
+		return s[from:]
+	}
+	deadline := started.Add(timeout)
+	for !ready(since()) {
+		select {
+		case <-done:
+			p.stop(t, name)
+			t.Fatalf("%s exited before %s (%v): %s %s (its log follows)", name, awaited, cmd.ProcessState, bin, strings.Join(args, " "))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop(t, name)
+			t.Fatalf("%s: no %s within %s (its log follows)", name, awaited, timeout)
+		}
+	}
+	return started
+}
+
+// logHas is a startReady condition: line appears in the log.
+func logHas(line string) func(string) bool {
+	return func(since string) bool { return strings.Contains(since, line) }
 }
 
 // current is the running process (nil when there is none) and its done.

@@ -254,27 +254,8 @@ func (r *Rotator) Args() []string {
 // restart the process.
 func (r *Rotator) Start(t testing.TB) {
 	t.Helper()
-	started := strings.Count(r.Log.String(), rotatorStartedLine)
-	cmd, done, err := r.proc.start(r.Bin, r.Args(), nil, r.Log)
-	if err != nil {
-		t.Fatalf("start the rotator: %v", err)
-	}
-	r.StartedAt = time.Now()
-
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(r.Log.String(), rotatorStartedLine) == started {
-		select {
-		case <-done:
-			r.Stop(t)
-			t.Fatalf("the rotator exited before it started (%v): %s %s (its log follows)",
-				cmd.ProcessState, r.Bin, strings.Join(r.Args(), " "))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			r.Stop(t)
-			t.Fatalf("the rotator did not start within 30s (no %q in its log, which follows)", rotatorStartedLine)
-		}
-	}
+	r.StartedAt = r.proc.startReady(t, "the rotator", r.Bin, r.Args(), nil, r.Log, 30*time.Second,
+		fmt.Sprintf("%q in its log (its first certificate check)", rotatorStartedLine), logHas(rotatorStartedLine))
 }
 
 // Stop terminates the rotator (SIGTERM, then SIGKILL after 10 s). It is

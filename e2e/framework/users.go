@@ -98,14 +98,7 @@ func (e *Env) Client(t testing.TB, user envtest.User) *Client {
 		sum := sha256.Sum256([]byte(user.Name))
 		e.bind(t, "e2e-writer-"+hex.EncodeToString(sum[:6]), WriterRole, user.Name)
 	}
-	au, err := e.addUser(user, &rest.Config{QPS: 200, Burst: 400})
-	if err != nil {
-		t.Fatalf("provision user %s: %v", user.Name, err)
-	}
-	cfg := rest.CopyConfig(au.Config())
-	w := &Warnings{}
-	cfg.WarningHandler = w
-	c := &Client{User: user, Config: cfg, Kube: kubernetes.NewForConfigOrDie(cfg), Warnings: w}
+	c := e.provision(t, user, &rest.Config{QPS: 200, Burst: 400})
 	if !masters {
 		// RBAC reaches the authorizer through an informer; wait for it.
 		Eventually(t, 10*time.Second, user.Name+" may list webhook configurations", func() bool {
@@ -114,6 +107,20 @@ func (e *Env) Client(t testing.TB, user envtest.User) *Client {
 		})
 	}
 	return c
+}
+
+// provision is a Client acting as user with base's rate limits, whatever
+// RBAC user has.
+func (e *Env) provision(t testing.TB, user envtest.User, base *rest.Config) *Client {
+	t.Helper()
+	au, err := e.addUser(user, base)
+	if err != nil {
+		t.Fatalf("provision user %s: %v", user.Name, err)
+	}
+	cfg := rest.CopyConfig(au.Config())
+	w := &Warnings{}
+	cfg.WarningHandler = w
+	return &Client{User: user, Config: cfg, Kube: kubernetes.NewForConfigOrDie(cfg), Warnings: w}
 }
 
 func (e *Env) createWriterRole(t testing.TB) {
