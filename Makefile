@@ -32,7 +32,7 @@ IMAGE_LICENSES ?= Apache-2.0
 export GOWORK := off
 # The Go modules below the root (each with its own go.mod), which `go vet
 # ./...` and golangci-lint at the root do not reach.
-NESTED_MODULES := charts charts/ruletest e2e e2e/perf e2e/writers/knative e2e/writers/kyverno hack/image config/recipes/recipetest policy/gitops/tooltypes
+NESTED_MODULES := charts charts/ruletest e2e e2e/perf e2e/writers/istio e2e/writers/knative e2e/writers/kyverno hack/image config/recipes/recipetest policy/gitops/tooltypes
 # package:target pairs `make fuzz` runs (go test -fuzz takes one target at a time).
 FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./webhook:FuzzTypedReview ./policy/cabundle:FuzzParseBundle ./policy:FuzzLoad
 
