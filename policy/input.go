@@ -45,8 +45,11 @@ type Endpoint struct {
 	Port      int32
 }
 
-// Input is everything a decision depends on. The caller decodes it from the
-// AdmissionReview and resolves the owner's CA when NeedsCA says so.
+// Input is everything a decision depends on besides the owner's CA: the
+// caller decodes it (from an AdmissionReview, or from a watch event for the
+// observer) and hands it to Mappings.Evaluate with an Env that looks the CA
+// up when the decision needs it. Decide takes an Input whose CA is already
+// set (tests and the generators' parity checks).
 type Input struct {
 	Operation Operation
 	Kind      GuardedKind
@@ -70,7 +73,8 @@ type Input struct {
 	Entries []Entry
 	// OldEntries is the object before the request; nil on CREATE.
 	OldEntries []Entry
-	// CA is the owner's resolved CA, or why it could not be resolved.
+	// CA is the owner's resolved CA, or why it could not be resolved: set
+	// by Evaluate from Env.CA, or by the caller of Decide.
 	CA CAResult
 	// Fingerprints memoizes caBundle parsing across requests; nil parses
 	// every bundle. It changes how fast a decision is, never what it is.
