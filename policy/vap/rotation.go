@@ -255,12 +255,14 @@ func mergedAfter(k string) string { return mergedAfterOf(k, newBundle) }
 // mergedAfterOf is mergedAfter for the caBundle whose base64 text is the
 // CEL expression nb. The footer and header checks come first: they look at
 // a few characters, and fail at once for a K a merge cannot follow.
+//
+// K's length in bytes is bound once, to q, by a macro over the one-element
+// list [byteLength(k)] (CEL has no let; a matchCondition cannot read
+// variables), so that the formula is spelled once.
 func mergedAfterOf(k, nb string) string {
-	q := byteLength(k)
-	cut := q + ` / 3 * 4`
-	return fmt.Sprintf(`(%[1]s != "" && %[4]s && %[5]s && %[2]s.startsWith(%[1]s.substring(0, %[3]s)) && %[2]s.substring(%[3]s) == %[6]s)`,
-		k, nb, cut, endsWithFooter(k), caStartsWithHeader,
-		mergedTail(q, `variables.ca`, `"Ci0t" + variables.caShift2`, `"LQot" + variables.caShift1`))
+	return fmt.Sprintf(`(%[1]s != "" && %[4]s && %[5]s && [%[3]s].all(q, %[2]s.startsWith(%[1]s.substring(0, q / 3 * 4)) && %[2]s.substring(q / 3 * 4) == %[6]s))`,
+		k, nb, byteLength(k), endsWithFooter(k), caStartsWithHeader,
+		mergedTail("q", `variables.ca`, `"Ci0t" + variables.caShift2`, `"LQot" + variables.caShift1`))
 }
 
 // byteLength is CEL for the length in bytes of the bytes whose base64

@@ -102,9 +102,9 @@ func uniformRotationVariable(sameNames string) string {
 func uniformUnder(ca, afterOne, afterTwo, mergeIf string, canMerge bool) string {
 	merge := "false"
 	if canMerge {
-		q := byteLength("k")
-		merged := `k.substring(0, ` + q + ` / 3 * 4) + ` + mergedTail(q, ca, afterOne, afterTwo)
-		merge = `k != "" && ` + endsWithFooter("k") + mergeIf + ` && [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ` + ca + `, m]))`
+		// K's length in bytes, bound once to q (see mergedAfterOf).
+		merged := `k.substring(0, q / 3 * 4) + ` + mergedTail("q", ca, afterOne, afterTwo)
+		merge = `k != "" && ` + endsWithFooter("k") + mergeIf + ` && [` + byteLength("k") + `].all(q, [` + merged + `].all(m, object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ` + ca + `, m])))`
 	}
 	return `[` + bundleOf("oldObject.webhooks[0]") + `].all(k, oldObject.webhooks.all(o, ` + bundleOf("o") + ` == k) && ` +
 		`(object.webhooks.all(w, ` + bundleOf("w") + ` in [k, ` + ca + `]) || ` + merge + `))`

@@ -190,7 +190,7 @@ func Test_renderPolicy_cost(t *testing.T) {
 		"if a configuration has 600 entries, its owner's merge is over kube-apiserver's limit: an error": {
 			entries: 600, code: cmdutil.ExitDenied,
 			stderr: "error: owners[koordinator]: ValidatingWebhookConfiguration koord-validating-webhook-configuration has 600 entries: " +
-				"kube-apiserver would refuse the owner's merge for its CEL cost (variables.badWebhooks in webhook-guard-koordinator costs 1173010, " +
+				"kube-apiserver would refuse the owner's merge for its CEL cost (variables.badWebhooks in webhook-guard-koordinator costs 1169410, " +
 				"over kube-apiserver's limit of 1000000 per CEL expression); split the configuration into smaller ones, or guard it with the static shape\n",
 		},
 	}
