@@ -1,8 +1,9 @@
 package framework
 
 import (
-	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -85,7 +86,7 @@ type istioRelease struct {
 func installIstioCharts(t testing.TB, env *Env, httpsPort int) istioRelease {
 	t.Helper()
 	charts := filepath.Join(IstioModuleDir(t), "manifests", "charts")
-	url := fmt.Sprintf("https://%s:%d/validate", IstioCustomHost, httpsPort)
+	url := "https://" + net.JoinHostPort(IstioCustomHost, strconv.Itoa(httpsPort)) + "/validate"
 	env.EnsureNamespace(t, IstioNamespace)
 
 	base := helmTemplate(t, "Istio's base chart", "istio-base", filepath.Join(charts, "base"), IstioNamespace,
@@ -108,21 +109,33 @@ func installIstioCharts(t testing.TB, env *Env, httpsPort int) istioRelease {
 	}
 	createObjects(t, env, IstioNamespace, baseObjs)
 
-	istiod := helmTemplate(t, "Istio's istio-discovery chart", "istiod", filepath.Join(charts, "istio-control", "istio-discovery"), IstioNamespace,
-		"base.validationURL="+url, "env.ISTIOD_CUSTOM_HOST="+IstioCustomHost, "env.ISTIO_MULTIROOT_MESH=true")
+	objs, rel := splitIstiodChart(t, helmTemplate(t, "Istio's istio-discovery chart", "istiod",
+		filepath.Join(charts, "istio-control", "istio-discovery"), IstioNamespace,
+		"base.validationURL="+url, "env.ISTIOD_CUSTOM_HOST="+IstioCustomHost, "env.ISTIO_MULTIROOT_MESH=true"))
+	createObjects(t, env, IstioNamespace, objs)
+	return rel
+}
+
+// splitIstiodChart picks, of the istio-discovery chart's objects, those
+// installIstioCharts creates (istioChartKinds) and those of the release:
+// istiod's Deployment and Service, and the Deployment's discovery
+// container.
+func splitIstiodChart(t testing.TB, rendered []*unstructured.Unstructured) ([]*unstructured.Unstructured, istioRelease) {
+	t.Helper()
 	var rel istioRelease
 	var objs []*unstructured.Unstructured
-	for _, o := range istiod {
+	for _, o := range rendered {
+		istiod := o.GetName() == IstioServiceAccount
 		switch {
 		case istioChartKinds[o.GetKind()]:
 			if o.GetKind() == "ClusterRole" && o.Object["aggregationRule"] != nil {
 				t.Fatalf("Istio's ClusterRole %s aggregates others: the suite does not fill it", o.GetName())
 			}
 			objs = append(objs, o)
-		case o.GetName() == IstioServiceAccount && (o.GetKind() == "Deployment" || o.GetKind() == "Service"):
+		case istiod && o.GetKind() == "Service":
 			rel.workload = append(rel.workload, o)
-		}
-		if o.GetKind() == "Deployment" && o.GetName() == IstioServiceAccount {
+		case istiod && o.GetKind() == "Deployment":
+			rel.workload = append(rel.workload, o)
 			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 			for _, c := range containers {
 				if m, ok := c.(map[string]any); ok && m["name"] == "discovery" {
@@ -134,8 +147,7 @@ func installIstioCharts(t testing.TB, env *Env, httpsPort int) istioRelease {
 	if rel.container == nil {
 		t.Fatal("Istio's istio-discovery chart rendered no istiod Deployment with a discovery container")
 	}
-	createObjects(t, env, IstioNamespace, objs)
-	return rel
+	return objs, rel
 }
 
 // writerEnv is the environment the chart gives istiod's container, its
