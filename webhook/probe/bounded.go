@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
 // What the probe publishes (the report, the log, admission's warnings)
@@ -56,6 +58,16 @@ func (e *probeError) Unwrap() error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// boundedDetail is a verification's error as the round keeps it, saying
+// when the system roots were used (servedchain.Result.Detail); nil when
+// verified.
+func boundedDetail(res servedchain.Result) error {
+	if res.Err == nil {
+		return nil
+	}
+	return &probeError{text: boundText(res.Detail(), maxErrText)}
 }
 
 // bounded is err as a probeError; nil for nil.

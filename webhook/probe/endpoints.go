@@ -8,6 +8,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
 // ControllerManagedBy is the endpointslice.kubernetes.io/managed-by value
@@ -140,7 +142,7 @@ func readyAddresses(all []discoveryv1.EndpointSlice, port int32) ([]string, erro
 				continue
 			}
 			if ip, ok := endpointIP(ep, sl.AddressType); ok {
-				out = append(out, joinAddr(ip, target.port))
+				out = append(out, servedchain.JoinAddr(ip, target.port))
 			}
 		}
 	}

@@ -49,7 +49,7 @@ func serveDistinctChains(t testing.TB, ca *testpki.CA, conns *atomic.Int32, name
 		}
 		return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 	}
-	return serveHandshakes(t, &tls.Config{GetCertificate: get, MinVersion: tls.VersionTLS12}, conns)
+	return testpki.ServeTLS(t, &tls.Config{GetCertificate: get, MinVersion: tls.VersionTLS12}, conns)
 }
 
 // heapAfterGC is the live heap once collected.

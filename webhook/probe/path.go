@@ -1,10 +1,6 @@
 package probe
 
-import (
-	"net"
-	"net/url"
-	"strconv"
-)
+import "github.com/webhook-guard/webhook-guard/webhook/servedchain"
 
 // TrustPath is one entry kube-apiserver calls over TLS, as its object
 // stores it.
@@ -32,11 +28,7 @@ type TrustPath struct {
 }
 
 // ServiceRef is clientConfig.service (an APIService's spec.service).
-type ServiceRef struct {
-	Namespace, Name string
-	// Port is the Service's port; kube-apiserver's default is 443.
-	Port int32
-}
+type ServiceRef = servedchain.Service
 
 // Key names the path in maps and series: kind, configuration and webhook.
 type Key struct {
@@ -48,54 +40,30 @@ func (p TrustPath) Key() Key {
 	return Key{Kind: p.Kind, Configuration: p.Configuration, Webhook: p.Webhook}
 }
 
+// Endpoint is what kube-apiserver calls for the path.
+func (p TrustPath) Endpoint() servedchain.Endpoint {
+	return servedchain.Endpoint{URL: p.URL, Service: p.Service}
+}
+
 // serverName is the name kube-apiserver verifies the served certificate
 // for: the URL's host, or <service>.<namespace>.svc.
-func (p TrustPath) serverName() string {
-	if p.Service != nil {
-		return p.Service.Name + "." + p.Service.Namespace + ".svc"
-	}
-	u, err := url.Parse(p.URL)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
-}
-
-// urlAddress is the host:port the URL names (443 when it names none).
-func urlAddress(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", err
-	}
-	port := u.Port()
-	if port == "" {
-		port = "443"
-	}
-	return net.JoinHostPort(u.Hostname(), port), nil
-}
+func (p TrustPath) serverName() string { return p.Endpoint().ServerName() }
 
 // Reason is why a trust path did not verify; its value is the reason label
-// of webhook_guard_trust_path_probe_failures_total.
-type Reason string
+// of webhook_guard_trust_path_probe_failures_total: a served chain's
+// reasons (servedchain), and the prober's own no-endpoints.
+type Reason = servedchain.Reason
 
 // The reasons a probe fails, most specific first.
 const (
-	// ReasonNone: the served chain verified.
-	ReasonNone Reason = ""
-	// ReasonUnknownAuthority: the caBundle does not verify the served chain.
-	ReasonUnknownAuthority Reason = "unknown-authority"
-	// ReasonExpired: a served certificate is expired or not yet valid.
-	ReasonExpired Reason = "expired"
-	// ReasonNameMismatch: the served certificate is not valid for the
-	// server name kube-apiserver uses.
-	ReasonNameMismatch Reason = "name-mismatch"
-	// ReasonUnreachable: no TLS handshake completed within the deadline.
-	ReasonUnreachable Reason = "unreachable"
+	ReasonNone             = servedchain.ReasonNone
+	ReasonUnknownAuthority = servedchain.ReasonUnknownAuthority
+	ReasonExpired          = servedchain.ReasonExpired
+	ReasonNameMismatch     = servedchain.ReasonNameMismatch
+	ReasonUnreachable      = servedchain.ReasonUnreachable
 	// ReasonNoEndpoints: the Service has no ready endpoint for the port.
 	ReasonNoEndpoints Reason = "no-endpoints"
-	// ReasonNoCABundle: the caBundle is set but holds no certificate, so
-	// kube-apiserver cannot build its client and every call fails.
-	ReasonNoCABundle Reason = "no-ca-bundle"
+	ReasonNoCABundle         = servedchain.ReasonNoCABundle
 )
 
 // Reasons lists every failure reason, in the order above.
@@ -122,6 +90,3 @@ type Result struct {
 
 // Verified reports whether the path verified.
 func (r Result) Verified() bool { return r.Reason == ReasonNone }
-
-// portString formats a port for net.JoinHostPort.
-func portString(p int32) string { return strconv.Itoa(int(p)) }

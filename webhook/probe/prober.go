@@ -2,13 +2,13 @@ package probe
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
 // Endpoints finds the ready endpoints of a Service's port, as kube-apiserver
@@ -21,10 +21,10 @@ type Endpoints interface {
 // Defaults of Prober's bounds.
 const (
 	DefaultConcurrency  = 8
-	DefaultTimeout      = 5 * time.Second
+	DefaultTimeout      = servedchain.DefaultTimeout
 	DefaultMaxEndpoints = 8
-	DefaultMaxCerts     = 8
-	DefaultMaxChainSize = 64 << 10
+	DefaultMaxCerts     = servedchain.DefaultMaxCerts
+	DefaultMaxChainSize = servedchain.DefaultMaxChainSize
 	// DefaultMaxRoundBytes bounds the DER a round keeps for admission.
 	DefaultMaxRoundBytes = 4 << 20
 )
@@ -103,7 +103,7 @@ func (r *round) each(n int, f func(i int)) {
 // plan is one path's probe: what it trusts, where it is dialled, and what
 // each address answered.
 type plan struct {
-	roots *x509.CertPool
+	roots servedchain.Roots
 	name  string
 	addrs []string
 	// complete: addrs are every ready endpoint (not cut at MaxEndpoints).
@@ -121,14 +121,14 @@ type outcome struct {
 	// chain is what the address served when the round keeps it (nil: not
 	// answered, cut short or over the round's budget); shared by the
 	// paths that call the address.
-	chain *servedChain
+	chain *servedchain.Chain
 }
 
 // plan resolves where path is dialled.
 func (r *round) plan(ctx context.Context, path TrustPath) plan {
 	pl := plan{name: path.serverName()}
 	var err error
-	if pl.roots, err = rootsOf(path.CABundle); err != nil {
+	if pl.roots, err = servedchain.RootsOf(path.CABundle); err != nil {
 		pl.reason, pl.err = ReasonNoCABundle, err
 		return pl
 	}
@@ -176,16 +176,16 @@ func dialsOf(plans []plan) []dial {
 // calls the address, each against its own caBundle. The chain is kept for
 // admission when it was served whole and fits the round's budget.
 func (r *round) dial(ctx context.Context, d *dial, plans []plan) {
-	chain, cut, err := handshake(ctx, d.key.addr, d.key.serverName, orDuration(r.Timeout, DefaultTimeout),
-		orDefault(r.MaxCerts, DefaultMaxCerts), orDefault(r.MaxChainSize, DefaultMaxChainSize))
+	dialer := servedchain.Dialer{Timeout: r.Timeout, MaxCerts: r.MaxCerts, MaxBytes: r.MaxChainSize}
+	chain, cut, err := dialer.Dial(ctx, d.key.addr, d.key.serverName)
 	if err != nil {
 		for _, u := range d.users {
 			plans[u.path].at[u.endpoint] = outcome{reason: ReasonUnreachable, err: bounded(err)}
 		}
 		return
 	}
-	var kept *servedChain
-	if !cut && r.take(chain.size()) {
+	var kept *servedchain.Chain
+	if !cut && r.take(chain.Size()) {
 		kept = &chain
 	}
 	now := time.Now
@@ -193,8 +193,8 @@ func (r *round) dial(ctx context.Context, d *dial, plans []plan) {
 		now = r.Now
 	}
 	for _, u := range d.users {
-		reason, err := verify(chain, plans[u.path].roots, d.key.serverName, now())
-		plans[u.path].at[u.endpoint] = outcome{reason: reason, err: bounded(err), chain: kept}
+		res := plans[u.path].roots.Verify(chain, d.key.serverName, now())
+		plans[u.path].at[u.endpoint] = outcome{reason: res.Reason, err: boundedDetail(res), chain: kept}
 	}
 }
 
@@ -248,7 +248,7 @@ var errNoEndpoints = errors.New("the Service has no ready endpoint for the port"
 // there were more.
 func (r *round) addresses(ctx context.Context, path TrustPath) (addrs []string, complete bool, _ Reason, _ error) {
 	if path.Service == nil {
-		addr, err := urlAddress(path.URL)
+		addr, err := path.Endpoint().URLAddress()
 		if err != nil {
 			return nil, false, ReasonUnreachable, fmt.Errorf("url %q: %w", path.URL, err)
 		}
@@ -277,13 +277,3 @@ func orDefault(v, def int) int {
 	}
 	return def
 }
-
-func orDuration(v, def time.Duration) time.Duration {
-	if v > 0 {
-		return v
-	}
-	return def
-}
-
-// joinAddr is host:port for an endpoint address and target port.
-func joinAddr(host string, port int32) string { return net.JoinHostPort(host, portString(port)) }

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -21,13 +20,7 @@ import (
 // completes a handshake and is closed.
 func serveTLS(t testing.TB, leaf *testpki.Leaf) string {
 	t.Helper()
-	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
-	require.NoError(t, err)
-	return serve(t, func(c net.Conn) {
-		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-		_ = tc.HandshakeContext(t.Context())
-		_ = tc.Close()
-	})
+	return testpki.ServeTLS(t, leaf.ServerConfig(t), nil)
 }
 
 // serve accepts on 127.0.0.1 and hands each connection to handle.
@@ -195,29 +188,6 @@ func Test_Prober_Probe_concurrencyIsBounded(t *testing.T) {
 	}
 }
 
-func Test_keep(t *testing.T) {
-	ca := testpki.MustCA(t, "webhook-ca")
-	der := ca.Cert.Raw
-	chain := [][]byte{der, der, der, der}
-	cases := map[string]struct {
-		maxCerts, maxBytes, want int
-		cut                      bool
-	}{
-		"if the chain is within both bounds, it is kept whole":                              {maxCerts: 8, maxBytes: 64 << 10, want: 4},
-		"if the chain has more certificates than the bound, the first are kept, marked cut": {maxCerts: 2, maxBytes: 64 << 10, want: 2, cut: true},
-		"if the chain is larger than the byte bound, what fits is kept, marked cut":         {maxCerts: 8, maxBytes: 2*len(der) + 1, want: 2, cut: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, cut := keep(chain, tc.maxCerts, tc.maxBytes)
-			require.Len(t, got.certs, tc.want)
-			require.Equal(t, tc.want*len(der), got.size())
-			require.Equal(t, tc.cut, cut)
-			require.NotSame(t, &der[0], &got.certs[0].Raw[0], "the DER is copied, not kept in the handshake's buffer")
-		})
-	}
-}
-
 // countingEndpoints counts its lookups.
 type countingEndpoints struct {
 	calls atomic.Int32
@@ -245,21 +215,7 @@ func Test_Prober_Probe_looksUpEachServiceOncePerCall(t *testing.T) {
 // countConns serves leaf as serveTLS does and counts the connections.
 func countConns(t *testing.T, leaf *testpki.Leaf, conns *atomic.Int32) string {
 	t.Helper()
-	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
-	require.NoError(t, err)
-	return serveHandshakes(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, conns)
-}
-
-// serveHandshakes completes a handshake under cfg at each connection, and
-// counts them.
-func serveHandshakes(t testing.TB, cfg *tls.Config, conns *atomic.Int32) string {
-	t.Helper()
-	return serve(t, func(c net.Conn) {
-		conns.Add(1)
-		tc := tls.Server(c, cfg)
-		_ = tc.HandshakeContext(t.Context())
-		_ = tc.Close()
-	})
+	return testpki.ServeTLS(t, leaf.ServerConfig(t), conns)
 }
 
 func Test_Prober_Probe_dialsEachAddressOncePerRound(t *testing.T) {

@@ -2,12 +2,11 @@ package probe
 
 import (
 	"crypto/sha256"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
 // Served keeps what each guarded entry's endpoints served at the last
@@ -53,7 +52,7 @@ type servedPath struct {
 // call the address).
 type servedAt struct {
 	addr  string
-	chain *servedChain
+	chain *servedchain.Chain
 }
 
 // Store replaces the chains with a round's: an entry no longer probed,
@@ -108,7 +107,7 @@ func (s *Served) Check(key Key, caBundle []byte, now time.Time) (verified, known
 // check verifies what p's endpoints served against caBundle at now: it
 // verifies when what any endpoint served verifies.
 func (p servedPath) check(caBundle []byte, now time.Time) verdict {
-	roots, err := rootsOf(caBundle)
+	roots, err := servedchain.RootsOf(caBundle)
 	if err != nil {
 		return verdict{detail: fmt.Sprintf("%s: %v", ReasonNoCABundle, err)}
 	}
@@ -116,12 +115,15 @@ func (p servedPath) check(caBundle []byte, now time.Time) verdict {
 	for _, e := range p.endpoints {
 		// The reason, not Go's error text: the detail goes into a warning
 		// kubectl prints, which kube-apiserver cuts at 256 characters.
-		reason, err := verify(*e.chain, roots, p.serverName, now)
-		if err == nil {
+		res := roots.Verify(*e.chain, p.serverName, now)
+		if res.Verified() {
 			return verdict{verified: true}
 		}
 		if first == "" {
-			first = fmt.Sprintf("%s at %s", reason, boundText(e.addr, maxWhereText))
+			first = fmt.Sprintf("%s at %s", res.Reason, boundText(e.addr, maxWhereText))
+			if res.SystemRoots {
+				first += " against the system roots (the caBundle is empty)"
+			}
 		}
 	}
 	if n := len(p.endpoints); n > 1 {
@@ -136,27 +138,9 @@ func (p servedPath) check(caBundle []byte, now time.Time) verdict {
 // does against a probe round. The chain is kept within the prober's
 // default bounds, as a handshake's is.
 func (s *Served) StoreChain(path TrustPath, where string, pemChain []byte) error {
-	var raw [][]byte
-	for rest := pemChain; ; {
-		var block *pem.Block
-		if block, rest = pem.Decode(rest); block == nil {
-			break
-		}
-		if block.Type == "CERTIFICATE" {
-			raw = append(raw, block.Bytes)
-		}
-	}
-	if len(raw) == 0 {
-		return errors.New("holds no PEM CERTIFICATE block")
-	}
-	for i, der := range raw {
-		if _, err := x509.ParseCertificate(der); err != nil {
-			return fmt.Errorf("certificate %d of %d does not parse: %w", i+1, len(raw), err)
-		}
-	}
-	chain, cut := keep(raw, DefaultMaxCerts, DefaultMaxChainSize)
-	if cut {
-		return fmt.Errorf("%d certificates, over the prober's bounds (%d certificates, %d bytes of DER)", len(raw), DefaultMaxCerts, DefaultMaxChainSize)
+	chain, err := servedchain.ParsePEM(pemChain)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -50,9 +50,6 @@ type ServiceRef struct {
 
 func (s ServiceRef) String() string { return s.Namespace + "/" + s.Name }
 
-// DNSName is the name kube-apiserver verifies the serving certificate for.
-func (s ServiceRef) DNSName() string { return s.Name + "." + s.Namespace + ".svc" }
-
 // Cluster is the evidence the cluster holds around the configurations.
 type Cluster struct {
 	// Services by "namespace/name"; a missing key means the Service does

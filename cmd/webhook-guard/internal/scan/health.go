@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/discover"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
 // Health checks: the failure modes behind most webhook outages (and
@@ -113,11 +114,12 @@ func endpoints(cfg discover.Configuration, w discover.Webhook, c discover.Cluste
 
 // mountedServingCert checks the serving certificates the workload behind
 // the Service mounts (read from its Secrets, so it works from outside the
-// cluster): each must verify against the caBundle for the Service's DNS
-// name and not expire within the threshold.
+// cluster): each must verify for the Service's DNS name against the
+// caBundle (the system roots when it is empty, as kube-apiserver then
+// trusts them) and not expire within the threshold.
 func mountedServingCert(w discover.Webhook, c discover.Cluster, o Options, f findingFunc) []Finding {
-	if w.Service == nil || len(w.CABundle) == 0 || !x509.NewCertPool().AppendCertsFromPEM(w.CABundle) {
-		return nil // the CA checks report an empty or unusable caBundle
+	if w.Service == nil {
+		return nil
 	}
 	svc, ok := c.Services[w.Service.String()]
 	if !ok {
@@ -131,17 +133,18 @@ func mountedServingCert(w discover.Webhook, c discover.Cluster, o Options, f fin
 			}
 		}
 	}
+	name := servedchain.Service{Namespace: w.Service.Namespace, Name: w.Service.Name}.DNSName()
 	var out []Finding
 	for _, s := range c.Sources {
 		if s.Kind != discover.SourceSecret || !mounted[s.Namespace+"/"+s.Name] {
 			continue
 		}
 		chain := parseCerts(s.PEM)
-		if len(chain) == 0 || chain[0].IsCA || chain[0].VerifyHostname(w.Service.DNSName()) != nil {
+		if len(chain) == 0 || chain[0].IsCA || chain[0].VerifyHostname(name) != nil {
 			continue // not a serving certificate for this Service
 		}
-		sc := servingCert{chain: chain, where: fmt.Sprintf("in %s key %s", s.Ref(), s.Key), renew: "renew the serving certificate in " + s.Ref()}
-		out = append(out, checkServingCert(sc, w.CABundle, w.Service.DNSName(), o, f)...)
+		sc := servingCert{chain: servedchain.NewChain(chain), where: fmt.Sprintf("in %s key %s", s.Ref(), s.Key), renew: "renew the serving certificate in " + s.Ref()}
+		out = append(out, checkServingCert(sc, w.CABundle, name, o, f)...)
 	}
 	return out
 }

@@ -79,6 +79,20 @@ func Test_Health(t *testing.T) {
 				Detail:     "the serving certificate in Secret app/serving key tls.crt does not verify against the caBundle: x509: certificate signed by unknown authority",
 				Suggestion: "make the caBundle hold the CA that signs the serving certificate (kube-apiserver's calls fail TLS until then)"}},
 		},
+		"if the caBundle is empty, the mounted serving certificate is verified against the system roots, which hold no private CA: fail on caBundle": {
+			webhook: func(w *discover.Webhook) { w.CABundle = nil },
+			cluster: cluster(1, leaf.CertPEM),
+			want: []Finding{{Level: LevelFail, Check: CheckServingCert, Configuration: ref, Webhook: "w.app.io", Field: "webhooks[0].clientConfig.caBundle",
+				Detail:     "the serving certificate in Secret app/serving key tls.crt does not verify against the system roots (the caBundle is empty): x509: certificate signed by unknown authority",
+				Suggestion: "make the caBundle hold the CA that signs the serving certificate (kube-apiserver's calls fail TLS until then)"}},
+		},
+		"if the caBundle holds no certificate, fail on caBundle: kube-apiserver cannot call the webhook": {
+			webhook: func(w *discover.Webhook) { w.CABundle = []byte("garbage") },
+			cluster: cluster(1, leaf.CertPEM),
+			want: []Finding{{Level: LevelFail, Check: CheckServingCert, Configuration: ref, Webhook: "w.app.io", Field: "webhooks[0].clientConfig.caBundle",
+				Detail:     "the serving certificate in Secret app/serving key tls.crt cannot be verified: the caBundle (7 bytes) holds no PEM certificate, so kube-apiserver cannot build its client and every call fails",
+				Suggestion: "set the caBundle to the PEM of the CA that signs the serving certificate, or empty it to trust the system roots"}},
+		},
 		"if the mounted serving certificate expires within the threshold, warn on caBundle": {
 			webhook: func(w *discover.Webhook) { w.CABundle = soonCA.PEM },
 			cluster: cluster(1, soonLeaf.CertPEM),

@@ -2,15 +2,14 @@ package scan
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net"
-	"net/url"
 	"strconv"
 	"time"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
 // CheckServingCert is the one serving-certificate check, whichever way the
@@ -25,7 +24,7 @@ const servingCertField = "clientConfig.caBundle"
 // servingCert is a serving certificate as found.
 type servingCert struct {
 	// chain is the leaf first, then its intermediates.
-	chain []*x509.Certificate
+	chain servedchain.Chain
 	// where names it in messages ("in Secret ns/name key tls.crt", "of
 	// host:443").
 	where string
@@ -33,30 +32,37 @@ type servingCert struct {
 	renew string
 }
 
-// checkServingCert checks a serving certificate: expired (fail, and
-// nothing more to say), expiring within the threshold (warn), and not
-// verifying against the caBundle for dnsName (fail). A caBundle that is
-// empty or holds no certificate is the CA checks' to report.
+// checkServingCert checks a serving certificate against the caBundle for
+// dnsName with the served-chain verifier (servedchain), kube-apiserver's
+// rules: expired (fail, and nothing more to say), expiring within the
+// threshold (warn), a caBundle that holds no certificate (fail: no call
+// can succeed), and a chain that does not verify against the caBundle, or
+// against the system roots when it is empty (fail).
 func checkServingCert(c servingCert, caBundle []byte, dnsName string, o Options, f findingFunc) []Finding {
-	leaf, what := c.chain[0], "the serving certificate "+c.where
+	return servingCertFindings(c, servedchain.Verify(c.chain, caBundle, dnsName, o.Now), o, f)
+}
+
+// servingCertFindings words a serving certificate's check.
+func servingCertFindings(c servingCert, res servedchain.Result, o Options, f findingFunc) []Finding {
+	leaf, what := c.chain.Certs()[0], "the serving certificate "+c.where
 	out := expiry(f, CheckServingCert, servingCertField, what, leaf.NotAfter, o, c.renew)
-	if !leaf.NotAfter.After(o.Now) {
+	if !leaf.NotAfter.After(o.Now) || res.Verified() {
 		return out
 	}
-	roots := x509.NewCertPool()
-	if len(caBundle) == 0 || !roots.AppendCertsFromPEM(caBundle) {
-		return out
+	return append(out, servingVerifyFailure(f, what, res))
+}
+
+// servingVerifyFailure is the finding of a serving certificate that does
+// not verify, or of a caBundle that cannot verify any.
+func servingVerifyFailure(f findingFunc, what string, res servedchain.Result) Finding {
+	if res.Reason == servedchain.ReasonNoCABundle {
+		return f(LevelFail, CheckServingCert, servingCertField,
+			fmt.Sprintf("%s cannot be verified: %s, so kube-apiserver cannot build its client and every call fails", what, shortErr(res.Err)),
+			"set the caBundle to the PEM of the CA that signs the serving certificate, or empty it to trust the system roots")
 	}
-	inter := x509.NewCertPool()
-	for _, ic := range c.chain[1:] {
-		inter.AddCert(ic)
-	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: dnsName, CurrentTime: o.Now}); err != nil {
-		out = append(out, f(LevelFail, CheckServingCert, servingCertField,
-			fmt.Sprintf("%s does not verify against the caBundle: %s", what, shortErr(err)),
-			"make the caBundle hold the CA that signs the serving certificate (kube-apiserver's calls fail TLS until then)"))
-	}
-	return out
+	return f(LevelFail, CheckServingCert, servingCertField,
+		fmt.Sprintf("%s does not verify against %s: %s", what, res.Against(), shortErr(res.Err)),
+		"make the caBundle hold the CA that signs the serving certificate (kube-apiserver's calls fail TLS until then)")
 }
 
 // expiry fails what expired and warns of what expires within the
@@ -80,45 +86,36 @@ func roundDays(d time.Duration) string {
 }
 
 // dialServingCert dials the webhook (bounded by the dial timeout) for its
-// serving certificate and checks it. One that cannot be reached (from
-// outside the cluster, say) is an info finding: its expiry is unknown.
+// serving certificate and checks it with the served-chain verifier: a
+// Service at <service>.<namespace>.svc and its port, as a client outside
+// kube-proxy reaches it, a URL at its host and port. One that cannot be
+// reached (from outside the cluster, say) is an info finding: its expiry is
+// unknown. A caBundle that holds no certificate fails without a dial.
 func dialServingCert(ctx context.Context, cc admv1.WebhookClientConfig, o Options, f findingFunc) []Finding {
-	var addr, serverName string
+	var e servedchain.Endpoint
+	var addr string
 	switch {
 	case cc.URL != nil:
-		u, err := url.Parse(*cc.URL)
-		if err != nil {
+		e.URL = *cc.URL
+		var err error
+		if addr, err = e.URLAddress(); err != nil {
 			return []Finding{f(LevelWarn, CheckServingCert, "", "clientConfig.url does not parse: "+err.Error(), "")}
 		}
-		port := u.Port()
-		if port == "" {
-			port = "443"
-		}
-		addr, serverName = net.JoinHostPort(u.Hostname(), port), u.Hostname()
 	case cc.Service != nil:
-		port := int32(443)
-		if cc.Service.Port != nil {
-			port = *cc.Service.Port
-		}
-		serverName = cc.Service.Name + "." + cc.Service.Namespace + ".svc"
-		addr = net.JoinHostPort(serverName, strconv.Itoa(int(port)))
+		e.Service = &servedchain.Service{Namespace: cc.Service.Namespace, Name: cc.Service.Name, Port: ptr.Deref(cc.Service.Port, servedchain.DefaultPort)}
+		addr = e.Service.DNSAddress()
 	default:
 		return nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
-	defer cancel()
-	d := tls.Dialer{Config: &tls.Config{ServerName: serverName, InsecureSkipVerify: true}} //nolint:gosec // only reads the certificate; checkServingCert verifies it against the caBundle
-	conn, err := d.DialContext(dctx, "tcp", addr)
-	if err != nil {
-		return []Finding{f(LevelInfo, CheckServingCert, "", fmt.Sprintf("serving certificate expiry unknown: %s is not reachable from here (%v)", addr, shortErr(err)), "")}
+	chain, res := servedchain.Dialer{Timeout: o.DialTimeout}.Check(ctx, e, cc.CABundle, addr, o.Now)
+	switch res.Reason {
+	case servedchain.ReasonNoCABundle:
+		return []Finding{servingVerifyFailure(f, "the serving certificate of "+addr, res)}
+	case servedchain.ReasonUnreachable:
+		return []Finding{f(LevelInfo, CheckServingCert, "", fmt.Sprintf("serving certificate expiry unknown: %s is not reachable from here (%v)", addr, shortErr(res.Err)), "")}
 	}
-	defer func() { _ = conn.Close() }()
-	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
-	if len(certs) == 0 {
-		return nil
-	}
-	c := servingCert{chain: certs, where: "of " + addr, renew: "renew the serving certificate of " + addr}
-	return checkServingCert(c, cc.CABundle, serverName, o, f)
+	c := servingCert{chain: chain, where: "of " + addr, renew: "renew the serving certificate of " + addr}
+	return servingCertFindings(c, res, o, f)
 }
 
 func shortErr(err error) string {
