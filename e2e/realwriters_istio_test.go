@@ -56,8 +56,6 @@ const (
 	// istioFailClosed bounds the validation controller's switch to Fail
 	// from istiod's start (its retries back off from 100 ms).
 	istioFailClosed = 30 * time.Second
-	// istioDiscoveredKey is the key of Secret cacerts discover proposes.
-	istioDiscoveredKey = "cert-chain.pem"
 	// istioHandled is what istiod logs once it took a change of its
 	// directory (handleEvent).
 	istioHandled = "Istiod has detected the newly added intermediate CA and updated its key and certs accordingly"
@@ -376,19 +374,10 @@ func checkIstioDiscover(t *testing.T, env *framework.Env, is *framework.Istio) {
 		if !slices.Equal(o.Writers.ServiceAccounts, want.Writers.ServiceAccounts) {
 			continue
 		}
+		// Of the keys of cacerts holding the caBundle's root, discover
+		// takes root-cert.pem, which holds nothing else, over
+		// cert-chain.pem (the intermediate and the root).
 		got := o.CA
-		if got.Secret != nil && got.Secret.Key == istioDiscoveredKey {
-			// Known: discover takes, of the keys holding every CA of the
-			// caBundle, the first by name; cert-chain.pem (the
-			// intermediate and its root) holds the root too, but not the
-			// new root of a rotation's first step, which that mapping
-			// would refuse. The products page says to use root-cert.pem.
-			t.Logf("discover proposed key %s of Secret %s/%s; the snippet names %s, which holds every root istiod writes",
-				got.Secret.Key, got.Secret.Namespace, got.Secret.Name, framework.IstioRootKey)
-			s := *got.Secret
-			s.Key = framework.IstioRootKey
-			got.Secret = &s
-		}
 		if !reflect.DeepEqual(got, want.CA) || !slices.Equal(o.Match.Mutating, want.Match.Mutating) {
 			t.Errorf("discover proposed for istiod:\n%s\nwant the injector and the CA of:\n%s", mustYAML(t, o), mustYAML(t, want))
 		}

@@ -360,21 +360,48 @@ func mountedSources(workloads []Workload) map[string]bool {
 }
 
 // candidates are the sources holding every certificate of bundle, one per
-// object (by Source.Ref): its ca.crt key when that matches, else the first
-// matching key by name.
+// object (by Source.Ref): of an object's matching keys, the one holding the
+// fewest certificates the bundle lacks (a root-only key over a chain that
+// also holds an intermediate, as Istio's cacerts holds root-cert.pem and
+// cert-chain.pem: the writer copies the root-only key), then ca.crt, then
+// the first by name.
 func candidates(sources []Source, bundle []cabundle.Fingerprint) map[string]Source {
 	byObject := map[string]Source{}
+	extraOf := map[string]int{}
+	want := distinct(bundle)
 	for _, s := range sources {
 		fps, err := cabundle.Parse(s.PEM)
 		if err != nil || !containsAll(cabundle.NewCASetFromFingerprints("", fps...), bundle) {
 			continue
 		}
-		if prev, ok := byObject[s.Ref()]; ok && (prev.Key == guardapi.DefaultCAKey || (s.Key != guardapi.DefaultCAKey && prev.Key < s.Key)) {
+		extra := distinct(fps) - want
+		if prev, ok := byObject[s.Ref()]; ok && !betterKey(s, extra, prev, extraOf[s.Ref()]) {
 			continue
 		}
-		byObject[s.Ref()] = s
+		byObject[s.Ref()], extraOf[s.Ref()] = s, extra
 	}
 	return byObject
+}
+
+// betterKey reports whether key s, holding extra certificates beyond the
+// bundle, is a better CA source than prev (prevExtra).
+func betterKey(s Source, extra int, prev Source, prevExtra int) bool {
+	if extra != prevExtra {
+		return extra < prevExtra
+	}
+	if (s.Key == guardapi.DefaultCAKey) != (prev.Key == guardapi.DefaultCAKey) {
+		return s.Key == guardapi.DefaultCAKey
+	}
+	return s.Key < prev.Key
+}
+
+// distinct counts the different certificates of fps.
+func distinct(fps []cabundle.Fingerprint) int {
+	seen := map[cabundle.Fingerprint]bool{}
+	for _, fp := range fps {
+		seen[fp] = true
+	}
+	return len(seen)
 }
 
 // placeCandidates sorts the candidates into those the workloads mount,

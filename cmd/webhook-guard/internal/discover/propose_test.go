@@ -3,6 +3,7 @@ package discover
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,6 +78,16 @@ func Test_Propose(t *testing.T) {
 					Writers: guardapi.Subjects{ServiceAccounts: koordSA},
 					CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
 				Evidence: append(koordEvidence("ValidatingWebhookConfiguration/koord-validating"), koordEvidence("MutatingWebhookConfiguration/koord-mutating")...),
+			}}},
+		},
+		"if another key of the Secret holds the CA and more (a chain), propose the key holding the CA alone, which the writer copies": {
+			configs: []Configuration{svcConfig(policy.KindValidating, "koord-validating", "koordinator-system", "koordinator-webhook-service", koordCA.PEM)},
+			cluster: koordinator(koordCA, Source{Kind: SourceSecret, Namespace: "koordinator-system", Name: "webhook-certs", Key: "a-chain.pem", PEM: slices.Concat(otherCA.PEM, koordCA.PEM)}),
+			want: Proposal{Mappings: []Mapping{{
+				Owner: guardapi.Owner{Name: "koord-manager", Match: guardapi.Match{Validating: []string{"koord-validating"}},
+					Writers: guardapi.Subjects{ServiceAccounts: koordSA},
+					CA:      guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "koordinator-system", Name: "webhook-certs", Key: "ca-cert.pem"}}},
+				Evidence: koordEvidence("ValidatingWebhookConfiguration/koord-validating"),
 			}}},
 		},
 		"if two field managers own caBundle, say so in the evidence and still map the workload": {
