@@ -6,13 +6,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/webhook-guard/webhook-guard/webhook/endpointslices"
 )
 
 // byService indexes the cached EndpointSlices by "namespace/service".
 const byService = "service"
 
 // readySlice is what the observer's cache keeps of one EndpointSlice: its
-// name, the Service it belongs to and how many of its endpoints are ready.
+// name, the Service it belongs to, its address type and how many of its
+// endpoints are ready.
 // Every Service of the cluster has slices, each with the addresses, ports,
 // topology and target references of up to 1000 endpoints; keeping a count
 // bounds the cache to about half a kilobyte per slice (this struct, its
@@ -25,6 +28,9 @@ type readySlice struct {
 	metav1.ObjectMeta
 	// Service is the kubernetes.io/service-name label.
 	Service string
+	// AddressType is the slice's (a dual-stack Service's pods are listed
+	// once per family).
+	AddressType discoveryv1.AddressType
 	// Ready counts the endpoints whose conditions.ready is not false
 	// (unset means ready).
 	Ready int
@@ -40,16 +46,12 @@ func (s *readySlice) DeepCopyObject() runtime.Object {
 
 // trimSlice is the informer's transform for an EndpointSlice.
 func trimSlice(s *discoveryv1.EndpointSlice) *readySlice {
-	out := &readySlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},
-		Service:    s.Labels[discoveryv1.LabelServiceName],
+	return &readySlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Service:     endpointslices.ServiceName(s),
+		AddressType: s.AddressType,
+		Ready:       endpointslices.ReadyCount(s),
 	}
-	for i := range s.Endpoints {
-		if ready := s.Endpoints[i].Conditions.Ready; ready == nil || *ready {
-			out.Ready++
-		}
-	}
-	return out
 }
 
 // serviceIndex is the byService index function.
@@ -67,8 +69,18 @@ type readyEndpoints struct {
 	synced func() bool
 }
 
-// count is the number of ready endpoints of Service namespace/name; false
-// while the watch has not synced (a 0 would then be a guess).
+// count is the number of ready endpoints of Service namespace/name
+// (endpointslices.Count); false while the watch has not synced (a 0 would
+// then be a guess).
+//
+// Every slice of the Service counts, hand-made ones included, where the
+// prober dials only the endpointslice controller's (endpointslices.Reader):
+// the count says whether kube-apiserver's calls reach a ready endpoint,
+// and kube-proxy and kube-apiserver's endpoint resolver route to any slice
+// labelled with the Service, whoever wrote it; the prober must dial only
+// what a non-writer cannot plant, since what it finds can refuse an
+// owner's write. A planted slice can raise this count, never refuse a
+// write.
 func (r readyEndpoints) count(namespace, name string) (int, bool) {
 	if r.slices == nil || !r.synced() {
 		return 0, false
@@ -77,13 +89,13 @@ func (r readyEndpoints) count(namespace, name string) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	n := 0
+	var n endpointslices.Count
 	for _, obj := range objs {
 		if s, ok := obj.(*readySlice); ok {
-			n += s.Ready
+			n.Add(s.AddressType, s.Ready)
 		}
 	}
-	return n, true
+	return n.Total(), true
 }
 
 // watchEndpointSlices adds the watch of EndpointSlices to factory (whose

@@ -71,7 +71,7 @@ func (s Service) DNSName() string { return s.Name + "." + s.Namespace + ".svc" }
 
 // DNSAddress is the Service's name and port as a client outside kube-proxy
 // dials them: <service>.<namespace>.svc:<port>.
-func (s Service) DNSAddress() string { return JoinAddr(s.DNSName(), s.port()) }
+func (s Service) DNSAddress() string { return joinAddr(s.DNSName(), s.port()) }
 
 func (s Service) port() int32 {
 	if s.Port == 0 {
@@ -80,7 +80,7 @@ func (s Service) port() int32 {
 	return s.Port
 }
 
-// JoinAddr is host:port.
-func JoinAddr(host string, port int32) string {
+// joinAddr is host:port.
+func joinAddr(host string, port int32) string {
 	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }

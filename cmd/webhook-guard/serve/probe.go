@@ -9,6 +9,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/webhook-guard/webhook-guard/webhook"
+	"github.com/webhook-guard/webhook-guard/webhook/endpointslices"
 	"github.com/webhook-guard/webhook-guard/webhook/metrics"
 	"github.com/webhook-guard/webhook-guard/webhook/probe"
 )
@@ -36,7 +37,7 @@ func addProber(mgr ctrl.Manager, store webhook.ConfigSource, served *probe.Serve
 		Config:   store,
 		Cached:   mgr.GetClient(),
 		Direct:   mgr.GetAPIReader(),
-		Prober:   &probe.Prober{Endpoints: probe.SliceEndpoints{Reader: mgr.GetAPIReader()}},
+		Prober:   &probe.Prober{Endpoints: endpointslices.Reader{Client: mgr.GetAPIReader()}},
 		Reporter: &probe.Reporter{Metrics: m},
 		Publisher: &probe.Publisher{Client: reportClient,
 			Writes: func(result string) { m.ReportWrites.WithLabelValues(result).Inc() }},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
+	"github.com/webhook-guard/webhook-guard/webhook/endpointslices"
 )
 
 // Gather reads what discover and scan's health checks need, with
@@ -80,7 +81,12 @@ func listCertificates(ctx context.Context, c client.Reader, relevant map[string]
 }
 
 // listServices fills services with the Services of the relevant
-// namespaces and their ready endpoints.
+// namespaces and their ready endpoints (endpointslices.Count). Every slice
+// of the Service counts, hand-made ones included, where the guard's prober
+// dials only the endpointslice controller's: the count says whether
+// kube-apiserver's calls reach a ready endpoint, and kube-proxy and
+// kube-apiserver's endpoint resolver route to any slice labelled with the
+// Service, whoever wrote it.
 func listServices(ctx context.Context, c client.Reader, relevant map[string]bool, services map[string]Service) error {
 	var svcs corev1.ServiceList
 	if err := c.List(ctx, &svcs); err != nil {
@@ -95,18 +101,21 @@ func listServices(ctx context.Context, c client.Reader, relevant map[string]bool
 	if err := c.List(ctx, &eps); err != nil {
 		return fmt.Errorf("list endpointslices: %w", err)
 	}
-	for _, es := range eps.Items {
-		key := es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]
-		svc, ok := services[key]
-		if !ok {
+	ready := map[string]*endpointslices.Count{}
+	for i := range eps.Items {
+		es := &eps.Items[i]
+		key := es.Namespace + "/" + endpointslices.ServiceName(es)
+		if _, ok := services[key]; !ok {
 			continue
 		}
-		for _, ep := range es.Endpoints {
-			// A nil ready condition means unknown, which consumers treat as ready.
-			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-				svc.ReadyEndpoints++
-			}
+		if ready[key] == nil {
+			ready[key] = &endpointslices.Count{}
 		}
+		ready[key].Add(es.AddressType, endpointslices.ReadyCount(es))
+	}
+	for key, n := range ready {
+		svc := services[key]
+		svc.ReadyEndpoints = n.Total()
 		services[key] = svc
 	}
 	return nil

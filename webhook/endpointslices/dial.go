@@ -1,27 +1,42 @@
-package probe
+package endpointslices
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
-// ControllerManagedBy is the endpointslice.kubernetes.io/managed-by value
-// of the slices kube-controller-manager's endpointslice controller writes
-// from a Service's ready pods.
-const ControllerManagedBy = "endpointslice-controller.k8s.io"
-
-// SliceEndpoints finds a Service's ready endpoints from the EndpointSlices
+// Reader finds a Service's ready endpoints to dial from the EndpointSlices
 // the endpointslice controller manages for it (labels
-// kubernetes.io/service-name and endpointslice.kubernetes.io/managed-by),
-// the first address of each endpoint that is ready (unset means ready), of
-// address type IPv4 or IPv6 only.
+// kubernetes.io/service-name and endpointslice.kubernetes.io/managed-by):
+// Addresses of one list call.
+type Reader struct {
+	// Client lists EndpointSlices.
+	Client client.Reader
+}
+
+// Ready lists the Service's slices of the endpointslice controller and
+// returns their Addresses for port; sorted.
+func (r Reader) Ready(ctx context.Context, namespace, name string, port int32) ([]string, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ControllerManagedBy}); err != nil {
+		return nil, err
+	}
+	return Addresses(list.Items, port)
+}
+
+// Addresses are the host:port of the ready endpoints of a Service's slices
+// that a non-writer cannot fill at will, at the port the entry's port
+// reaches, sorted and without duplicates: of the slices the endpointslice
+// controller manages (Dialable), the first address of each ready endpoint
+// (Ready), when it is an IP of the slice's address type.
 //
 // Only those, because anyone who may create an EndpointSlice can name any
 // address in one: kube-apiserver routes a service reference to the
@@ -39,28 +54,45 @@ const ControllerManagedBy = "endpointslice-controller.k8s.io"
 // the port is found from the slices alone: their one port when they have
 // one (a webhook Service's usual shape), otherwise the port whose number is
 // the entry's (a Service whose targetPort is its port). A Service with
-// several ports, none of them the entry's, is reported as no-endpoints with
-// an error that says why.
-type SliceEndpoints struct {
-	// Reader lists EndpointSlices.
-	Reader client.Reader
-}
-
-// Ready implements Endpoints; addresses are sorted.
-func (s SliceEndpoints) Ready(ctx context.Context, namespace, name string, port int32) ([]string, error) {
-	var list discoveryv1.EndpointSliceList
-	if err := s.Reader.List(ctx, &list, client.InNamespace(namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ControllerManagedBy}); err != nil {
+// several ports, none of them the entry's, is an error that says why.
+func Addresses(all []discoveryv1.EndpointSlice, port int32) ([]string, error) {
+	var items []*discoveryv1.EndpointSlice
+	for i := range all {
+		if Dialable(&all[i]) {
+			items = append(items, &all[i])
+		}
+	}
+	target, ok, err := targetPort(items, port)
+	if !ok {
 		return nil, err
 	}
-	return readyAddresses(list.Items, port)
+	var out []string
+	for _, sl := range items {
+		if !slices.ContainsFunc(sl.Ports, func(p discoveryv1.EndpointPort) bool {
+			return p.Port != nil && *p.Port == target.port && (p.Name == nil) == (target.name == "") &&
+				(p.Name == nil || *p.Name == target.name)
+		}) {
+			continue
+		}
+		for i := range sl.Endpoints {
+			ep := &sl.Endpoints[i]
+			if !Ready(ep) {
+				continue
+			}
+			if ip, ok := endpointIP(ep, sl.AddressType); ok {
+				out = append(out, net.JoinHostPort(ip, strconv.Itoa(int(target.port))))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
-// dialable reports whether a slice is one whose endpoints kube-apiserver
+// Dialable reports whether a slice is one whose endpoints kube-apiserver
 // may be routed to and a non-writer cannot fill at will: the controller's,
-// of an IP address type (the label selector of the list already asks for
-// the controller's; a reader that ignores it is not trusted).
-func dialable(sl *discoveryv1.EndpointSlice) bool {
+// of an IP address type (a list by label already asks for the
+// controller's; a reader that ignores the selector is not trusted).
+func Dialable(sl *discoveryv1.EndpointSlice) bool {
 	return sl.Labels[discoveryv1.LabelManagedBy] == ControllerManagedBy &&
 		(sl.AddressType == discoveryv1.AddressTypeIPv4 || sl.AddressType == discoveryv1.AddressTypeIPv6)
 }
@@ -85,7 +117,7 @@ type slicePort struct {
 }
 
 // targetPort is the slices' port the entry's port reaches (see
-// SliceEndpoints); false with no slices.
+// Addresses); false with no slices.
 func targetPort(items []*discoveryv1.EndpointSlice, port int32) (slicePort, bool, error) {
 	var ports []slicePort
 	for _, sl := range items {
@@ -112,40 +144,4 @@ func targetPort(items []*discoveryv1.EndpointSlice, port int32) (slicePort, bool
 		return ports[i], true, nil
 	}
 	return slicePort{}, false, fmt.Errorf("the Service's endpoints have %d ports and none is %d: which one port %d targets is named in the Service, which the guard does not read", len(ports), port, port)
-}
-
-// readyAddresses are the host:port of the dialable slices' ready
-// endpoints at the port the entry's port reaches, sorted and without
-// duplicates.
-func readyAddresses(all []discoveryv1.EndpointSlice, port int32) ([]string, error) {
-	var items []*discoveryv1.EndpointSlice
-	for i := range all {
-		if dialable(&all[i]) {
-			items = append(items, &all[i])
-		}
-	}
-	target, ok, err := targetPort(items, port)
-	if !ok {
-		return nil, err
-	}
-	var out []string
-	for _, sl := range items {
-		if !slices.ContainsFunc(sl.Ports, func(p discoveryv1.EndpointPort) bool {
-			return p.Port != nil && *p.Port == target.port && (p.Name == nil) == (target.name == "") &&
-				(p.Name == nil || *p.Name == target.name)
-		}) {
-			continue
-		}
-		for i := range sl.Endpoints {
-			ep := &sl.Endpoints[i]
-			if ready := ep.Conditions.Ready; ready != nil && !*ready {
-				continue
-			}
-			if ip, ok := endpointIP(ep, sl.AddressType); ok {
-				out = append(out, servedchain.JoinAddr(ip, target.port))
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
 }
