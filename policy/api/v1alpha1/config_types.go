@@ -163,22 +163,41 @@ const (
 
 // NamedObjects are the names a Match lists for one kind.
 type NamedObjects struct {
-	// KindInfo is the kind and where kube-apiserver serves it.
+	// KindInfo is the kind, where kube-apiserver serves it and the Match
+	// field (Field) that lists the names.
 	KindInfo
-	// Field is the Match field that lists them (its JSON name).
-	Field string
 	Names []string
 }
 
-// Named lists the names of every kind, in a fixed order: the one place
-// that enumerates the kinds a mapping can name.
+// Named lists the names of every kind, in Kinds' order.
 func (m *Match) Named() []NamedObjects {
-	return []NamedObjects{
-		{KindInfo: Kinds[0], Field: "validating", Names: m.Validating},
-		{KindInfo: Kinds[1], Field: "mutating", Names: m.Mutating},
-		{KindInfo: Kinds[2], Field: "customResourceDefinitions", Names: m.CustomResourceDefinitions},
-		{KindInfo: Kinds[3], Field: "apiServices", Names: m.APIServices},
+	out := make([]NamedObjects, 0, len(Kinds))
+	for _, k := range Kinds {
+		var names []string
+		if p := m.NamesOf(k.Kind); p != nil {
+			names = *p
+		}
+		out = append(out, NamedObjects{KindInfo: k, Names: names})
 	}
+	return out
+}
+
+// NamesOf is the field that names the objects of kind: the one place that
+// maps a kind of Kinds to its Match field (KindInfo.Field is its JSON
+// name); nil for any other kind (Test_everyMatchFieldIsAKind fails when a
+// kind of Kinds has none).
+func (m *Match) NamesOf(kind string) *[]string {
+	switch kind {
+	case KindValidatingWebhookConfiguration:
+		return &m.Validating
+	case KindMutatingWebhookConfiguration:
+		return &m.Mutating
+	case KindCustomResourceDefinition:
+		return &m.CustomResourceDefinitions
+	case KindAPIService:
+		return &m.APIServices
+	}
+	return nil
 }
 
 // HasNames reports whether the Match names any object.

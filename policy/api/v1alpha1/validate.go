@@ -98,7 +98,7 @@ func validateOwner(p *field.Path, o *Owner) field.ErrorList {
 	}
 	m := o.Match
 	if !m.HasNames() && m.LabelSelector == nil {
-		errs = append(errs, field.Required(p.Child("match"), "at least one of validating, mutating, customResourceDefinitions, apiServices or labelSelector"))
+		errs = append(errs, field.Required(p.Child("match"), "at least one of "+matchFields()))
 	}
 	errs = append(errs, validateTrustObjectNames(p.Child("match"), &m)...)
 	if m.LabelSelector != nil {
