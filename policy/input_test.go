@@ -104,20 +104,20 @@ func Test_BundleChange(t *testing.T) {
 		expEmptied bool
 	}{
 		"if a bundle is set where there was none, it is not emptied": {
-			input:    BundleChange{Index: 3, New: []byte("x")},
+			input:    BundleChange{Index: 3, New: []byte("x"), kind: KindValidating},
 			expField: "webhooks[3].clientConfig.caBundle",
 		},
 		"if a bundle is replaced, it is not emptied": {
-			input:    BundleChange{Index: 0, Old: []byte("x"), New: []byte("y")},
+			input:    BundleChange{Index: 0, Old: []byte("x"), New: []byte("y"), kind: KindValidating},
 			expField: "webhooks[0].clientConfig.caBundle",
 		},
 		"if an entry that carried a bundle is removed, it is emptied and its field is the list": {
-			input:      BundleChange{Index: 2, Old: []byte("x"), Removed: true},
+			input:      BundleChange{Index: 2, Old: []byte("x"), Removed: true, kind: KindValidating},
 			expField:   "webhooks",
 			expEmptied: true,
 		},
 		"if a non-empty bundle is made empty, it is emptied": {
-			input:      BundleChange{Index: 12, Old: []byte("x")},
+			input:      BundleChange{Index: 12, Old: []byte("x"), kind: KindValidating},
 			expField:   "webhooks[12].clientConfig.caBundle",
 			expEmptied: true,
 		},

@@ -25,32 +25,36 @@ const (
 	KindAPIService GuardedKind = guardapi.KindAPIService
 )
 
-// OwnsTrustOnly reports whether a mapping owns only the caBundle of an
-// object of this kind, not the object: a CustomResourceDefinition's schema
-// and an APIService's group priority are their installer's (Helm, OLM,
-// Argo CD), who is not the controller that injects the CA. A write by a
-// subject that is not a writer is then the mapping's to decide only when
-// it changes the trust (a caBundle, insecureSkipTLSVerify).
-func (k GuardedKind) OwnsTrustOnly() bool { return k == KindCRD || k == KindAPIService }
+// Info is the kind's row of guardapi.Kinds; false for a kind a mapping
+// cannot name (policy mode's generated objects, or any other string).
+func (k GuardedKind) Info() (guardapi.KindInfo, bool) { return guardapi.KindInfoOf(string(k)) }
 
-// ShortName abbreviates the kind in report names and tables: vwc, mwc and
-// crd as kubectl's short names do, apiservice as kubectl names the
-// resource, vap and vapb for policy mode's generated objects (which
-// kubectl does not abbreviate).
+// OwnsTrustOnly reports whether a mapping owns only the caBundle of an
+// object of this kind, not the object (guardapi.KindInfo.OwnsTrustOnly:
+// a CustomResourceDefinition, an APIService). A write by a subject that
+// is not a writer is then the mapping's to decide only when it changes
+// the trust (a caBundle, insecureSkipTLSVerify).
+func (k GuardedKind) OwnsTrustOnly() bool {
+	info, ok := k.Info()
+	return ok && info.OwnsTrustOnly
+}
+
+// ShortName abbreviates the kind in report names and tables: the row's
+// (vwc, mwc and crd as kubectl's short names, apiservice as kubectl names
+// the resource), vap and vapb for policy mode's generated objects (which
+// kubectl does not abbreviate), and any other kind (read from a record,
+// not decided) in lower case.
 func (k GuardedKind) ShortName() string {
+	if info, ok := k.Info(); ok {
+		return info.ShortName
+	}
 	switch k {
-	case KindValidating:
-		return "vwc"
-	case KindMutating:
-		return "mwc"
 	case KindAdmissionPolicy:
 		return "vap"
 	case KindAdmissionPolicyBinding:
 		return "vapb"
-	case KindCRD:
-		return "crd"
-	case KindAPIService:
-		return "apiservice"
+	case KindValidating, KindMutating, KindCRD, KindAPIService:
+		// Their rows name them.
 	}
 	return strings.ToLower(string(k))
 }

@@ -9,12 +9,13 @@ import (
 )
 
 // The names of the one entry a CustomResourceDefinition or an APIService
-// carries, as decisions, messages and records name it.
+// carries, as decisions, messages and records name it (their rows'
+// Entries.Name).
 const (
 	// EntryConversion is a CRD's conversion webhook (with strategy Webhook).
-	EntryConversion = "conversion"
+	EntryConversion = guardapi.EntryConversion
 	// EntryService is an APIService's service (a local APIService has none).
-	EntryService = "service"
+	EntryService = guardapi.EntryService
 )
 
 // APIVersion is the group/version the guard reads and names objects of
@@ -22,44 +23,52 @@ const (
 // mapping names, admissionregistration.k8s.io/v1 for the policy shape's
 // generated objects.
 func (k GuardedKind) APIVersion() string {
-	if info, ok := guardapi.KindInfoOf(string(k)); ok {
+	if info, ok := k.Info(); ok {
 		return info.APIVersion()
 	}
 	return "admissionregistration.k8s.io/v1"
 }
 
-// EntryField is the path of a field of entry i of an object of the kind;
-// field is spelled as in a webhooks[] entry (clientConfig.caBundle,
-// clientConfig.service, timeoutSeconds), and i < 0 names every entry. A
-// CRD's entry is its conversion webhook, an APIService's its spec, where
-// the service and caBundle are no clientConfig's.
+// EntryField is the path of a field of entry i of an object of the kind,
+// from its row's Entries; field is spelled as in a webhooks[] entry
+// (clientConfig.caBundle, clientConfig.service, timeoutSeconds), and i < 0
+// names every entry. A CRD's entry is its conversion webhook, an
+// APIService's its spec, where the service and caBundle are no
+// clientConfig's. A kind without a row (no object of it has entries) gets
+// field alone.
 func EntryField(kind GuardedKind, i int, field string) string {
-	switch {
-	case kind == KindCRD:
-		return "spec.conversion.webhook." + field
-	case kind == KindAPIService:
-		return "spec." + strings.TrimPrefix(field, "clientConfig.")
-	case i < 0:
-		return "webhooks[]." + field
-	default:
-		return fmt.Sprintf("webhooks[%d].%s", i, field)
+	info, ok := kind.Info()
+	if !ok {
+		return field
 	}
+	e := info.Entries
+	if !e.One() {
+		if i < 0 {
+			return e.List + "[]." + field
+		}
+		return fmt.Sprintf("%s[%d].%s", e.List, i, field)
+	}
+	path := slices.Clone(e.At)
+	if rest, ok := strings.CutPrefix(field, "clientConfig."); ok {
+		path = append(append(path, e.ClientConfig...), rest)
+	} else {
+		path = append(path, field)
+	}
+	return strings.Join(path, ".")
 }
 
 // entryField is the path of entry i's caBundle in an object of this kind.
 func entryField(kind GuardedKind, i int) string { return EntryField(kind, i, "clientConfig.caBundle") }
 
 // entriesField is the path of the entries of an object of this kind, where
-// a removed entry was.
+// a removed entry was: the list, or the path whose presence means the one
+// entry is there.
 func entriesField(kind GuardedKind) string {
-	switch kind {
-	case KindCRD:
-		return "spec.conversion.webhook"
-	case KindAPIService:
-		return "spec.service"
-	default:
-		return "webhooks"
+	info, _ := kind.Info()
+	if info.Entries.One() {
+		return strings.Join(info.Entries.Present, ".")
 	}
+	return info.Entries.List
 }
 
 // InsecureEntries lists the indexes of the entries of the new object that
