@@ -306,14 +306,17 @@ func checkObject(field string, obj *guardedObject, kind policy.GuardedKind) (*gu
 
 // webhooks are the entries of the object whose caBundles kube-apiserver
 // trusts: a webhook configuration's webhooks[], the one entry of a CRD's
-// conversion webhook or an APIService (trustkinds.go).
+// conversion webhook or an APIService, read by the kind's entry decoder
+// (trustkinds.go), which guardedKind made sure it has.
 func webhooks(kind policy.GuardedKind, obj *guardedObject) []policy.Entry {
 	if obj == nil {
 		return nil
 	}
-	if kind.OwnsTrustOnly() {
-		return obj.Spec.entries(kind)
-	}
+	return entryDecoders[kind](obj)
+}
+
+// webhookEntries are a webhook configuration's webhooks[].
+func webhookEntries(obj *guardedObject) []policy.Entry {
 	out := make([]policy.Entry, len(obj.Webhooks))
 	for i, w := range obj.Webhooks {
 		out[i] = policy.Entry{Name: w.Name, CABundle: w.ClientConfig.CABundle}
