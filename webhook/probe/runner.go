@@ -157,8 +157,13 @@ func (r *Runner) Paths(ctx context.Context) []TrustPath {
 	for i := range mwcs.Items {
 		out = append(out, MutatingPaths(cfg, &mwcs.Items[i])...)
 	}
-	for _, kind := range []policy.GuardedKind{policy.KindCRD, policy.KindAPIService} {
-		out = append(out, r.trustObjectPaths(ctx, cfg, kind)...)
+	// The kinds whose objects hold one entry (CRDs, APIServices) are read
+	// from their rows of guardapi.Kinds; the webhook configurations' lists
+	// above are typed.
+	for _, k := range guardapi.Kinds {
+		if k.Entries.One() {
+			out = append(out, r.trustObjectPaths(ctx, cfg, k)...)
+		}
 	}
 	slices.SortFunc(out, func(a, b TrustPath) int {
 		return strings.Compare(a.Kind+"/"+a.Configuration+"/"+a.Webhook, b.Kind+"/"+b.Configuration+"/"+b.Webhook)
@@ -168,12 +173,9 @@ func (r *Runner) Paths(ctx context.Context) []TrustPath {
 
 // trustObjectPaths lists the metadata of kind's objects and gets the
 // guarded ones whole.
-func (r *Runner) trustObjectPaths(ctx context.Context, cfg *policy.Mappings, kind policy.GuardedKind) []TrustPath {
-	info, ok := guardapi.KindInfoOf(string(kind))
-	if !ok {
-		return nil
-	}
-	gvk := schema.GroupVersionKind{Group: info.Group, Version: info.Version, Kind: string(kind)}
+func (r *Runner) trustObjectPaths(ctx context.Context, cfg *policy.Mappings, info guardapi.KindInfo) []TrustPath {
+	kind := policy.GuardedKind(info.Kind)
+	gvk := schema.GroupVersionKind{Group: info.Group, Version: info.Version, Kind: info.Kind}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(string(kind) + "List"))
 	if err := r.Cached.List(ctx, list); err != nil {
