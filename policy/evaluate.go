@@ -25,7 +25,7 @@ func (c *Mappings) Evaluate(in *Input, env Env) Decision {
 	d := c.decideWithCA(m, in, env.CA)
 	var unverified []ServingFailure
 	if env.Serving != nil && d.Allowed() {
-		unverified = servingFailures(&d, env.Serving)
+		unverified = servingFailures(&d, in, env.Serving)
 	}
 	// A refusal for the served chain comes before the budget, so that a
 	// write that will not land spends none of it.
@@ -56,11 +56,13 @@ type Env struct {
 	Serving ServingCheck
 }
 
-// ServingCheck compares a caBundle with what an entry's endpoint served at
-// the last probe, without a network call: known is false when nothing was
-// kept for the entry; detail says where and why it does not verify.
+// ServingCheck compares an entry's caBundle with what the entry's endpoint
+// served at the last probe, without a network call. entry is as the write
+// sets it: its name, its new caBundle and its endpoint. known is false when
+// nothing was kept for the entry; detail says where and why it does not
+// verify.
 type ServingCheck interface {
-	CheckServing(kind GuardedKind, name, entry string, caBundle []byte) (verified, known bool, detail string)
+	CheckServing(kind GuardedKind, name string, entry Entry) (verified, known bool, detail string)
 }
 
 // CALookup answers the owner's CA for Evaluate.
@@ -168,13 +170,15 @@ type ServingFailure struct {
 // fail TLS once the write lands, unless the endpoint serves a new
 // certificate by then (a rotator that publishes its CA first and serves
 // later). An entry the last probe did not reach is not listed.
-func servingFailures(d *Decision, serving ServingCheck) []ServingFailure {
+func servingFailures(d *Decision, in *Input, serving ServingCheck) []ServingFailure {
 	var out []ServingFailure
 	for _, c := range d.Changes {
-		if c.Removed {
+		if c.Removed || c.Index >= len(in.Entries) {
 			continue
 		}
-		if verified, known, detail := serving.CheckServing(d.Kind, d.Name, c.Webhook, c.New); known && !verified {
+		entry := in.Entries[c.Index]
+		entry.CABundle = c.New
+		if verified, known, detail := serving.CheckServing(d.Kind, d.Name, entry); known && !verified {
 			out = append(out, ServingFailure{Change: c, Detail: detail})
 		}
 	}

@@ -38,7 +38,7 @@ func (b *budgetVerdict) Take(key writebudget.Key, _ int) (bool, time.Duration) {
 // servingVerdict answers every entry alike.
 type servingVerdict struct{ verified, known bool }
 
-func (s servingVerdict) CheckServing(GuardedKind, string, string, []byte) (bool, bool, string) {
+func (s servingVerdict) CheckServing(GuardedKind, string, Entry) (bool, bool, string) {
 	return s.verified, s.known, "unknown-authority at 10.0.0.1:443 for svc.ns.svc"
 }
 

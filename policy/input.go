@@ -26,11 +26,13 @@ type Entry struct {
 	// InsecureSkipTLSVerify is an APIService's: kube-apiserver then trusts
 	// any serving certificate.
 	InsecureSkipTLSVerify bool
-	// Endpoint is where kube-apiserver sends the entry's traffic. It is
-	// decoded for the kinds whose trust alone a mapping owns (a CRD's
-	// conversion webhook, an APIService), where moving it is a trust change
-	// a non-writer may not make; a webhook configuration's entries are all
-	// its writers', endpoints included, so it is left zero there.
+	// Endpoint is where kube-apiserver sends the entry's traffic. The
+	// decision reads it for the kinds whose trust alone a mapping owns (a
+	// CRD's conversion webhook, an APIService), where moving it is a trust
+	// change a non-writer may not make (EndpointMoves); a webhook
+	// configuration's entries are all its writers', endpoints included.
+	// The serving check (ServingCheck) derives from it the name the served
+	// chain is verified for, for every kind.
 	Endpoint Endpoint
 }
 

@@ -41,6 +41,11 @@ type guardedObject struct {
 		Name         string `json:"name"`
 		ClientConfig struct {
 			CABundle caBundle `json:"caBundle"`
+			// URL and Service are where kube-apiserver calls the entry:
+			// the serving check verifies what was served for the name it
+			// derives from them (policy.Entry.Endpoint).
+			URL     string      `json:"url"`
+			Service *serviceRef `json:"service"`
 		} `json:"clientConfig"`
 	} `json:"webhooks"`
 	// Spec is read for the kinds with one caBundle each (trustkinds.go):
@@ -319,7 +324,8 @@ func webhooks(kind policy.GuardedKind, obj *guardedObject) []policy.Entry {
 func webhookEntries(obj *guardedObject) []policy.Entry {
 	out := make([]policy.Entry, len(obj.Webhooks))
 	for i, w := range obj.Webhooks {
-		out[i] = policy.Entry{Name: w.Name, CABundle: w.ClientConfig.CABundle}
+		cc := &w.ClientConfig
+		out[i] = policy.Entry{Name: w.Name, CABundle: cc.CABundle, Endpoint: cc.Service.endpoint(cc.URL)}
 	}
 	return out
 }

@@ -229,7 +229,7 @@ func Test_decodeInput(t *testing.T) {
 				Labels:      koord.Labels,
 				Annotations: koord.Annotations,
 				User:        policy.User{Username: koordManager, Groups: groups},
-				Entries:     []policy.Entry{{Name: "koord-0.example.com", CABundle: f.Owner.PEM}, {Name: "koord-1.example.com"}},
+				Entries:     koord.webhooks(),
 			},
 		},
 		"if a MutatingWebhookConfiguration is created as a dry run, return DryRun": {
@@ -362,6 +362,20 @@ func Test_decodeInput(t *testing.T) {
 				Name:      "koord",
 				User:      policy.User{Username: koordManager, Groups: groups},
 				Entries:   []policy.Entry{{Name: "a", CABundle: f.Owner.PEM}},
+			},
+		},
+		"if the webhooks call a URL and a Service, return each endpoint (the serving check verifies for its name)": {
+			req: func(t *testing.T) *admissionv1.AdmissionRequest {
+				return raw(t, admissionv1.Create, `{"webhooks":[{"name":"a","clientConfig":{"url":"https://hook.example.com/validate"}},`+
+					`{"name":"b","clientConfig":{"service":{"namespace":"app","name":"hook","path":"/validate","port":8443}}}]}`)
+			},
+			exp: &policy.Input{
+				Operation: policy.OperationCreate,
+				Kind:      policy.KindValidating,
+				Name:      "koord",
+				User:      policy.User{Username: koordManager, Groups: groups},
+				Entries: []policy.Entry{{Name: "a", Endpoint: policy.Endpoint{URL: "https://hook.example.com/validate"}},
+					{Name: "b", Endpoint: policy.Endpoint{Namespace: "app", Name: "hook", Path: "/validate", Port: 8443}}},
 			},
 		},
 		"if a field is spelled Webhooks, do not read it: decoding is case-sensitive as in kube-apiserver": {

@@ -175,11 +175,12 @@ func (o object) encode(tb testing.TB, kind policy.GuardedKind) []byte {
 
 func (o object) webhookName(i int) string { return fmt.Sprintf("%s-%d.example.com", o.Name, i) }
 
-// webhooks is what the decoder makes of o's webhooks entries.
+// webhooks is what the decoder makes of o's webhooks entries: each calls
+// Service ns/svc.
 func (o object) webhooks() []policy.Entry {
 	out := make([]policy.Entry, len(o.Bundles))
 	for i, b := range o.Bundles {
-		out[i] = policy.Entry{Name: o.webhookName(i), CABundle: b}
+		out[i] = policy.Entry{Name: o.webhookName(i), CABundle: b, Endpoint: policy.Endpoint{Namespace: "ns", Name: "svc"}}
 	}
 	return out
 }

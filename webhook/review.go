@@ -46,6 +46,12 @@ type Verdict struct {
 	// a decision (malformed, too large, or a recovered panic: Response says
 	// why, with a 4xx or 5xx code).
 	Decision *policy.Decision
+	// Entries are the entries of the object the request writes, as decoded
+	// and decided on (names, caBundles, endpoints): what `check
+	// --served-chain` names. Nil without a decision, for a request that
+	// writes no object (a DELETE) and for a generated admission policy
+	// object.
+	Entries []policy.Entry
 }
 
 var _ http.Handler = &Handler{}
@@ -119,23 +125,24 @@ func (h *Handler) review(ctx context.Context, body []byte) Verdict {
 	// The review's own apiVersion and kind are not otherwise checked, as
 	// controller-runtime's admission webhook did not: a request that is not
 	// about a guarded kind is refused in handle.
-	v.Response, v.Decision = h.handle(ctx, review.Request)
+	v.Response, v.Decision, v.Entries = h.handle(ctx, review.Request)
 	return v
 }
 
 // handle decides a decoded request, recovering a panic into a 500 exactly
-// as controller-runtime's admission.Webhook does.
-func (h *Handler) handle(ctx context.Context, req *reviewRequest) (resp *admissionv1.AdmissionResponse, d *policy.Decision) {
+// as controller-runtime's admission.Webhook does; entries are the decided
+// input's (Verdict.Entries).
+func (h *Handler) handle(ctx context.Context, req *reviewRequest) (resp *admissionv1.AdmissionResponse, d *policy.Decision, entries []policy.Entry) {
 	defer func() {
 		if p := recover(); p != nil {
 			admissionmetrics.WebhookPanics.WithLabelValues().Inc()
 			for _, fn := range utilruntime.PanicHandlers {
 				fn(ctx, p)
 			}
-			resp, d = &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
+			resp, d, entries = &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
 				Code:    http.StatusInternalServerError,
 				Message: fmt.Sprintf("panic: %v [recovered]", p),
-			}}, nil
+			}}, nil, nil
 		}
 	}()
 	ctx = withRequestFields(logf.IntoContext(ctx, h.Log), "kind", req.Kind.Kind, "name", req.Name,
@@ -150,12 +157,13 @@ func (h *Handler) handle(ctx context.Context, req *reviewRequest) (resp *admissi
 	} else {
 		in, err := req.input()
 		if err != nil {
-			return h.errored(ctx, req.UID, http.StatusBadRequest, err), nil
+			return h.errored(ctx, req.UID, http.StatusBadRequest, err), nil, nil
 		}
 		v.d, v.r = h.decideAndRespond(ctx, in)
+		entries = in.Entries
 	}
 	v.r.UID = req.UID
-	return &v.r, &v.d
+	return &v.r, &v.d, entries
 }
 
 // errored counts and logs a malformed review and answers it.

@@ -16,11 +16,12 @@ type ProbedServing struct {
 	Now func() time.Time
 }
 
-// CheckServing implements policy.ServingCheck.
-func (p ProbedServing) CheckServing(kind policy.GuardedKind, name, entry string, caBundle []byte) (verified, known bool, detail string) {
+// CheckServing implements policy.ServingCheck: the chains are verified for
+// the server name the probe dialled, the stored entry's.
+func (p ProbedServing) CheckServing(kind policy.GuardedKind, name string, entry policy.Entry) (verified, known bool, detail string) {
 	now := time.Now
 	if p.Now != nil {
 		now = p.Now
 	}
-	return p.Served.Check(probe.Key{Kind: string(kind), Configuration: name, Webhook: entry}, caBundle, now())
+	return p.Served.Check(probe.Key{Kind: string(kind), Configuration: name, Webhook: entry.Name}, entry.CABundle, now())
 }

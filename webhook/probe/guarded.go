@@ -2,14 +2,11 @@ package probe
 
 import (
 	"encoding/base64"
-	"fmt"
-	"slices"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 )
@@ -91,26 +88,26 @@ func admissionPath(kind policy.GuardedKind, cfg, name string, fp *admv1.FailureP
 // mapping claims it, when it trusts nothing (no conversion webhook, a local
 // APIService) or when an APIService skips verification
 // (insecureSkipTLSVerify: kube-apiserver verifies nothing to probe).
-//
-// Where the entry is, is the kind's row of guardapi.Kinds (Entries); a
-// kind whose objects hold a list of entries has no one path (false).
 func TrustObjectPath(cfg *policy.Mappings, kind policy.GuardedKind, u *unstructured.Unstructured) (TrustPath, bool) {
-	info, ok := kind.Info()
-	if !ok || !info.Entries.One() {
-		return TrustPath{}, false
-	}
 	mapping, ok := guarded(cfg, kind, u.GetName(), u.GetLabels())
 	if !ok {
 		return TrustPath{}, false
 	}
-	e := info.Entries
-	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), Mapping: mapping, Webhook: e.Name, FailurePolicy: string(admv1.Fail)}
-	if e.InsecureSkipTLSVerify {
-		if skip, _, _ := unstructured.NestedBool(u.Object, append(slices.Clone(e.At), "insecureSkipTLSVerify")...); skip {
+	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), Mapping: mapping, FailurePolicy: string(admv1.Fail)}
+	var cc map[string]any
+	switch kind {
+	case policy.KindCRD:
+		p.Webhook = policy.EntryConversion
+		cc, _, _ = unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
+	case policy.KindAPIService:
+		p.Webhook = policy.EntryService
+		if skip, _, _ := unstructured.NestedBool(u.Object, "spec", "insecureSkipTLSVerify"); skip {
 			return TrustPath{}, false
 		}
+		cc, _, _ = unstructured.NestedMap(u.Object, "spec")
+	default:
+		return TrustPath{}, false
 	}
-	cc, _, _ := unstructured.NestedMap(u.Object, e.ClientConfigPath()...)
 	p.URL, _, _ = unstructured.NestedString(cc, "url")
 	if svc, ok, _ := unstructured.NestedMap(cc, "service"); ok {
 		ns, _, _ := unstructured.NestedString(svc, "namespace")
@@ -138,31 +135,4 @@ func decodeBundle(s string) []byte {
 		return []byte(s)
 	}
 	return b
-}
-
-// ObjectPaths are the trust paths of an object of any guarded kind, read
-// whole (as a review or a manifest carries it); none when no mapping
-// claims it.
-func ObjectPaths(cfg *policy.Mappings, u *unstructured.Unstructured) ([]TrustPath, error) {
-	switch kind := policy.GuardedKind(u.GetKind()); kind {
-	case policy.KindValidating:
-		var c admv1.ValidatingWebhookConfiguration
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-			return nil, fmt.Errorf("%s %q: %w", kind, u.GetName(), err)
-		}
-		return ValidatingPaths(cfg, &c), nil
-	case policy.KindMutating:
-		var c admv1.MutatingWebhookConfiguration
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-			return nil, fmt.Errorf("%s %q: %w", kind, u.GetName(), err)
-		}
-		return MutatingPaths(cfg, &c), nil
-	case policy.KindCRD, policy.KindAPIService:
-		if p, ok := TrustObjectPath(cfg, kind, u); ok {
-			return []TrustPath{p}, nil
-		}
-		return nil, nil
-	case policy.KindAdmissionPolicy, policy.KindAdmissionPolicyBinding:
-	}
-	return nil, fmt.Errorf("kind %q has no trust path (want one of the four guarded kinds)", u.GetKind())
 }

@@ -132,25 +132,39 @@ func (p servedPath) check(caBundle []byte, now time.Time) verdict {
 	return verdict{detail: fmt.Sprintf("%s for %s", first, boundText(p.serverName, maxWhereText))}
 }
 
-// StoreChain adds a chain read from a file (PEM, leaf first) as what
-// path's endpoints serve, named where in the detail of a failed check:
-// `check --served-chain` decides a write offline against it as admission
-// does against a probe round. The chain is kept within the prober's
-// default bounds, as a handshake's is.
-func (s *Served) StoreChain(path TrustPath, where string, pemChain []byte) error {
+// Chains are what `check --served-chain` says an object's entries serve:
+// chains read from files, by entry name ("" for every entry). A write is
+// checked against them as Served checks it against a probe round's, for
+// the server name of the endpoint the write sets (there was no round to
+// take one from). The zero value holds none.
+type Chains struct {
+	byEntry map[string][]servedAt
+}
+
+// Add reads a chain (PEM, leaf first) as what entry's endpoint serves
+// ("" for every entry), named where in the detail of a failed check. The
+// chain is kept within the prober's bounds, as a handshake's is.
+func (c *Chains) Add(entry, where string, pemChain []byte) error {
 	chain, err := servedchain.ParsePEM(pemChain)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byKey == nil {
-		s.byKey = map[Key]servedPath{}
+	if c.byEntry == nil {
+		c.byEntry = map[string][]servedAt{}
 	}
-	p := s.byKey[path.Key()]
-	p.serverName = path.serverName()
-	p.endpoints = append(p.endpoints, servedAt{addr: where, chain: &chain})
-	s.byKey[path.Key()] = p
-	s.verdicts = nil
+	c.byEntry[entry] = append(c.byEntry[entry], servedAt{addr: where, chain: &chain})
 	return nil
+}
+
+// Check verifies what entry serves against caBundle, as Served.Check does,
+// for the server name of endpoint: verified when any chain verifies; known
+// is false when no chain is the entry's.
+func (c *Chains) Check(entry string, endpoint servedchain.Endpoint, caBundle []byte, now time.Time) (verified, known bool, detail string) {
+	p := servedPath{serverName: endpoint.ServerName()}
+	p.endpoints = append(append(p.endpoints, c.byEntry[""]...), c.byEntry[entry]...)
+	if len(p.endpoints) == 0 {
+		return false, false, ""
+	}
+	v := p.check(caBundle, now)
+	return v.verified, true, v.detail
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
-	"github.com/webhook-guard/webhook-guard/webhook"
 )
 
 // Options are check's flags.
@@ -119,18 +118,23 @@ func (o *Options) Run(ctx context.Context) error {
 		return cmdutil.Invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)
 	}
 	var serving policy.ServingCheck
+	var served *servedChains
 	if len(o.ServedChains) > 0 {
-		served, err := servedChains(o.ServedChains, cfg, body)
-		if err != nil {
+		if served, err = readServedChains(o.ServedChains); err != nil {
 			return err
 		}
-		serving = webhook.ProbedServing{Served: served}
+		serving = served
 	}
 	h, err := offline.NewHandler(cfg, objects, o.admissionPolicyWriter, serving)
 	if err != nil {
 		return err
 	}
 	v := h.Review(ctx, body)
+	if served != nil && v.Decision != nil {
+		if err := served.check(v); err != nil {
+			return err
+		}
+	}
 
 	if o.Output != cmdutil.OutputTable {
 		if err := cmdutil.PrintStructured(out, o.Output, reviewAnswer{APIVersion: v.APIVersion, Kind: "AdmissionReview", Response: v.Response}); err != nil {

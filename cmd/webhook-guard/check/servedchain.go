@@ -1,88 +1,101 @@
 package check
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"time"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/policy"
+	"github.com/webhook-guard/webhook-guard/webhook"
 	"github.com/webhook-guard/webhook-guard/webhook/probe"
+	"github.com/webhook-guard/webhook-guard/webhook/servedchain"
 )
 
-// servedChains reads each --served-chain [ENTRY=]FILE as what the reviewed
-// object's entry (every entry when ENTRY is left out) serves, so that the
-// write is decided as the server decides it after a probe round: the
-// warning, or with verifyServing: deny the refusal, of a caBundle that does
-// not verify it. The server name each chain is verified for is the entry's
-// (its URL's host, or <service>.<namespace>.svc), from the review's object.
-func servedChains(flags []string, cfg *policy.Mappings, body []byte) (*probe.Served, error) {
-	obj, err := reviewedObject(body)
-	if err != nil {
-		return nil, cmdutil.Invalid("--served-chain: %v", err)
-	}
-	paths, err := probe.ObjectPaths(cfg, obj)
-	if err != nil {
-		return nil, cmdutil.Invalid("--served-chain: the review's object: %v", err)
-	}
-	if len(paths) == 0 {
-		return nil, cmdutil.Invalid("--served-chain: no mapping guards %s %q, so no entry of it is checked against a served chain", obj.GetKind(), obj.GetName())
-	}
-	served := &probe.Served{}
+// servedChains is --served-chain's [ENTRY=]FILE values as admission's
+// serving check: each file is what the reviewed object's entry (every
+// entry when ENTRY is left out) serves, so that the write is decided as the
+// server decides it after a probe round: the warning, or with
+// verifyServing: deny the refusal, of a caBundle that does not verify it.
+// Each chain is verified for the server name of the entry the review
+// writes (its URL's host, or <service>.<namespace>.svc), read by the
+// server's own decoder as it decides: the review is decoded once.
+type servedChains struct {
+	flags  []string
+	chains probe.Chains
+}
+
+// readServedChains reads the files the flags name; a file that holds no
+// usable chain is invalid input.
+func readServedChains(flags []string) (*servedChains, error) {
+	s := &servedChains{flags: flags}
 	for _, flag := range flags {
-		entry, file, named := strings.Cut(flag, "=")
-		if !named {
-			entry, file = "", flag
-		}
+		entry, file := splitServedChain(flag)
 		pemChain, err := os.ReadFile(file)
 		if err != nil {
 			return nil, cmdutil.Invalid("--served-chain %s: %v", flag, err)
 		}
-		matched := 0
-		for _, p := range paths {
-			if entry != "" && p.Webhook != entry {
-				continue
-			}
-			matched++
-			// The base name: the detail goes into a warning cut at 256 characters.
-			if err := served.StoreChain(p, "file "+filepath.Base(file), pemChain); err != nil {
-				return nil, cmdutil.Invalid("--served-chain %s: %v", flag, err)
-			}
-		}
-		if matched == 0 {
-			return nil, cmdutil.Invalid("--served-chain %s: %s %q has no entry %q (its entries: %s)",
-				flag, obj.GetKind(), obj.GetName(), entry, strings.Join(entryNames(paths), ", "))
+		// The base name: the detail goes into a warning cut at 256 characters.
+		if err := s.chains.Add(entry, "file "+filepath.Base(file), pemChain); err != nil {
+			return nil, cmdutil.Invalid("--served-chain %s: %v", flag, err)
 		}
 	}
-	return served, nil
+	return s, nil
 }
 
-// reviewedObject is the review's request.object.
-func reviewedObject(body []byte) (*unstructured.Unstructured, error) {
-	var r admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("the review does not parse: %w", err)
+// splitServedChain splits [ENTRY=]FILE.
+func splitServedChain(flag string) (entry, file string) {
+	if entry, file, named := strings.Cut(flag, "="); named {
+		return entry, file
 	}
-	if r.Request == nil || len(r.Request.Object.Raw) == 0 {
-		return nil, fmt.Errorf("the review has no request.object (a DELETE writes no caBundle)")
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(r.Request.Object.Raw); err != nil {
-		return nil, fmt.Errorf("request.object: %w", err)
-	}
-	return u, nil
+	return "", flag
 }
 
-func entryNames(paths []probe.TrustPath) []string {
-	out := make([]string, 0, len(paths))
-	for _, p := range paths {
-		out = append(out, p.Webhook)
+// CheckServing implements policy.ServingCheck.
+func (s *servedChains) CheckServing(_ policy.GuardedKind, _ string, entry policy.Entry) (verified, known bool, detail string) {
+	if entry.InsecureSkipTLSVerify {
+		return false, false, "" // kube-apiserver verifies nothing, and the prober probes nothing
 	}
-	return slices.Compact(out)
+	return s.chains.Check(entry.Name, endpointOf(entry.Endpoint), entry.CABundle, time.Now())
+}
+
+// endpointOf is an entry's endpoint as the verifier reads it.
+func endpointOf(e policy.Endpoint) servedchain.Endpoint {
+	if e.Namespace == "" && e.Name == "" {
+		return servedchain.Endpoint{URL: e.URL}
+	}
+	return servedchain.Endpoint{Service: &servedchain.Service{Namespace: e.Namespace, Name: e.Name, Port: e.Port}}
+}
+
+// check says why the chains could not apply to the decided review: it
+// writes no object, no mapping guards the object, or an ENTRY names no
+// entry of it.
+func (s *servedChains) check(v webhook.Verdict) error {
+	d := v.Decision
+	switch {
+	case d.Kind.IsAdmissionPolicyObject():
+		return cmdutil.Invalid("--served-chain: a %s has no entry kube-apiserver calls over TLS", d.Kind)
+	case d.Operation == policy.OperationDelete:
+		return cmdutil.Invalid("--served-chain: the review has no request.object (a DELETE writes no caBundle)")
+	case d.Mapping == "":
+		return cmdutil.Invalid("--served-chain: no mapping guards %s %q, so no entry of it is checked against a served chain", d.Kind, d.Name)
+	}
+	var names []string
+	for _, e := range v.Entries {
+		if !e.InsecureSkipTLSVerify {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) == 0 {
+		return cmdutil.Invalid("--served-chain: %s %q has no entry whose served chain kube-apiserver verifies", d.Kind, d.Name)
+	}
+	for _, flag := range s.flags {
+		if entry, _ := splitServedChain(flag); entry != "" && !slices.Contains(names, entry) {
+			return cmdutil.Invalid("--served-chain %s: %s %q has no entry %q (its entries: %s)",
+				flag, d.Kind, d.Name, entry, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

@@ -19,9 +19,10 @@ import (
 // servedChainFiles writes a GuardConfig (owner app, its CA inline,
 // verifyServing as given), the owner's review replacing an old CA with
 // its own in entry w.example.com (URL https://hook.example.com/validate),
-// a DELETE review, and served chains: a leaf for hook.example.com under
-// the owner's CA, one under another CA, and one under the owner's CA for
-// another name.
+// the same write to an entry that calls Service app/hook, a DELETE review,
+// and served chains: a leaf for hook.example.com under the owner's CA, one
+// under another CA, one under the owner's CA for another name, and one for
+// hook.app.svc.
 func servedChainFiles(t *testing.T, verifyServing string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
@@ -44,15 +45,19 @@ owners:
   ca:
     pem: |
 `+testpki.Indent(string(owner.PEM), 6)+"\n"))
-	vwc := func(ca []byte) map[string]any {
+	calling := func(ca []byte, cc map[string]any) map[string]any {
+		cc["caBundle"] = base64.StdEncoding.EncodeToString(ca)
 		return map[string]any{
 			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
 			"metadata": map[string]any{"name": "app-hook"},
 			"webhooks": []any{map[string]any{
 				"name": "w.example.com", "sideEffects": "None", "admissionReviewVersions": []string{"v1"},
-				"clientConfig": map[string]any{"url": "https://hook.example.com/validate", "caBundle": base64.StdEncoding.EncodeToString(ca)},
+				"clientConfig": cc,
 			}},
 		}
+	}
+	vwc := func(ca []byte) map[string]any {
+		return calling(ca, map[string]any{"url": "https://hook.example.com/validate"})
 	}
 	review := func(op string, obj map[string]any) []byte {
 		req := map[string]any{
@@ -70,6 +75,7 @@ owners:
 		return data
 	}
 	write("owner.json", review("UPDATE", vwc(owner.PEM)))
+	write("service.json", review("UPDATE", calling(owner.PEM, map[string]any{"service": map[string]any{"namespace": "app", "name": "hook", "port": 443}})))
 	write("delete.json", review("DELETE", nil))
 	leaf := func(ca *testpki.CA, host string) []byte {
 		l, err := ca.Issue("webhook", host)
@@ -79,6 +85,7 @@ owners:
 	write("served-by-owner-ca.pem", leaf(owner, "hook.example.com"))
 	write("served-by-other-ca.pem", leaf(other, "hook.example.com"))
 	write("served-for-other-name.pem", leaf(owner, "elsewhere.example.com"))
+	write("served-for-service.pem", leaf(owner, "hook.app.svc"))
 	write("not-pem.pem", []byte("tls.crt holds no certificate\n"))
 	return files
 }
@@ -111,6 +118,14 @@ func Test_check_servedChain(t *testing.T) {
 		"if the served leaf is for another name, warn name-mismatch": {
 			verifyServing: "warn", review: "owner.json", chains: []string{"served-for-other-name.pem"}, exitCode: cmdutil.ExitAllowed,
 			want: []string{"name-mismatch", "hook.example.com"},
+		},
+		"if the written entry calls a Service, verify for <service>.<namespace>.svc": {
+			verifyServing: "deny", review: "service.json", chains: []string{"served-for-service.pem"}, exitCode: cmdutil.ExitAllowed,
+			want: []string{"decision: allow"}, wantNot: []string{"does not verify"},
+		},
+		"if the written entry calls a Service, a leaf for the URL's host is a name-mismatch for the Service's name": {
+			verifyServing: "warn", review: "service.json", chains: []string{"served-by-owner-ca.pem"}, exitCode: cmdutil.ExitAllowed,
+			want: []string{"name-mismatch", "for hook.app.svc"},
 		},
 		"if ENTRY names no entry of the object, exit 2 listing its entries": {
 			verifyServing: "warn", review: "owner.json", chains: []string{"nope.example.com=served-by-owner-ca.pem"}, exitCode: cmdutil.ExitInvalid,
