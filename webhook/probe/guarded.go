@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -88,26 +89,26 @@ func admissionPath(kind policy.GuardedKind, cfg, name string, fp *admv1.FailureP
 // mapping claims it, when it trusts nothing (no conversion webhook, a local
 // APIService) or when an APIService skips verification
 // (insecureSkipTLSVerify: kube-apiserver verifies nothing to probe).
+//
+// Where the entry is, is the kind's row of guardapi.Kinds (Entries); a
+// kind whose objects hold a list of entries has no one path (false).
 func TrustObjectPath(cfg *policy.Mappings, kind policy.GuardedKind, u *unstructured.Unstructured) (TrustPath, bool) {
+	info, ok := kind.Info()
+	if !ok || !info.Entries.One() {
+		return TrustPath{}, false
+	}
 	mapping, ok := guarded(cfg, kind, u.GetName(), u.GetLabels())
 	if !ok {
 		return TrustPath{}, false
 	}
-	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), Mapping: mapping, FailurePolicy: string(admv1.Fail)}
-	var cc map[string]any
-	switch kind {
-	case policy.KindCRD:
-		p.Webhook = policy.EntryConversion
-		cc, _, _ = unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
-	case policy.KindAPIService:
-		p.Webhook = policy.EntryService
-		if skip, _, _ := unstructured.NestedBool(u.Object, "spec", "insecureSkipTLSVerify"); skip {
+	e := info.Entries
+	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), Mapping: mapping, Webhook: e.Name, FailurePolicy: string(admv1.Fail)}
+	if e.InsecureSkipTLSVerify {
+		if skip, _, _ := unstructured.NestedBool(u.Object, append(slices.Clone(e.At), "insecureSkipTLSVerify")...); skip {
 			return TrustPath{}, false
 		}
-		cc, _, _ = unstructured.NestedMap(u.Object, "spec")
-	default:
-		return TrustPath{}, false
 	}
+	cc, _, _ := unstructured.NestedMap(u.Object, e.ClientConfigPath()...)
 	p.URL, _, _ = unstructured.NestedString(cc, "url")
 	if svc, ok, _ := unstructured.NestedMap(cc, "service"); ok {
 		ns, _, _ := unstructured.NestedString(svc, "namespace")
