@@ -22,14 +22,10 @@ import (
 // handle fails here.
 func Test_everyGuardedKind(t *testing.T) {
 	f := testFixtures(t)
-	var all guardapi.Match
-	for _, k := range guardapi.Kinds {
-		*all.NamesOf(k.Kind) = []string{k.ExampleName()}
-	}
 	doc, err := json.Marshal(guardapi.GuardConfig{
 		TypeMeta: metav1.TypeMeta{APIVersion: guardapi.APIVersion, Kind: guardapi.Kind}, DefaultMode: guardapi.ModeEnforce,
 		Owners: []guardapi.Owner{
-			{Name: "all", Match: all, Writers: guardapi.Subjects{ServiceAccounts: []string{"all-system/controller"}}, CA: guardapi.CASource{PEM: string(f.Inline.PEM)}},
+			{Name: "all", Match: guardapi.ExampleMatch(), Writers: guardapi.Subjects{ServiceAccounts: []string{"all-system/controller"}}, CA: guardapi.CASource{PEM: string(f.Inline.PEM)}},
 			{Name: "labelled", Match: guardapi.Match{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}},
 				Writers: guardapi.Subjects{ServiceAccounts: []string{"team-a/controller"}}, CA: guardapi.CASource{Secret: &guardapi.KeyRef{Namespace: "team-a", Name: "ca"}}},
 		},

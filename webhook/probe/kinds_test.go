@@ -27,14 +27,12 @@ import (
 // here: its served chains would never be probed.
 func Test_Runner_Paths_everyKind(t *testing.T) {
 	ca := testpki.MustCA(t, "owner-ca")
-	var match guardapi.Match
 	var objs []client.Object
 	for _, k := range guardapi.Kinds {
-		*match.NamesOf(k.Kind) = []string{k.ExampleName()}
 		objs = append(objs, &unstructured.Unstructured{Object: k.Example(ca.PEM)})
 	}
 	doc, err := json.Marshal(map[string]any{"apiVersion": guardapi.APIVersion, "kind": guardapi.Kind, "owners": []guardapi.Owner{
-		{Name: "app", Match: match, Writers: guardapi.Subjects{ServiceAccounts: []string{"app/controller"}}, CA: guardapi.CASource{PEM: string(ca.PEM)}}}})
+		{Name: "app", Match: guardapi.ExampleMatch(), Writers: guardapi.Subjects{ServiceAccounts: []string{"app/controller"}}, CA: guardapi.CASource{PEM: string(ca.PEM)}}}})
 	require.NoError(t, err)
 	cfg, err := policy.Load(doc)
 	require.NoError(t, err)

@@ -189,6 +189,18 @@ func (k KindInfo) ExampleName() string {
 	return obj.Metadata.Name
 }
 
+// ExampleMatch names the example object (ExampleName) of every kind: the
+// match of the one mapping of the completeness tests of other packages.
+func ExampleMatch() Match {
+	var m Match
+	for _, k := range Kinds {
+		if p := m.NamesOf(k.Kind); p != nil {
+			*p = []string{k.ExampleName()}
+		}
+	}
+	return m
+}
+
 // setNested sets the value at path in obj, making the maps on the way.
 func setNested(obj map[string]any, value any, path []string) {
 	for _, f := range path[:len(path)-1] {
