@@ -18,19 +18,15 @@ import (
 
 // CustomResourceDefinitions and APIServices carry the two caBundles
 // kube-apiserver trusts besides the webhook configurations': a CRD's
-// conversion webhook and an APIService's service. The observer watches them
-// for the health series only (its decisions of observed changes cover the
-// webhook configurations). They are read as unstructured objects through
-// the dynamic client: the guard does not depend on kube-aggregator's
-// typed APIService client.
-var (
-	crdResource        = resourceOf(guardapi.KindCustomResourceDefinition)
-	apiServiceResource = resourceOf(guardapi.KindAPIService)
-)
+// conversion webhook and an APIService's service, one entry each. The
+// observer watches every guarded kind whose objects hold one entry (its
+// row of guardapi.Kinds says where) for the health series only (its
+// decisions of observed changes cover the webhook configurations). They
+// are read as unstructured objects through the dynamic client: the guard
+// does not depend on kube-aggregator's typed APIService client.
 
-// resourceOf is where kube-apiserver serves kind (guardapi.Kinds).
-func resourceOf(kind string) schema.GroupVersionResource {
-	info, _ := guardapi.KindInfoOf(kind)
+// resourceOf is where kube-apiserver serves the kind.
+func resourceOf(info guardapi.KindInfo) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: info.Group, Version: info.Version, Resource: info.Resource}
 }
 
@@ -65,7 +61,7 @@ const trustTimeout = ""
 type trustObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	// TrustKind is policy.KindCRD or policy.KindAPIService.
+	// TrustKind is the object's kind, one whose objects hold one entry.
 	TrustKind policy.GuardedKind
 	// HasEntry is false for a CRD without a conversion webhook and for a
 	// local APIService (served by kube-apiserver itself): nothing trusted,
@@ -94,18 +90,15 @@ func (t *trustObject) entries() []entryFields {
 	if !t.HasEntry {
 		return nil
 	}
-	name := policy.EntryService
-	if t.TrustKind == policy.KindCRD {
-		name = policy.EntryConversion
-	}
-	return []entryFields{{name: name, failurePolicy: string(trustFailurePolicy), timeout: trustTimeout,
+	info, _ := t.TrustKind.Info() // trimTrust made it of a row
+	return []entryFields{{name: info.Entries.Name, failurePolicy: string(trustFailurePolicy), timeout: trustTimeout,
 		caBundle: t.CABundle, service: t.Service}}
 }
 
-// trimTrust returns the informers' transform for kind: it keeps a
-// trustObject of each unstructured object (anything else, such as a
-// tombstone, passes as it is).
-func trimTrust(kind policy.GuardedKind) toolscache.TransformFunc {
+// trimTrust returns the informers' transform for the objects of a kind
+// that hold one entry: it keeps a trustObject of each unstructured object
+// (anything else, such as a tombstone, passes as it is).
+func trimTrust(info guardapi.KindInfo) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -113,9 +106,9 @@ func trimTrust(kind policy.GuardedKind) toolscache.TransformFunc {
 		}
 		out := &trustObject{
 			ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
-			TrustKind:  kind,
+			TrustKind:  policy.GuardedKind(info.Kind),
 		}
-		cc, ok := trustEntry(kind, u.Object)
+		cc, ok := trustEntry(info.Entries, u.Object)
 		if !ok {
 			return out, nil
 		}
@@ -132,21 +125,16 @@ func trimTrust(kind policy.GuardedKind) toolscache.TransformFunc {
 	}
 }
 
-// trustEntry finds the map that holds the object's caBundle and service:
-// a CRD's spec.conversion.webhook.clientConfig (set only with strategy
-// Webhook), an APIService's spec when it has a service. False when the
-// object trusts nothing.
-func trustEntry(kind policy.GuardedKind, obj map[string]any) (map[string]any, bool) {
-	switch kind {
-	case policy.KindCRD:
-		return nestedMap(obj, "spec", "conversion", "webhook", "clientConfig")
-	case policy.KindAPIService:
-		spec, _ := nestedMap(obj, "spec")
-		_, ok := nestedMap(spec, "service")
-		return spec, ok
-	default:
+// trustEntry finds the map that holds the object's caBundle and service
+// where the kind's row says it is: a CRD's
+// spec.conversion.webhook.clientConfig (set only with strategy Webhook),
+// an APIService's spec when it has a service. False when the object
+// trusts nothing.
+func trustEntry(e guardapi.Entries, obj map[string]any) (map[string]any, bool) {
+	if _, present := nestedMap(obj, e.Present...); !present {
 		return nil, false
 	}
+	return nestedMap(obj, e.ClientConfigPath()...)
 }
 
 // nestedMap is the map at path in obj; false when there is none.
@@ -167,8 +155,8 @@ func decodeBundle(s string) []byte {
 	return b
 }
 
-// watchTrustObjects starts the watches of CRDs and APIServices (each
-// object trimmed to a trustObject) and returns their stores and the func
+// watchTrustObjects starts the watches of the kinds whose objects hold one
+// entry, CRDs and APIServices (each object trimmed to a trustObject), and returns their stores and the func
 // that stops them. Nobody waits for them to sync: until they have (never,
 // if the guard may not list these kinds, or the cluster serves no
 // APIServices), their stores are empty and these kinds have no series.
@@ -179,9 +167,13 @@ func (o *Observer) watchTrustObjects(stop <-chan struct{}) ([]toolscache.Store, 
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(o.Dynamic, 0)
 	var stores []toolscache.Store
-	for kind, gvr := range map[policy.GuardedKind]schema.GroupVersionResource{policy.KindCRD: crdResource, policy.KindAPIService: apiServiceResource} {
+	for _, info := range guardapi.Kinds {
+		if !info.Entries.One() {
+			continue // the webhook configurations' typed informers
+		}
+		gvr := resourceOf(info)
 		inf := factory.ForResource(gvr).Informer()
-		if err := inf.SetTransform(trimTrust(kind)); err != nil {
+		if err := inf.SetTransform(trimTrust(info)); err != nil {
 			// Only a started informer refuses a transform; this one is new.
 			o.Log.Error(err, "not watching for the health series", "resource", gvr.String())
 			continue

@@ -24,6 +24,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/hack/testpki"
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/cabundle"
 )
 
@@ -63,6 +64,21 @@ func apiServiceObject(name string, spec map[string]any) *unstructured.Unstructur
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// row is kind's row of guardapi.Kinds.
+func row(tb testing.TB, kind policy.GuardedKind) guardapi.KindInfo {
+	tb.Helper()
+	info, ok := kind.Info()
+	require.True(tb, ok, "%s has no row", kind)
+	return info
+}
+
+// The resources the tests' dynamic clients serve.
+var crdResource, apiServiceResource = func() (schema.GroupVersionResource, schema.GroupVersionResource) {
+	crd, _ := guardapi.KindInfoOf(guardapi.KindCustomResourceDefinition)
+	api, _ := guardapi.KindInfoOf(guardapi.KindAPIService)
+	return resourceOf(crd), resourceOf(api)
+}()
 
 func Test_trimTrust(t *testing.T) {
 	ca := testpki.MustCA(t, "ca").PEM
@@ -136,7 +152,7 @@ func Test_trimTrust(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := trimTrust(tc.kind)(tc.obj)
+			got, err := trimTrust(row(t, tc.kind))(tc.obj)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 			if trimmed, ok := got.(*trustObject); ok {
@@ -222,7 +238,7 @@ func Test_healthSource_trustObjects(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
-			trimmed, err := trimTrust(tc.kind)(tc.obj)
+			trimmed, err := trimTrust(row(t, tc.kind))(tc.obj)
 			require.NoError(t, err)
 			require.NoError(t, store.Add(trimmed))
 			slices := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{byService: serviceIndex})
