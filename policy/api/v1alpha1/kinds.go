@@ -53,6 +53,9 @@ type Entries struct {
 	// Name names the one entry as decisions, messages and records name it;
 	// "" for a list.
 	Name string
+	// Label names the one entry in a sentence ("the conversion webhook");
+	// "" for a list, whose entries are List[i].
+	Label string
 	// At is the path of the one entry: its fields are under it.
 	At []string
 	// Present is the path whose presence means that the object holds its
@@ -114,7 +117,8 @@ var Kinds = [...]KindInfo{
 		Field: "customResourceDefinitions", ShortName: "crd", OwnsTrustOnly: true,
 		NameHint: "a CustomResourceDefinition is named <plural>.<group>, such as certificates.cert-manager.io",
 		Entries: Entries{
-			Name: EntryConversion, At: []string{"spec", "conversion", "webhook"}, Present: []string{"spec", "conversion", "webhook"},
+			Name: EntryConversion, Label: "the conversion webhook",
+			At: []string{"spec", "conversion", "webhook"}, Present: []string{"spec", "conversion", "webhook"},
 			ClientConfig: []string{"clientConfig"},
 		},
 		example: `{"metadata":{"name":"widgets.example.webhook-guard.io"},"spec":{"group":"example.webhook-guard.io",` +
@@ -126,7 +130,8 @@ var Kinds = [...]KindInfo{
 		Field: "apiServices", ShortName: "apiservice", OwnsTrustOnly: true,
 		NameHint: "an APIService is named <version>.<group>, such as v1beta1.metrics.k8s.io",
 		Entries: Entries{
-			Name: EntryService, At: []string{"spec"}, Present: []string{"spec", "service"},
+			Name: EntryService, Label: "the APIService",
+			At: []string{"spec"}, Present: []string{"spec", "service"},
 			InsecureSkipTLSVerify: true,
 		},
 		example: `{"metadata":{"name":"v1.example.webhook-guard.io"},"spec":{"group":"example.webhook-guard.io","version":"v1",` +

@@ -65,10 +65,12 @@ func Test_kindRows(t *testing.T) {
 			e := k.Entries
 			if e.One() {
 				assert.NotEmpty(t, e.Name, "the one entry's name")
+				assert.NotEmpty(t, e.Label, "the one entry in a sentence")
 				assert.NotEmpty(t, e.At, "the one entry's path")
 				assert.NotEmpty(t, e.Present, "the path that says the entry is there")
 			} else {
 				assert.Empty(t, e.Name, "a list's entries are named by their own name field")
+				assert.Empty(t, e.Label, "a list's entries are List[i] in a sentence")
 				assert.Empty(t, e.At, "a list's entries are its items")
 			}
 		})

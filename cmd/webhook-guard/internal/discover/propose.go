@@ -105,24 +105,21 @@ func buildMapping(name string, infs []inference, c Cluster) Mapping {
 		m.Owner.Writers.ServiceAccounts = []string{w}
 	}
 	for _, inf := range infs {
-		switch inf.cfg.Kind {
-		case policy.KindMutating:
-			m.Owner.Match.Mutating = append(m.Owner.Match.Mutating, inf.cfg.Name)
-		case policy.KindCRD:
-			m.Owner.Match.CustomResourceDefinitions = append(m.Owner.Match.CustomResourceDefinitions, inf.cfg.Name)
-		case policy.KindAPIService:
-			m.Owner.Match.APIServices = append(m.Owner.Match.APIServices, inf.cfg.Name)
-		default:
-			m.Owner.Match.Validating = append(m.Owner.Match.Validating, inf.cfg.Name)
+		names := m.Owner.Match.NamesOf(string(inf.cfg.Kind))
+		if names == nil {
+			m.Evidence = append(m.Evidence, inf.cfg.Ref()+": no match field names a "+string(inf.cfg.Kind)+"; left out of the mapping")
+			continue
 		}
+		*names = append(*names, inf.cfg.Name)
 		for _, e := range inf.evidence {
 			m.Evidence = append(m.Evidence, inf.cfg.Ref()+": "+e)
 		}
 	}
-	slices.Sort(m.Owner.Match.Validating)
-	slices.Sort(m.Owner.Match.Mutating)
-	slices.Sort(m.Owner.Match.CustomResourceDefinitions)
-	slices.Sort(m.Owner.Match.APIServices)
+	for _, k := range guardapi.Kinds {
+		if names := m.Owner.Match.NamesOf(k.Kind); names != nil {
+			slices.Sort(*names)
+		}
+	}
 	if m.Owner.CA.InjectedByCertManager != nil {
 		m.Evidence = append(m.Evidence, "cainjector ("+c.CAInjector+") becomes a writer of this mapping through certManager.caInjectorServiceAccount")
 		if infs[0].writer == "" {

@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,9 +19,10 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// TrustObject is a CustomResourceDefinition with a conversion webhook or an
-// APIService with a service: the two kinds beside the webhook
-// configurations whose caBundle kube-apiserver trusts, each with one entry.
+// TrustObject is an object of a kind whose objects hold one entry (its row
+// of guardapi.Kinds says where): a CustomResourceDefinition with a
+// conversion webhook or an APIService with a service, the two kinds beside
+// the webhook configurations whose caBundle kube-apiserver trusts.
 type TrustObject struct {
 	Kind policy.GuardedKind
 	Meta metav1.ObjectMeta
@@ -36,44 +36,29 @@ type TrustObject struct {
 	InsecureSkipTLSVerify bool
 }
 
-// The list kinds the trust objects are read as, unstructured: a client of
-// the guard's scheme reads them without registering their types, and the
-// aggregator's API types are no dependency of the guard. A CRD is then
-// converted to its API type; an APIService is read field by field.
-var (
-	crdList        = apiextv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList")
-	apiServiceList = func() schema.GroupVersionKind {
-		info, _ := guardapi.KindInfoOf(guardapi.KindAPIService)
-		return schema.GroupVersionKind{Group: info.Group, Version: info.Version, Kind: info.Kind + "List"}
-	}()
-)
-
-// ListTrustObjects reads the CRDs that have a conversion webhook and the
-// APIServices that have a service. A kind the cluster does not serve or
-// the caller may not list is left out and returned in unreadable (with
-// why), so that discover and scan still read everything else.
+// ListTrustObjects reads the objects of every kind whose objects hold one
+// entry, in guardapi.Kinds' order, and keeps those that hold it: the CRDs
+// that have a conversion webhook and the APIServices that have a service.
+// They are read unstructured, where their rows say: a client of the
+// guard's scheme reads them without registering their types, and the
+// aggregator's API types are no dependency of the guard. A kind the
+// cluster does not serve or the caller may not list is left out and
+// returned in unreadable (with why), so that discover and scan still read
+// everything else.
 func ListTrustObjects(ctx context.Context, c client.Reader) (objs []TrustObject, unreadable map[policy.GuardedKind]string, err error) {
 	unreadable = map[policy.GuardedKind]string{}
-	crds, err := listKind(ctx, c, crdList, unreadable)
-	if err != nil {
-		return nil, nil, err
-	}
-	for i := range crds {
-		var crd apiextv1.CustomResourceDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(crds[i].Object, &crd); err != nil {
-			return nil, nil, fmt.Errorf("read CustomResourceDefinition %s: %w", crds[i].GetName(), err)
+	for _, info := range guardapi.Kinds {
+		if !info.Entries.One() {
+			continue // the webhook configurations' typed lists
 		}
-		if o, ok := crdObject(&crd); ok {
-			objs = append(objs, o)
+		items, err := listKind(ctx, c, schema.GroupVersionKind{Group: info.Group, Version: info.Version, Kind: info.Kind + "List"}, unreadable)
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	svcs, err := listKind(ctx, c, apiServiceList, unreadable)
-	if err != nil {
-		return nil, nil, err
-	}
-	for i := range svcs {
-		if o, ok := apiServiceObject(&svcs[i]); ok {
-			objs = append(objs, o)
+		for i := range items {
+			if o, ok := trustObjectOf(info, &items[i]); ok {
+				objs = append(objs, o)
+			}
 		}
 	}
 	return objs, unreadable, nil
@@ -101,39 +86,42 @@ func skippable(err error) bool {
 	return err != nil && (meta.IsNoMatchError(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err))
 }
 
-func crdObject(crd *apiextv1.CustomResourceDefinition) (TrustObject, bool) {
-	conv := crd.Spec.Conversion
-	if conv == nil || conv.Strategy != apiextv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+// trustObjectOf reads the one entry of u where its kind's row says it is:
+// its url, service and caBundle, insecureSkipTLSVerify where the entry has
+// it, and the spec.group the object serves. False when the object does not
+// hold the entry: a CRD without a conversion webhook (strategy None), a
+// local APIService (no service), served by kube-apiserver itself.
+func trustObjectOf(info guardapi.KindInfo, u *unstructured.Unstructured) (TrustObject, bool) {
+	e := info.Entries
+	if _, present, _ := unstructured.NestedMap(u.Object, e.Present...); !present {
 		return TrustObject{}, false
 	}
-	cc := conv.Webhook.ClientConfig
-	o := TrustObject{Kind: policy.KindCRD, Meta: crd.ObjectMeta, Group: crd.Spec.Group, ClientConfig: admv1.WebhookClientConfig{URL: cc.URL, CABundle: cc.CABundle}}
-	if s := cc.Service; s != nil {
-		o.ClientConfig.Service = &admv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
-	}
-	return o, true
-}
-
-// apiServiceObject reads an APIService's spec.service, spec.caBundle and
-// spec.insecureSkipTLSVerify; a local APIService (no service) is served by
-// kube-apiserver itself and trusts no caBundle.
-func apiServiceObject(u *unstructured.Unstructured) (TrustObject, bool) {
-	svc, ok, _ := unstructured.NestedMap(u.Object, "spec", "service")
-	if !ok || svc == nil {
+	cc, ok, _ := unstructured.NestedMap(u.Object, e.ClientConfigPath()...)
+	if !ok {
 		return TrustObject{}, false
 	}
-	o := TrustObject{Kind: policy.KindAPIService, Meta: metaOf(u)}
+	o := TrustObject{Kind: policy.GuardedKind(info.Kind), Meta: metaOf(u)}
 	o.Group, _, _ = unstructured.NestedString(u.Object, "spec", "group")
-	o.InsecureSkipTLSVerify, _, _ = unstructured.NestedBool(u.Object, "spec", "insecureSkipTLSVerify")
-	ref := &admv1.ServiceReference{}
-	ref.Namespace, _, _ = unstructured.NestedString(svc, "namespace")
-	ref.Name, _, _ = unstructured.NestedString(svc, "name")
-	if port, ok, _ := unstructured.NestedInt64(svc, "port"); ok {
-		p := int32(port) //nolint:gosec // kube-apiserver validates the port as 1-65535
-		ref.Port = &p
+	if e.InsecureSkipTLSVerify {
+		o.InsecureSkipTLSVerify, _, _ = unstructured.NestedBool(u.Object, append(slices.Clone(e.At), "insecureSkipTLSVerify")...)
 	}
-	o.ClientConfig.Service = ref
-	if b64, _, _ := unstructured.NestedString(u.Object, "spec", "caBundle"); b64 != "" {
+	if url, ok, _ := unstructured.NestedString(cc, "url"); ok {
+		o.ClientConfig.URL = &url
+	}
+	if svc, ok, _ := unstructured.NestedMap(cc, "service"); ok {
+		ref := &admv1.ServiceReference{}
+		ref.Namespace, _, _ = unstructured.NestedString(svc, "namespace")
+		ref.Name, _, _ = unstructured.NestedString(svc, "name")
+		if path, ok, _ := unstructured.NestedString(svc, "path"); ok {
+			ref.Path = &path
+		}
+		if port, ok, _ := unstructured.NestedInt64(svc, "port"); ok {
+			p := int32(port) //nolint:gosec // kube-apiserver validates the port as 1-65535
+			ref.Port = &p
+		}
+		o.ClientConfig.Service = ref
+	}
+	if b64, _, _ := unstructured.NestedString(cc, "caBundle"); b64 != "" {
 		// kube-apiserver stores valid base64 only; a bundle that does not
 		// decode is read as empty, which the CA checks report.
 		o.ClientConfig.CABundle, _ = base64.StdEncoding.DecodeString(b64)
@@ -152,32 +140,30 @@ func metaOf(u *unstructured.Unstructured) metav1.ObjectMeta {
 // whole API group, discovery included.
 func trustConfiguration(o TrustObject) Configuration {
 	fail := admv1.Fail
-	name := policy.EntryConversion
-	if o.Kind == policy.KindAPIService {
-		name = policy.EntryService
-	}
-	w := webhookEvidence(name, o.ClientConfig, &fail, nil, nil, nil, nil, 0)
+	info, _ := o.Kind.Info()
+	w := webhookEvidence(info.Entries.Name, o.ClientConfig, &fail, nil, nil, nil, nil, 0)
 	return Configuration{Kind: o.Kind, Name: o.Meta.Name, Annotations: o.Meta.Annotations, Group: o.Group,
-		CABundleManagers: caBundleManagersAt(o.Meta.ManagedFields, trustBundlePath(o.Kind)...), Webhooks: []Webhook{w}}
+		CABundleManagers: caBundleManagersAt(o.Meta.ManagedFields, managedPath(info.Entries.CABundlePath())...), Webhooks: []Webhook{w}}
 }
 
-// trustBundlePath is where the caBundle of an object of a trust kind is,
-// as managedFields spell it.
-func trustBundlePath(kind policy.GuardedKind) []string {
-	if kind == policy.KindCRD {
-		return []string{"f:spec", "f:conversion", "f:webhook", "f:clientConfig", "f:caBundle"}
+// managedPath is a field's path as managedFields spell it (f:spec, ...).
+func managedPath(path []string) []string {
+	out := make([]string, len(path))
+	for i, f := range path {
+		out[i] = "f:" + f
 	}
-	return []string{"f:spec", "f:caBundle"}
+	return out
 }
 
-// entryLabel names entry i of an object of the kind in a sentence.
+// entryLabel names entry i of an object of the kind in a sentence: the
+// one entry by its row's label, an entry of a list by its index.
 func entryLabel(kind policy.GuardedKind, i int) string {
-	switch kind {
-	case policy.KindCRD:
-		return "the conversion webhook"
-	case policy.KindAPIService:
-		return "the APIService"
-	default:
-		return fmt.Sprintf("webhooks[%d]", i)
+	info, ok := kind.Info()
+	switch {
+	case !ok:
+		return fmt.Sprintf("entry %d of the %s", i, kind)
+	case info.Entries.One():
+		return info.Entries.Label
 	}
+	return fmt.Sprintf("%s[%d]", info.Entries.List, i)
 }
