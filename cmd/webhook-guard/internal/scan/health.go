@@ -97,19 +97,30 @@ func endpoints(cfg discover.Configuration, w discover.Webhook, c discover.Cluste
 	} else if svc.ReadyEndpoints > 0 {
 		return nil
 	}
-	var detail, fix string
+	detail, fix := unreachable(cfg, w.Service, state)
+	return []Finding{f(LevelFail, CheckNoEndpoints, "clientConfig.service", detail, fix)}
+}
+
+// unreachable words what fails when the Service an entry of cfg calls is
+// in state (does not exist, has no ready endpoints), and the fix: each
+// kind fails its own way. Any other kind gets a sentence that names it,
+// which Test_endpoints_everyKind fails for a kind of guardapi.Kinds.
+func unreachable(cfg discover.Configuration, svc *discover.ServiceRef, state string) (detail, fix string) {
 	switch cfg.Kind {
 	case policy.KindAPIService:
-		detail = fmt.Sprintf("Service %s %s: the APIService is unavailable, and with it the whole API group %s fails: discovery and every request of it", w.Service, state, cfg.Group)
-		fix = fmt.Sprintf("run the server's pods behind Service %s, or delete the APIService while nothing serves it", w.Service)
+		return fmt.Sprintf("Service %s %s: the APIService is unavailable, and with it the whole API group %s fails: discovery and every request of it", svc, state, cfg.Group),
+			fmt.Sprintf("run the server's pods behind Service %s, or delete the APIService while nothing serves it", svc)
 	case policy.KindCRD:
-		detail = fmt.Sprintf("Service %s %s: kube-apiserver cannot convert %s between versions: every read or write in a version other than the stored one fails", w.Service, state, cfg.Name)
-		fix = fmt.Sprintf("run the conversion webhook's pods behind Service %s", w.Service)
-	default:
-		detail = fmt.Sprintf("Service %s %s and failurePolicy is Fail: every request the webhook matches fails", w.Service, state)
-		fix = fmt.Sprintf("run the webhook's pods behind Service %s, or set failurePolicy: Ignore until they are ready", w.Service)
+		return fmt.Sprintf("Service %s %s: kube-apiserver cannot convert %s between versions: every read or write in a version other than the stored one fails", svc, state, cfg.Name),
+			fmt.Sprintf("run the conversion webhook's pods behind Service %s", svc)
+	case policy.KindValidating, policy.KindMutating:
+		return fmt.Sprintf("Service %s %s and failurePolicy is Fail: every request the webhook matches fails", svc, state),
+			fmt.Sprintf("run the webhook's pods behind Service %s, or set failurePolicy: Ignore until they are ready", svc)
+	case policy.KindAdmissionPolicy, policy.KindAdmissionPolicyBinding:
+		// Policy mode's generated objects call no Service: discover reads none.
 	}
-	return []Finding{f(LevelFail, CheckNoEndpoints, "clientConfig.service", detail, fix)}
+	return fmt.Sprintf("Service %s %s: kube-apiserver cannot call what %s %s trusts", svc, state, cfg.Kind, cfg.Name),
+		fmt.Sprintf("run the pods behind Service %s", svc)
 }
 
 // mountedServingCert checks the serving certificates the workload behind

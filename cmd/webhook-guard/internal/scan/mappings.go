@@ -90,11 +90,8 @@ func listTargets(ctx context.Context, c client.Reader) ([]target, map[policy.Gua
 		}))
 	}
 	for _, o := range trust {
-		name := policy.EntryConversion
-		if o.Kind == policy.KindAPIService {
-			name = policy.EntryService
-		}
-		out = append(out, target{kind: o.Kind, meta: o.Meta, webhooks: []targetWebhook{{name, o.ClientConfig}}, insecure: o.InsecureSkipTLSVerify})
+		info, _ := o.Kind.Info() // ListTrustObjects read it by its row
+		out = append(out, target{kind: o.Kind, meta: o.Meta, webhooks: []targetWebhook{{info.Entries.Name, o.ClientConfig}}, insecure: o.InsecureSkipTLSVerify})
 	}
 	return out, unreadable, nil
 }
