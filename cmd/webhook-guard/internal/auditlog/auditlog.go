@@ -20,6 +20,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/static"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 )
@@ -187,17 +188,8 @@ func decisionsOf(ev *auditv1.Event) []Decision {
 	if ev.ObjectRef == nil || (ev.Stage != auditv1.StageResponseComplete && ev.Stage != auditv1.StagePanic) {
 		return nil
 	}
-	var kind policy.GuardedKind
-	switch ev.ObjectRef.Resource {
-	case "validatingwebhookconfigurations":
-		kind = policy.KindValidating
-	case "mutatingwebhookconfigurations":
-		kind = policy.KindMutating
-	case "customresourcedefinitions":
-		kind = policy.KindCRD
-	case "apiservices":
-		kind = policy.KindAPIService
-	default:
+	kind, ok := guardedKindOf(ev.ObjectRef.Resource)
+	if !ok {
 		return nil
 	}
 	user := ev.User.Username
@@ -208,6 +200,18 @@ func decisionsOf(ev *auditv1.Event) []Decision {
 	base := Decision{Subject: user, Configuration: string(kind) + "/" + ev.ObjectRef.Name, FirstSeen: at, LastSeen: at}
 
 	return append(staticDecisions(ev, base), policyDecisions(ev, base)...)
+}
+
+// guardedKindOf is the guarded kind (a row of guardapi.Kinds) kube-apiserver
+// serves as resource; false for any other resource, whose writes the guard
+// does not decide.
+func guardedKindOf(resource string) (policy.GuardedKind, bool) {
+	for _, k := range guardapi.Kinds {
+		if k.Resource == resource {
+			return policy.GuardedKind(k.Kind), true
+		}
+	}
+	return "", false
 }
 
 // staticDecisions are the static shape's: the audit annotations the
