@@ -1,27 +1,29 @@
 package gitops
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
+)
 
 // ArgoCDSyncOption is the sync option that makes a sync keep the ignored
 // fields as the cluster holds them; without it ignoreDifferences only hides
 // them from the diff, and a sync of the object still writes Git's value.
 const ArgoCDSyncOption = "RespectIgnoreDifferences=true"
 
-// argoCDCABundlePath is every entry's caBundle, as Argo CD's jq path
-// expressions name it: the entries need not be counted or named.
-const argoCDCABundlePath = "." + webhooksField + "[]?." + clientConfigField + "." + caBundleField
-
-// argoCDPath is the jq path of the caBundle(s) of an object of kind: every
-// webhooks[] entry's, a CRD's conversion webhook's, an APIService's.
+// argoCDPath is the jq path of the caBundle(s) of an object of kind, as
+// Argo CD's jq path expressions name it, where the kind's row of
+// guardapi.Kinds says they are: every entry's of a list
+// (.webhooks[]?.clientConfig.caBundle: the entries need not be counted or
+// named), the one entry's of a CRD or an APIService.
 func argoCDPath(kind string) string {
-	switch kind {
-	case KindCRD:
-		return ".spec.conversion.webhook." + clientConfigField + "." + caBundleField
-	case KindAPIService:
-		return ".spec." + caBundleField
-	default:
-		return argoCDCABundlePath
+	info, _ := guardapi.KindInfoOf(kind) // owned names the rows' kinds
+	bundle := strings.Join(info.Entries.CABundlePath(), ".")
+	if info.Entries.One() {
+		return "." + bundle
 	}
+	return "." + info.Entries.List + "[]?." + bundle
 }
 
 // ArgoCDIgnoreDifference is one entry of an Application's

@@ -2,8 +2,10 @@ package gitops
 
 import (
 	"regexp"
-	"slices"
 	"strconv"
+	"strings"
+
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // DefaultWebhookEntries is how many webhook entries per configuration the
@@ -35,36 +37,34 @@ type FluxSelector struct {
 // each covering the caBundle of the first entries webhook entries (a CRD
 // or an APIService has one caBundle).
 func Flux(owned []Owned, entries int) []FluxIgnoreRule {
-	paths := fluxCABundlePaths(entries)
 	out := []FluxIgnoreRule{}
 	for _, o := range owned {
-		p := paths
-		switch o.Kind {
-		case KindCRD:
-			p = []string{"/spec/conversion/webhook/" + clientConfigField + "/" + caBundleField}
-		case KindAPIService:
-			p = []string{"/spec/" + caBundleField}
-		}
+		info, _ := guardapi.KindInfoOf(o.Kind) // owned names the rows' kinds
 		sel := FluxSelector{
 			Group:         regexp.QuoteMeta(o.Group),
-			Version:       Version,
+			Version:       info.Version,
 			Kind:          o.Kind,
 			LabelSelector: o.LabelSelector,
 		}
 		if o.Name != "" {
 			sel.Name = regexp.QuoteMeta(o.Name)
 		}
-		out = append(out, FluxIgnoreRule{Paths: slices.Clone(p), Target: sel})
+		out = append(out, FluxIgnoreRule{Paths: fluxCABundlePaths(info.Entries, entries), Target: sel})
 	}
 	return out
 }
 
-// fluxCABundlePaths are the JSON Pointers of the caBundle of entries 0 to
-// n-1.
-func fluxCABundlePaths(n int) []string {
+// fluxCABundlePaths are the JSON Pointers of the caBundles of an object
+// whose entries are e: of entries 0 to n-1 of a list, the one entry's of a
+// CRD or an APIService.
+func fluxCABundlePaths(e guardapi.Entries, n int) []string {
+	bundle := strings.Join(e.CABundlePath(), "/")
+	if e.One() {
+		return []string{"/" + bundle}
+	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = "/" + webhooksField + "/" + strconv.Itoa(i) + "/" + clientConfigField + "/" + caBundleField
+		out[i] = "/" + e.List + "/" + strconv.Itoa(i) + "/" + bundle
 	}
 	return out
 }

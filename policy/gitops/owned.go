@@ -10,20 +10,8 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// The kinds whose caBundles a mapping owns, as their API groups name
-// them: the webhook configurations (in Group), CRDs and APIServices.
-const (
-	Group                 = "admissionregistration.k8s.io"
-	Version               = "v1"
-	KindValidating        = guardapi.KindValidatingWebhookConfiguration
-	KindMutating          = guardapi.KindMutatingWebhookConfiguration
-	KindCRD               = guardapi.KindCustomResourceDefinition
-	KindAPIService        = guardapi.KindAPIService
-	caBundleField         = "caBundle"
-	clientConfigField     = "clientConfig"
-	webhooksField         = "webhooks"
-	cainjectorDescription = "cert-manager's cainjector"
-)
+// cainjectorDescription names cainjector in the comments of the output.
+const cainjectorDescription = "cert-manager's cainjector"
 
 // writtenAtRunTime says, per CA source kind, whether a controller writes
 // the caBundle at run time, so that the value in Git is not the one the
@@ -63,7 +51,8 @@ type Owned struct {
 	Mapping string
 	// Group is the kind's API group.
 	Group string
-	// Kind is KindValidating, KindMutating, KindCRD or KindAPIService.
+	// Kind is a kind of guardapi.Kinds: where its caBundles are is its
+	// row's Entries.
 	Kind string
 	// Name is the configuration's name; empty when LabelSelector selects.
 	Name string
@@ -104,8 +93,10 @@ func OwnedFields(cfg *guardapi.GuardConfig) ([]Owned, []Kept, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("owners[%s].match.labelSelector: %w", o.Name, err)
 			}
-			for _, k := range []string{KindMutating, KindValidating} {
-				owned = append(owned, Owned{Mapping: o.Name, Group: Group, Kind: k, LabelSelector: sel.String(), Writer: writer})
+			for _, k := range guardapi.Kinds {
+				if !k.OwnsTrustOnly { // a selector selects the objects a mapping owns whole
+					owned = append(owned, Owned{Mapping: o.Name, Group: k.Group, Kind: k.Kind, LabelSelector: sel.String(), Writer: writer})
+				}
 			}
 		}
 	}
