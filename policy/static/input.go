@@ -27,12 +27,13 @@ type Input struct {
 	FailurePolicy admv1.FailurePolicyType
 	// TimeoutSeconds is how long kube-apiserver waits for the guard.
 	TimeoutSeconds int32
-	// CustomResourceDefinitions and APIServices are the objects of those
-	// kinds the mappings name: the enforcing entry receives writes of these
-	// alone (matchConditions by name), so that a guard outage blocks writes
-	// of no other CRD or APIService.
-	CustomResourceDefinitions []string
-	APIServices               []string
+	// TrustObjects are the names the mappings give the objects of each kind
+	// whose trust alone a mapping owns (guardapi.KindInfo.OwnsTrustOnly:
+	// CustomResourceDefinitions, APIServices), by kind (TrustObjectsOf): the
+	// enforcing entry receives writes of these alone (matchConditions by
+	// name), so that a guard outage blocks writes of no other CRD or
+	// APIService.
+	TrustObjects map[string][]string
 	// GuardServiceAccount ("namespace/name") adds the entry that sends
 	// writes of policy mode's generated objects by anyone else to the
 	// guard; empty leaves it out.

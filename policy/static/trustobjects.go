@@ -18,14 +18,27 @@ type trustObject struct {
 	names           []string
 }
 
+// TrustObjectsOf are the names the mappings of cfg give the objects of the
+// kinds whose trust alone a mapping owns, by kind: Input.TrustObjects.
+func TrustObjectsOf(cfg *guardapi.GuardConfig) map[string][]string {
+	out := map[string][]string{}
+	for i := range cfg.Owners {
+		for _, n := range cfg.Owners[i].Match.Named() {
+			if n.OwnsTrustOnly && len(n.Names) > 0 {
+				out[n.Kind] = append(out[n.Kind], n.Names...)
+			}
+		}
+	}
+	return out
+}
+
+// trustObjects are the kinds of guardapi.Kinds whose trust alone a mapping
+// owns that the mappings name, in Kinds' order, with their names.
 func (in Input) trustObjects() []trustObject {
 	var out []trustObject
-	for _, o := range []struct {
-		kind  string
-		names []string
-	}{{guardapi.KindCustomResourceDefinition, in.CustomResourceDefinitions}, {guardapi.KindAPIService, in.APIServices}} {
-		if info, _ := guardapi.KindInfoOf(o.kind); len(o.names) > 0 {
-			out = append(out, trustObject{info.Group, info.Resource, o.names})
+	for _, info := range guardapi.Kinds {
+		if names := in.TrustObjects[info.Kind]; info.OwnsTrustOnly && len(names) > 0 {
+			out = append(out, trustObject{info.Group, info.Resource, names})
 		}
 	}
 	return out
@@ -51,7 +64,10 @@ func (in Input) trustObjectConditions() []admv1.MatchCondition {
 	if len(objects) == 0 {
 		return nil
 	}
-	parts := []string{`request.resource.group == "admissionregistration.k8s.io"`}
+	var parts []string
+	for _, rule := range wholeObjectRules() {
+		parts = append(parts, "request.resource.group == "+vap.CELString(rule.APIGroups[0]))
+	}
 	for _, o := range objects {
 		names := slices.Compact(slices.Sorted(slices.Values(o.names)))
 		list, _ := json.Marshal(names) //nolint:errchkjson // a []string always encodes

@@ -72,7 +72,7 @@ func guardEntry(in Input) admv1.ValidatingWebhook {
 		Name:                    WebhookName,
 		AdmissionReviewVersions: []string{"v1"},
 		ClientConfig:            admv1.WebhookClientConfig{URL: &url, CABundle: in.CABundle},
-		Rules:                   append(writesOf("validatingwebhookconfigurations", "mutatingwebhookconfigurations"), in.trustObjectRules()...),
+		Rules:                   append(wholeObjectRules(), in.trustObjectRules()...),
 		MatchConditions:         in.trustObjectConditions(),
 		FailurePolicy:           &fp,
 		MatchPolicy:             &matchPolicy,
@@ -113,6 +113,24 @@ func policyObjectsEntry(in Input) admv1.ValidatingWebhook {
 		e.MatchConditions = append(e.MatchConditions, admv1.MatchCondition{Name: "not-break-glass", Expression: "!(" + expr + ")"})
 	}
 	return e
+}
+
+// wholeObjectRules are the rules of the kinds of guardapi.Kinds whose
+// objects a mapping owns whole, the webhook configurations: every write of
+// every object of them, so that `unmanaged: audit` sees each. One rule per
+// group, in Kinds' order.
+func wholeObjectRules() []admv1.RuleWithOperations {
+	var out []admv1.RuleWithOperations
+	for _, info := range guardapi.Kinds {
+		switch n := len(out); {
+		case info.OwnsTrustOnly:
+		case n > 0 && out[n-1].APIGroups[0] == info.Group:
+			out[n-1].Resources = append(out[n-1].Resources, info.Resource)
+		default:
+			out = append(out, writesIn(info.Group, info.Resource))
+		}
+	}
+	return out
 }
 
 // writesOf is every write of the given cluster-scoped

@@ -97,8 +97,10 @@ func Test_ValidatingWebhookConfiguration(t *testing.T) {
 		"if the mappings name CRDs and APIServices, the enforcing and break-glass entries receive writes of those objects alone": {
 			change: func(in *Input) {
 				in.BreakGlass = breakGlass
-				in.CustomResourceDefinitions = []string{"widgets.example.com", "gadgets.example.com"}
-				in.APIServices = []string{"v1beta1.metrics.example.com"}
+				in.TrustObjects = map[string][]string{
+					guardapi.KindCustomResourceDefinition: {"widgets.example.com", "gadgets.example.com"},
+					guardapi.KindAPIService:               {"v1beta1.metrics.example.com"},
+				}
 			},
 			exp: []entry{
 				{Name: WebhookName, FailurePolicy: admv1.Fail, Resources: trustObjects, MatchConditions: []admv1.MatchCondition{namedTrustObjects, notBreakGlass}},

@@ -253,11 +253,7 @@ func (o *StaticOptions) generate(ctx context.Context) (out staticmanifest.Render
 	}
 	if cfg != nil {
 		in.BreakGlass = cfg.Spec.BreakGlass
-		for i := range cfg.Spec.Owners {
-			m := &cfg.Spec.Owners[i].Match
-			in.CustomResourceDefinitions = append(in.CustomResourceDefinitions, m.CustomResourceDefinitions...)
-			in.APIServices = append(in.APIServices, m.APIServices...)
-		}
+		in.TrustObjects = static.TrustObjectsOf(&cfg.Spec)
 	}
 	if out.Manifest, err = static.Manifest(in); err != nil {
 		return out, err
