@@ -11,7 +11,6 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
-	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
@@ -117,23 +116,17 @@ func (o *Options) Run(ctx context.Context) error {
 	if sa := o.GuardServiceAccount; sa != "" && o.admissionPolicyWriter == "" {
 		return cmdutil.Invalid("--policy-guard-service-account must be \"namespace/name\", got %q", sa)
 	}
-	var serving policy.ServingCheck
-	var served *servedChains
-	if len(o.ServedChains) > 0 {
-		if served, err = readServedChains(o.ServedChains); err != nil {
-			return err
-		}
-		serving = served
+	served, err := readServedChains(o.ServedChains)
+	if err != nil {
+		return err
 	}
-	h, err := offline.NewHandler(cfg, objects, o.admissionPolicyWriter, serving)
+	h, err := offline.NewHandler(cfg, objects, o.admissionPolicyWriter, served.servingCheck())
 	if err != nil {
 		return err
 	}
 	v := h.Review(ctx, body)
-	if served != nil && v.Decision != nil {
-		if err := served.check(v); err != nil {
-			return err
-		}
+	if err := served.check(v); err != nil {
+		return err
 	}
 
 	if o.Output != cmdutil.OutputTable {

@@ -27,9 +27,12 @@ type servedChains struct {
 	chains probe.Chains
 }
 
-// readServedChains reads the files the flags name; a file that holds no
-// usable chain is invalid input.
+// readServedChains reads the files the flags name (nil for no flag); a
+// file that holds no usable chain is invalid input.
 func readServedChains(flags []string) (*servedChains, error) {
+	if len(flags) == 0 {
+		return nil, nil //nolint:nilnil // no --served-chain: nothing to check against
+	}
 	s := &servedChains{flags: flags}
 	for _, flag := range flags {
 		entry, file := splitServedChain(flag)
@@ -53,6 +56,14 @@ func splitServedChain(flag string) (entry, file string) {
 	return "", flag
 }
 
+// servingCheck is s as the handler's serving check; nil for no chains.
+func (s *servedChains) servingCheck() policy.ServingCheck {
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
 // CheckServing implements policy.ServingCheck.
 func (s *servedChains) CheckServing(_ policy.GuardedKind, _ string, entry policy.Entry) (verified, known bool, detail string) {
 	if entry.InsecureSkipTLSVerify {
@@ -71,10 +82,13 @@ func endpointOf(e policy.Endpoint) servedchain.Endpoint {
 
 // check says why the chains could not apply to the decided review: it
 // writes no object, no mapping guards the object, or an ENTRY names no
-// entry of it.
+// entry of it. Nothing to say without chains, or without a decision (the
+// review's own error is then the one to report).
 func (s *servedChains) check(v webhook.Verdict) error {
 	d := v.Decision
 	switch {
+	case s == nil || d == nil:
+		return nil
 	case d.Kind.IsAdmissionPolicyObject():
 		return cmdutil.Invalid("--served-chain: a %s has no entry kube-apiserver calls over TLS", d.Kind)
 	case d.Operation == policy.OperationDelete:

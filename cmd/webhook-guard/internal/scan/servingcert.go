@@ -113,6 +113,8 @@ func dialServingCert(ctx context.Context, cc admv1.WebhookClientConfig, o Option
 		return []Finding{servingVerifyFailure(f, "the serving certificate of "+addr, res)}
 	case servedchain.ReasonUnreachable:
 		return []Finding{f(LevelInfo, CheckServingCert, "", fmt.Sprintf("serving certificate expiry unknown: %s is not reachable from here (%v)", addr, shortErr(res.Err)), "")}
+	case servedchain.ReasonNone, servedchain.ReasonUnknownAuthority, servedchain.ReasonExpired, servedchain.ReasonNameMismatch:
+		// A chain was served: checked below.
 	}
 	c := servingCert{chain: chain, where: "of " + addr, renew: "renew the serving certificate of " + addr}
 	return servingCertFindings(c, res, o, f)
