@@ -255,8 +255,10 @@ func (d *Decision) violationWarnings() []string {
 		prefix = "webhook-guard (audit) would deny: "
 	case OutcomeBreakGlass:
 		prefix = "webhook-guard break-glass: "
-	default:
-		return nil
+	case OutcomeAllow, OutcomeDeny:
+	}
+	if prefix == "" {
+		return nil // only an audited or break-glass write warns of the rules it broke
 	}
 	if d.Rule == RuleBreakGlass {
 		owner := fmt.Sprintf("owned by mapping %q", d.Mapping)

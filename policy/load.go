@@ -54,7 +54,7 @@ func Load(data []byte) (*Mappings, error) {
 func compile(spec guardapi.GuardConfig) *Mappings {
 	c := &Mappings{
 		Spec:       spec,
-		byName:     map[GuardedKind]map[string]int{},
+		byName:     make(map[GuardedKind]map[string]int, len(guardapi.Kinds)),
 		breakGlass: compileSubjects(spec.BreakGlass),
 	}
 	c.owners = make([]compiledOwner, len(spec.Owners))

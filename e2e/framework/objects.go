@@ -94,10 +94,11 @@ func (c *Client) Create(ctx context.Context, s Spec, opts metav1.CreateOptions) 
 	case Mutating:
 		o, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, s.Mutating(), opts)
 		return fromMutating(o), err
-	default:
+	case Validating:
 		o, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, s.Validating(), opts)
 		return fromValidating(o), err
 	}
+	return nil, unknownKind(s.Kind)
 }
 
 // MustCreate creates the configuration or fails the test.
@@ -118,10 +119,11 @@ func (c *Client) Get(ctx context.Context, kind Kind, name string) (*WebhookConfi
 	case Mutating:
 		o, err := c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 		return fromMutating(o), err
-	default:
+	case Validating:
 		o, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 		return fromValidating(o), err
 	}
+	return nil, unknownKind(kind)
 }
 
 // MustGet reads a configuration or fails the test.
@@ -156,7 +158,7 @@ func (c *Client) Mutate(ctx context.Context, kind Kind, name string, opts metav1
 		}
 		o, err = api.Update(ctx, o, opts)
 		return fromMutating(o), err
-	default:
+	case Validating:
 		api := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 		o, err := api.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -173,6 +175,7 @@ func (c *Client) Mutate(ctx context.Context, kind Kind, name string, opts metav1
 		o, err = api.Update(ctx, o, opts)
 		return fromValidating(o), err
 	}
+	return nil, unknownKind(kind)
 }
 
 // SetCABundle writes bundle into every webhooks[] entry.
@@ -201,9 +204,17 @@ func (c *Client) Delete(ctx context.Context, kind Kind, name string, opts metav1
 		return c.deleteTrustObject(ctx, kind, name, opts)
 	case Mutating:
 		return c.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, name, opts)
-	default:
+	case Validating:
 		return c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, opts)
 	}
+	return unknownKind(kind)
+}
+
+// unknownKind is the error of a Kind the framework has no client for: a
+// switch over kinds lists each, so that a new one is an error, never
+// another kind's call.
+func unknownKind(kind Kind) error {
+	return fmt.Errorf("framework: no client for kind %q", kind)
 }
 
 func fromValidating(o *admv1.ValidatingWebhookConfiguration) *WebhookConfig {

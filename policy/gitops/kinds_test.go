@@ -48,7 +48,7 @@ func Test_everyKind(t *testing.T) {
 // and a[]? iterating a list.
 func jqPath(obj any, path string) []any {
 	values := []any{obj}
-	for _, f := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+	for f := range strings.SplitSeq(strings.TrimPrefix(path, "."), ".") {
 		name, iterate := strings.CutSuffix(f, "[]?")
 		var next []any
 		for _, v := range values {
@@ -68,7 +68,7 @@ func jqPath(obj any, path string) []any {
 // jsonPointer evaluates an RFC 6901 JSON Pointer without escapes.
 func jsonPointer(obj any, pointer string) any {
 	v := obj
-	for _, f := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+	for f := range strings.SplitSeq(strings.TrimPrefix(pointer, "/"), "/") {
 		switch c := v.(type) {
 		case map[string]any:
 			v = c[f]

@@ -428,7 +428,7 @@ func (m mappingPolicy) validations(part policyPart) []admv1.Validation {
 			MessageExpression: m.caMismatchMessage(),
 			Reason:            ptr.To(metav1.StatusReasonForbidden),
 		})
-	default:
+	case partAll:
 		// The entry rules need no CA; folded in here they cost an ordinary
 		// write one comparison of the entry names (entries.go).
 		out = append(out, admv1.Validation{

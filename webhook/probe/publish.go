@@ -270,8 +270,10 @@ func failureMessage(r Result) string {
 		what = "it has no ready endpoint"
 	case ReasonNoCABundle:
 		what = "the caBundle holds no certificate"
-	default:
-		what = string(r.Reason)
+	case ReasonNone:
+	}
+	if what == "" {
+		what = string(r.Reason) // any other reason, named as it is
 	}
 	consequence := "kube-apiserver's calls to it fail"
 	if r.Path.FailurePolicy == "Ignore" {

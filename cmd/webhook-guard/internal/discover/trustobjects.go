@@ -46,7 +46,7 @@ type TrustObject struct {
 // returned in unreadable (with why), so that discover and scan still read
 // everything else.
 func ListTrustObjects(ctx context.Context, c client.Reader) (objs []TrustObject, unreadable map[policy.GuardedKind]string, err error) {
-	unreadable = map[policy.GuardedKind]string{}
+	unreadable = make(map[policy.GuardedKind]string)
 	for _, info := range guardapi.Kinds {
 		if !info.Entries.One() {
 			continue // the webhook configurations' typed lists
