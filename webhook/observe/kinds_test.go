@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -31,12 +29,10 @@ import (
 func Test_Observer_health_everyKind(t *testing.T) {
 	ca := testpki.MustCA(t, "owner-ca")
 	var typed, dynamic []runtime.Object
-	listKinds := map[schema.GroupVersionResource]string{}
 	for _, k := range guardapi.Kinds {
 		u := &unstructured.Unstructured{Object: k.Example(ca.PEM)}
 		if k.Entries.One() {
 			dynamic = append(dynamic, u)
-			listKinds[resourceOf(k)] = k.Kind + "List"
 			continue
 		}
 		obj, err := scheme.Scheme.New(u.GroupVersionKind())
@@ -52,7 +48,7 @@ func Test_Observer_health_everyKind(t *testing.T) {
 
 	reg := startObserver(t, fake.NewClientset(typed...), func(o *Observer) {
 		o.Config = staticConfig{cfg}
-		o.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynamic...)
+		o.Dynamic = trustClient(dynamic...)
 	})
 	assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		series := healthSeries(t, reg)

@@ -251,11 +251,22 @@ func Test_healthSource_trustObjects(t *testing.T) {
 	}
 }
 
-// trustClient is a fake dynamic client serving CRDs and APIServices.
+// trustClient is a fake dynamic client serving every kind whose objects
+// hold one entry (CRDs and APIServices), as the observer watches them.
 func trustClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
-	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		crdResource: "CustomResourceDefinitionList", apiServiceResource: "APIServiceList",
-	}, objs...)
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), trustListKinds(), objs...)
+}
+
+// trustListKinds are the list kinds of the kinds whose objects hold one
+// entry, by resource.
+func trustListKinds() map[schema.GroupVersionResource]string {
+	out := map[schema.GroupVersionResource]string{}
+	for _, k := range guardapi.Kinds {
+		if k.Entries.One() {
+			out[resourceOf(k)] = k.Kind + "List"
+		}
+	}
+	return out
 }
 
 func Test_Observer_trustObjects(t *testing.T) {
