@@ -41,7 +41,8 @@ func Test_everyKindHasPolicies(t *testing.T) {
 		t.Run(k.Kind, func(t *testing.T) {
 			r := vaptest.Request{Operation: admission.Update, Name: k.ExampleName(), User: intruder,
 				Old: &unstructured.Unstructured{Object: k.Example(owner.PEM)}, Object: &unstructured.Unstructured{Object: k.Example(foreign.PEM)}}
-			attrs, _ := vapengine.Attributes(r.Operation, r.Name, r.Object, r.Old, r.User)
+			attrs, gvr := vapengine.Attributes(r.Operation, r.Name, r.Object, r.Old, r.User)
+			require.Equal(t, k.Resource, gvr.Resource, "vapengine's resource of the kind (it reads any other kind as a ValidatingWebhookConfiguration)")
 			var msgs []string
 			matched := 0
 			for _, p := range objs.Policies {
