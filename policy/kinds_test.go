@@ -2,6 +2,11 @@ package policy
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,4 +73,67 @@ func Test_everyGuardedKind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Test_everyRowIsAGuardedKindConstant: every row of guardapi.Kinds is the
+// value of a GuardedKind constant of this package, so that the exhaustive
+// linter, which knows a type's values by its constants, reports a switch
+// or an //exhaustive:enforce map over GuardedKind that misses the kind.
+// The constants are read from the package's source: a value the linter
+// does not see is none the test may take from elsewhere.
+func Test_everyRowIsAGuardedKindConstant(t *testing.T) {
+	apiConsts := stringConstants(t, "api/v1alpha1", "")
+	values := map[string]string{}
+	for name, v := range stringConstants(t, ".", "GuardedKind") {
+		if api, ok := strings.CutPrefix(v, "guardapi."); ok {
+			v = apiConsts[api]
+		}
+		values[v] = name
+	}
+	for _, k := range guardapi.Kinds {
+		assert.Contains(t, values, k.Kind, "no GuardedKind constant is %q", k.Kind)
+	}
+}
+
+// stringConstants are the constants declared in the non-test files of
+// dir, of the named type ("": untyped), by name: a string literal's value,
+// or an imported constant as pkg.Name.
+func stringConstants(t *testing.T, dir, typ string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if named, _ := vs.Type.(*ast.Ident); (typ == "" && vs.Type != nil) || (typ != "" && (named == nil || named.Name != typ)) {
+					continue
+				}
+				for i, name := range vs.Names {
+					if i >= len(vs.Values) {
+						continue
+					}
+					switch v := vs.Values[i].(type) {
+					case *ast.BasicLit:
+						out[name.Name], _ = strconv.Unquote(v.Value)
+					case *ast.SelectorExpr:
+						if pkg, ok := v.X.(*ast.Ident); ok {
+							out[name.Name] = pkg.Name + "." + v.Sel.Name
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
