@@ -24,7 +24,7 @@ func (l *Leaf) ServerConfig(tb testing.TB) *tls.Config {
 // nil, counts the connections accepted.
 func ServeTLS(tb testing.TB, cfg *tls.Config, conns *atomic.Int32) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(tb.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("listen: %v", err)
 	}

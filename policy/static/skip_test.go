@@ -55,7 +55,7 @@ const testFingerprint = "0123456789abcdef0123456789abcdef"
 func vwcObject(name string, labels map[string]string, edit func(*admv1.ValidatingWebhook)) *admv1.ValidatingWebhookConfiguration {
 	w := admv1.ValidatingWebhook{
 		Name:           "a.example.com",
-		ClientConfig:   admv1.WebhookClientConfig{URL: ptr.To("https://a.example.com/validate"), CABundle: []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")},
+		ClientConfig:   admv1.WebhookClientConfig{URL: new("https://a.example.com/validate"), CABundle: []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")},
 		TimeoutSeconds: ptr.To[int32](10),
 	}
 	if edit != nil {
@@ -72,7 +72,7 @@ func vwcObject(name string, labels map[string]string, edit func(*admv1.Validatin
 func toService(port int32) func(*admv1.ValidatingWebhook) {
 	return func(w *admv1.ValidatingWebhook) {
 		w.ClientConfig.URL = nil
-		w.ClientConfig.Service = &admv1.ServiceReference{Namespace: "app", Name: "app-webhook", Path: ptr.To("/validate"), Port: ptr.To(port)}
+		w.ClientConfig.Service = &admv1.ServiceReference{Namespace: "app", Name: "app-webhook", Path: new("/validate"), Port: new(port)}
 	}
 }
 
@@ -141,7 +141,7 @@ func Test_skipCondition(t *testing.T) {
 		"writer's no-op write: skipped":     {op: admission.Update, obj: stored, old: stored, u: writer, skipped: true},
 		"without the grant: sent":           {op: admission.Update, obj: withAnnotation(stored), old: stored, u: writer, authz: grantAuthorizer{user: granted.user, fingerprint: "ffffffffffffffffffffffffffffffff"}},
 		"writer's caBundle change: sent":    {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) { w.ClientConfig.CABundle = pem2 }), old: stored, u: writer},
-		"writer's URL change: sent":         {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) { w.ClientConfig.URL = ptr.To("https://b.example.com/validate") }), old: stored, u: writer},
+		"writer's URL change: sent":         {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) { w.ClientConfig.URL = new("https://b.example.com/validate") }), old: stored, u: writer},
 		"writer's service port move: sent":  {op: admission.Update, obj: vwcObject("app-vwc", nil, toService(8443)), old: vwcObject("app-vwc", nil, toService(443)), u: writer},
 		"writer's timeout, behind a service: skipped": {op: admission.Update, obj: vwcObject("app-vwc", nil, func(w *admv1.ValidatingWebhook) {
 			toService(443)(w)
