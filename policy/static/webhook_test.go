@@ -15,7 +15,7 @@ import (
 )
 
 // validInput is an input every test starts from and changes one field of.
-func validInput(t *testing.T) Input {
+func validInput(t testing.TB) Input {
 	t.Helper()
 	return Input{
 		URL:            "https://127.0.0.1:9443/validate",
