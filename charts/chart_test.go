@@ -613,7 +613,7 @@ func Test_rbacIsLeastPrivilege(t *testing.T) {
 					for _, res := range r.Resources {
 						switch res {
 						case "validatingadmissionpolicies", "validatingadmissionpolicybindings":
-							// Policy mode: the guard's leader creates the policies
+							// Policy shape: the guard's leader creates the policies
 							// it generates, and applies (patch), updates and
 							// deletes them by name only
 							// (Test_policyObjectWritesByName). Never in the
@@ -627,7 +627,7 @@ func Test_rbacIsLeastPrivilege(t *testing.T) {
 							}
 							for _, v := range r.Verbs {
 								if !slices.Contains(allowed, v) {
-									t.Errorf("%s rules[%d] grants %q on %s: only policy mode writes (its own) policies", where, i, v, res)
+									t.Errorf("%s rules[%d] grants %q on %s: only the policy shape writes (its own) policies", where, i, v, res)
 								}
 							}
 						case "validatingwebhookconfigurations", "mutatingwebhookconfigurations":

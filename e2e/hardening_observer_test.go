@@ -1,7 +1,7 @@
 package e2e
 
 // The observer under a hostile writer, on the real kube-apiserver. The guard
-// runs without its static manifest and without policy mode, so
+// runs without its static manifest and without the policy shape, so
 // kube-apiserver never asks it: every decision below is the observer's.
 
 import (

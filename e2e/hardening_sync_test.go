@@ -1,6 +1,6 @@
 package e2e
 
-// Policy mode's syncer on the real kube-apiserver: a generated policy
+// Policy shape's syncer on the real kube-apiserver: a generated policy
 // kube-apiserver refuses leaves its mapping failing closed, and the anchor
 // ClusterRole that owns every generated object is protected from everyone
 // but break-glass, and its loss is visible at once.

@@ -1,17 +1,17 @@
 package e2e
 
-// Policy mode on the real kube-apiserver: no static manifest (what a
+// Policy shape on the real kube-apiserver: no static manifest (what a
 // managed cluster offers), the guard running `serve --policy-mode`, and the
 // ValidatingAdmissionPolicies it generates deciding inside kube-apiserver.
 //
-// Scenarios of e2e/README.md that policy mode runs here:
+// Scenarios of e2e/README.md that the policy shape runs here:
 //   1 owner writes its own CA (allowed), 2 another service account updates
 //   (denied in enforce; warned in audit), 3 the owner writes a foreign CA
 //   (denied), 6 CA rotation (the param follows the Secret; the owner's next
 //   write with the new CA is allowed), 7 DELETE and re-CREATE by a non-owner
 //   (denied), 9 break-glass (allowed), 12 MutatingWebhookConfigurations.
 //
-// Scenarios policy mode cannot express, and why:
+// Scenarios the policy shape cannot express, and why:
 //   4 (8 replicas fighting): denials work (each foreign CA is a ca-mismatch),
 //     but the audit half — flapping reported — needs state across requests,
 //     which CEL does not have; kube-apiserver's audit log is the only record.
@@ -23,14 +23,14 @@ package e2e
 //     only new (or old) is allowed by the webhook (each certificate is in the
 //     set) and denied here (bytes differ); a write racing the guard's copy of
 //     a rotated CA is denied until the param follows (--policy-sync-interval).
-//   8 (dry run leaves no record): policy mode keeps no records at all; dry
+//   8 (dry run leaves no record): the policy shape keeps no records at all; dry
 //     runs are decided the same way as real requests.
 //   9, the webhook's half: break-glass writes are skipped by matchConditions,
 //     so they are neither warned about nor recorded (audit log only).
 //   10 (guard certificate renewal) and 11 (guard stopped): kube-apiserver
-//     never calls the guard in policy mode. Decisions continue while every
+//     never calls the guard in the policy shape. Decisions continue while every
 //     guard replica is down; only CA rotations stop being copied.
-//   13 (API-registered guard never called): the reason policy mode exists;
+//   13 (API-registered guard never called): the reason the policy shape exists;
 //     not a policy-mode scenario.
 
 import (
@@ -65,7 +65,7 @@ import (
 )
 
 // policyOptions start kube-apiserver without the static manifest and the
-// guard in policy mode, with the RBAC policy mode needs: no ConfigMap
+// guard in the policy shape, with the RBAC the policy shape needs: no ConfigMap
 // access (the owners' CAs are in the policies).
 func policyOptions(extraArgs ...string) framework.Options {
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
@@ -214,7 +214,7 @@ func policyWrites(t testing.TB, g *framework.Guard) float64 {
 	return g.Metric(t, "webhook_guard_policy_writes_total", nil)
 }
 
-// TestPolicyModeEnforces shows policy mode enforcing on the real API
+// TestPolicyModeEnforces shows the policy shape enforcing on the real API
 // server: the non-owner, the foreign CA and the non-owner DELETE are denied
 // by the generated policy; in audit the client receives the warning. The
 // guard probes the guarded entries as in the static shape.
@@ -270,7 +270,7 @@ func TestPolicyModeEnforces(t *testing.T) {
 		_, err := f.intruder.Annotate(ctx, framework.Validating, enforcedName, "e2e/touched-by", intruderSA)
 		requirePolicyDenied(t, err, policyEnforced,
 			`webhook-guard denied UPDATE of ValidatingWebhookConfiguration "enforced-webhooks" by "system:serviceaccount:other-system:intruder"`,
-			`(mapping "enforced", enforce, policy mode)`, "not-owner", "owners[enforced].writers")
+			`(mapping "enforced", enforce, policy shape)`, "not-owner", "owners[enforced].writers")
 		requireUnchanged(t, f.admin, framework.Validating, enforcedName, before.ResourceVersion, f.ownerCA.PEM)
 
 		f.intruder.Warnings.Take()
@@ -646,7 +646,7 @@ func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
 }
 
 // Test_chartPolicyShapeWithChartRBAC runs `webhook-guard serve` with the
-// policy shape's Deployment args and nothing but the chart's RBAC, on an API
+// the policy shape's Deployment args and nothing but the chart's RBAC, on an API
 // server without the static manifest: the leader generates the policy
 // objects (the chart's ClusterRole suffices: no "forbidden"),
 // and kube-apiserver then audits a stranger's write through them.

@@ -1,6 +1,6 @@
 package e2e
 
-// Policy mode's syncer is a controller watching its generated objects: a
+// Policy shape's syncer is a controller watching its generated objects: a
 // generated policy or binding deleted, or edited by another field manager,
 // is restored as soon as the guard's watch delivers the change, not at its
 // next resync, and an edit is counted as a server-side apply conflict.

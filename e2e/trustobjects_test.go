@@ -123,7 +123,7 @@ func TestTrustObjectsStaticShape(t *testing.T) {
 
 // TestTrustObjectsPolicyShape: the same objects under the generated
 // policies. The mapping names the Certificate cainjector injects from
-// (policy mode resolves injectedByCertManager from webhook configurations
+// (policy shape resolves injectedByCertManager from webhook configurations
 // only) and cainjector as a writer. The guard may read Secrets as params
 // (the chart's policy.caParams), so the -crds-ca and -apiservices-ca
 // policies read the Certificate's Secret: every rotation converges with no

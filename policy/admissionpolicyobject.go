@@ -6,7 +6,7 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// The kinds of policy mode's generated objects: ValidatingAdmissionPolicies
+// The kinds of the policy shape's generated objects: ValidatingAdmissionPolicies
 // and their bindings (admissionregistration.k8s.io/v1). Besides webhook
 // configurations they are the only kinds the guard decides: the static
 // webhook receives their writes because they are exempt from admission
@@ -16,14 +16,14 @@ const (
 	KindAdmissionPolicyBinding GuardedKind = "ValidatingAdmissionPolicyBinding"
 )
 
-// IsAdmissionPolicyObject reports whether k is one of policy mode's
+// IsAdmissionPolicyObject reports whether k is one of the policy shape's
 // generated kinds rather than a webhook configuration.
 func (k GuardedKind) IsAdmissionPolicyObject() bool {
 	return k == KindAdmissionPolicy || k == KindAdmissionPolicyBinding
 }
 
 // RuleAdmissionPolicyObject: someone other than the guard and break-glass
-// wrote one of the admission policies or bindings policy mode generates.
+// wrote one of the admission policies or bindings the policy shape generates.
 const RuleAdmissionPolicyObject Rule = "policy-object"
 
 // AdmissionPolicyObjectInput is a write of a ValidatingAdmissionPolicy or
@@ -74,12 +74,12 @@ func (c *Mappings) DecideAdmissionPolicyObject(in *AdmissionPolicyObjectInput) D
 	d.Record = !in.DryRun
 	d.Violations = []Violation{{
 		Rule:   RuleAdmissionPolicyObject,
-		Detail: fmt.Sprintf("only %s may change the objects policy mode generates (label %s)", writer, generatedLabel),
+		Detail: fmt.Sprintf("only %s may change the objects the policy shape generates (label %s)", writer, generatedLabel),
 		Hint:   RuleAdmissionPolicyObject.Info().Hint,
 	}}
 	return d
 }
 
-// generatedLabel is how policy mode marks what it generates (kept in step
+// generatedLabel is how the policy shape marks what it generates (kept in step
 // with policy/vap's LabelManagedBy and ManagedBy; vap imports this package).
 const generatedLabel = "app.kubernetes.io/managed-by=webhook-guard"

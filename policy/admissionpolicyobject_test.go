@@ -27,7 +27,7 @@ owners:
 			Mode: guardapi.ModeEnforce, Outcome: OutcomeDeny, Rule: RuleAdmissionPolicyObject, Record: true,
 			Violations: []Violation{{
 				Rule:   RuleAdmissionPolicyObject,
-				Detail: "only " + writer + " may change the objects policy mode generates (label app.kubernetes.io/managed-by=webhook-guard)",
+				Detail: "only " + writer + " may change the objects the policy shape generates (label app.kubernetes.io/managed-by=webhook-guard)",
 				Hint:   "change the owner mappings in the GuardConfig instead, the guard regenerates them",
 			}},
 		}

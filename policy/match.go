@@ -26,7 +26,7 @@ const (
 )
 
 // Info is the kind's row of guardapi.Kinds; false for a kind a mapping
-// cannot name (policy mode's generated objects, or any other string).
+// cannot name (the policy shape's generated objects, or any other string).
 func (k GuardedKind) Info() (guardapi.KindInfo, bool) { return guardapi.KindInfoOf(string(k)) }
 
 // OwnsTrustOnly reports whether a mapping owns only the caBundle of an
@@ -41,7 +41,7 @@ func (k GuardedKind) OwnsTrustOnly() bool {
 
 // ShortName abbreviates the kind in report names and tables: the row's
 // (vwc, mwc and crd as kubectl's short names, apiservice as kubectl names
-// the resource), vap and vapb for policy mode's generated objects (which
+// the resource), vap and vapb for the policy shape's generated objects (which
 // kubectl does not abbreviate), and any other kind (read from a record,
 // not decided) in lower case.
 func (k GuardedKind) ShortName() string {

@@ -124,7 +124,7 @@ func Test_InlineCA(t *testing.T) {
 	}{
 		"if the owner's CA is inline pem, return its set": {
 			name: "legacy", expOK: true,
-			// The set keeps the inline bytes too (policy mode copies them).
+			// The set keeps the inline bytes too (policy shape copies them).
 			expSet: func() cabundle.CASet {
 				set, err := cabundle.NewCASet("inline pem of owners[legacy]", slices.Concat(f.Inline.PEM, f.OwnerNew.PEM))
 				require.NoError(t, err)

@@ -59,7 +59,7 @@ var ruleTable = []RuleInfo{
 	},
 	{
 		Rule:     RuleAdmissionPolicyObject,
-		Summary:  "someone other than the guard and break-glass wrote an object policy mode generates",
+		Summary:  "someone other than the guard and break-glass wrote an object the policy shape generates",
 		Category: "Policy objects",
 		Hint:     "change the owner mappings in the GuardConfig instead, the guard regenerates them",
 		Suggest:  suggestAdmissionPolicyObject,

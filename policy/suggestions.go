@@ -70,7 +70,7 @@ func suggestCAMismatch(f FindingFacts) string {
 }
 
 func suggestAdmissionPolicyObject(f FindingFacts) string {
-	return fmt.Sprintf("%s changed %s, which policy mode generates: change the owner mappings in the GuardConfig instead, the guard regenerates it", f.Subject, f.Configuration)
+	return fmt.Sprintf("%s changed %s, which the policy shape generates: change the owner mappings in the GuardConfig instead, the guard regenerates it", f.Subject, f.Configuration)
 }
 
 func suggestUnmanaged(f FindingFacts) string {

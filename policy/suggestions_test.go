@@ -55,7 +55,7 @@ func Test_RuleInfo_Suggest(t *testing.T) {
 		"if someone else changed a generated policy, point at the GuardConfig": {
 			rule:  RuleAdmissionPolicyObject,
 			facts: FindingFacts{Mapping: "(unmanaged)", Subject: "bob", Configuration: "ValidatingAdmissionPolicyBinding/webhook-guard-app"},
-			exp:   "bob changed ValidatingAdmissionPolicyBinding/webhook-guard-app, which policy mode generates: change the owner mappings in the GuardConfig instead, the guard regenerates it",
+			exp:   "bob changed ValidatingAdmissionPolicyBinding/webhook-guard-app, which the policy shape generates: change the owner mappings in the GuardConfig instead, the guard regenerates it",
 		},
 		"if no mapping covers the configuration, ask for it to be added to its controller's mapping": {
 			rule:  RuleUnmanaged,

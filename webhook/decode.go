@@ -16,7 +16,7 @@ import (
 )
 
 // admissionregistration.k8s.io/v1 is the group and version of the webhook
-// configurations and of policy mode's generated objects (ValidatingAdmission
+// configurations and of the policy shape's generated objects (ValidatingAdmission
 // Policies and bindings); trustkinds.go lists the other kinds the handler
 // decides. Every other kind or version is a misconfiguration, rejected with a
 // 400, not something to allow.
@@ -151,7 +151,7 @@ func (e stableJSONError) Unwrap() error { return e.err }
 const fieldObject, fieldOldObject = "request.object", "request.oldObject"
 
 // isAdmissionPolicyObject reports whether the request is about one of
-// policy mode's generated kinds (a ValidatingAdmissionPolicy or binding).
+// the policy shape's generated kinds (a ValidatingAdmissionPolicy or binding).
 func (r *reviewRequest) isAdmissionPolicyObject() bool {
 	k := r.Kind
 	return k.Group == guardedGroup && k.Version == guardedVersion && policy.GuardedKind(k.Kind).IsAdmissionPolicyObject()
@@ -171,7 +171,7 @@ func (r *reviewRequest) admissionPolicyObjectInput(writer string) *policy.Admiss
 	}
 }
 
-// generatedByGuard reports whether a decoded object carries policy mode's
+// generatedByGuard reports whether a decoded object carries the policy shape's
 // managed-by label (its metadata is all a policy object is read for).
 func generatedByGuard(obj *guardedObject) bool {
 	return obj != nil && obj.Metadata.Labels[vap.LabelManagedBy] == vap.ManagedBy

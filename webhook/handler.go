@@ -44,7 +44,7 @@ type HandlerOptions struct {
 	Now func() time.Time
 	// AdmissionPolicyWriter is the guard's own username; only it (and
 	// break-glass) may change the ValidatingAdmissionPolicies and bindings
-	// policy mode generates (policyobjects.go).
+	// the policy shape generates (policyobjects.go).
 	AdmissionPolicyWriter string
 	// Fingerprints memoizes caBundle parsing (a ~1 KB certificate costs
 	// ~12 µs to parse; a hit, a map lookup); a cache of

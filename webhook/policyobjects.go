@@ -9,7 +9,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
-// decideAdmissionPolicyObject decides a write of one of policy mode's
+// decideAdmissionPolicyObject decides a write of one of the policy shape's
 // generated ValidatingAdmissionPolicies or bindings. Where the static
 // webhook is installed with `render static-manifest
 // --guard-service-account`, it also receives those writes (labelled

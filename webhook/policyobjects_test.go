@@ -13,7 +13,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy"
 )
 
-// Test_Handler_Review_admissionPolicyObject: writes of policy mode's
+// Test_Handler_Review_admissionPolicyObject: writes of the policy shape's
 // generated objects go through the one request path into policy's decision
 // and are counted under rule policy-object.
 func Test_Handler_Review_admissionPolicyObject(t *testing.T) {
@@ -30,7 +30,7 @@ owners:
 	const guard = "system:serviceaccount:webhook-guard:webhook-guard"
 	labelled := []byte(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"webhook-guard-app","labels":{"app.kubernetes.io/managed-by":"webhook-guard"}}}`)
 	unlabelled := []byte(`{"metadata":{"name":"webhook-guard-app"}}`)
-	const violation = `policy-object: only ` + guard + ` may change the objects policy mode generates (label app.kubernetes.io/managed-by=webhook-guard); hint: change the owner mappings in the GuardConfig instead, the guard regenerates them`
+	const violation = `policy-object: only ` + guard + ` may change the objects the policy shape generates (label app.kubernetes.io/managed-by=webhook-guard); hint: change the owner mappings in the GuardConfig instead, the guard regenerates them`
 	tests := map[string]struct {
 		op          admissionv1.Operation
 		object, old []byte

@@ -13,7 +13,7 @@ import (
 // fields decodeReview decoded: the one place that knows which fields of a
 // guardedObject hold a kind's entries (the rows of guardapi.Kinds say
 // where they are in the object; decoding in one pass needs them as Go
-// fields). Policy mode's generated objects have none: they are decided
+// fields). Policy shape's generated objects have none: they are decided
 // from their metadata (admissionPolicyObjectInput).
 //
 //exhaustive:enforce

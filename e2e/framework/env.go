@@ -70,7 +70,7 @@ type Options struct {
 	// test that must know what a denied write carried. Needs AuditLog.
 	AuditRequestsOf []string
 	// NoStaticManifest starts kube-apiserver without the AdmissionConfiguration
-	// and static webhook (policy mode: what a managed cluster offers).
+	// and static webhook (policy shape: what a managed cluster offers).
 	NoStaticManifest bool
 	// RenderArgs are extra `render static-manifest` arguments.
 	RenderArgs []string
@@ -340,7 +340,7 @@ func (e *Env) installGuardIdentity(t testing.TB, leaf *ServingCert) {
 		ObjectMeta: metav1.ObjectMeta{Name: "webhook-guard"},
 		Rules: []rbacv1.PolicyRule{
 			// CA sources are watched one by one (list/watch by metadata.name)
-			// and read directly by policy mode's syncer.
+			// and read directly by the policy shape's syncer.
 			{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates", "issuers", "clusterissuers"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list", "watch"}},

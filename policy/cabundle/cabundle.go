@@ -107,7 +107,7 @@ type CASet struct {
 	// Source describes where the set was read, for messages.
 	Source string
 	fps    []Fingerprint // sorted, deduplicated
-	// pem is the bytes the set was parsed from (policy mode compares
+	// pem is the bytes the set was parsed from (policy shape compares
 	// caBundles with them byte for byte; see PEM).
 	pem []byte
 	// notAfter is the earliest expiry of the certificates, when the set
@@ -181,7 +181,7 @@ func (s CASet) Union(o CASet) CASet {
 }
 
 // PEM is the bundle the set was read from, byte for byte (nil for a set
-// built from fingerprints). Policy mode compares caBundles with these bytes:
+// built from fingerprints). Policy shape compares caBundles with these bytes:
 // CEL cannot parse PEM.
 func (s CASet) PEM() []byte { return slices.Clone(s.pem) }
 

@@ -35,7 +35,7 @@ type Input struct {
 	// APIService.
 	TrustObjects map[string][]string
 	// GuardServiceAccount ("namespace/name") adds the entry that sends
-	// writes of policy mode's generated objects by anyone else to the
+	// writes of the policy shape's generated objects by anyone else to the
 	// guard; empty leaves it out.
 	GuardServiceAccount string
 	// Skip, when set, adds the enforcing entry's skip condition: the writes

@@ -14,7 +14,7 @@ const (
 	// BreakGlassWebhookName receives only break-glass subjects' writes,
 	// with failurePolicy Ignore.
 	BreakGlassWebhookName = "break-glass.webhook-guard.io"
-	// PolicyObjectsWebhookName receives writes of policy mode's generated
+	// PolicyObjectsWebhookName receives writes of the policy shape's generated
 	// ValidatingAdmissionPolicies and bindings by anyone but the guard and
 	// break-glass (Input.GuardServiceAccount).
 	PolicyObjectsWebhookName = "policy-objects.webhook-guard.io"

@@ -24,7 +24,7 @@ func Manifest(in Input) ([]byte, error) {
 // ValidatingWebhookConfiguration is the static ValidatingWebhookConfiguration:
 // the enforcing entry, with break-glass subjects excluded and sent to a
 // fail-open entry of their own, and with Input.GuardServiceAccount the
-// entry guarding policy mode's generated objects.
+// entry guarding the policy shape's generated objects.
 func ValidatingWebhookConfiguration(in Input) (*admv1.ValidatingWebhookConfiguration, error) {
 	if errs := in.validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("static webhook: %w", errs.ToAggregate())
@@ -94,11 +94,11 @@ func breakGlassEntry(in Input, breakGlass string) admv1.ValidatingWebhook {
 	return e
 }
 
-// policyObjectsEntry lets only the guard change the objects policy mode
+// policyObjectsEntry lets only the guard change the objects the policy shape
 // generates. ValidatingAdmissionPolicies and their bindings are exempt from
 // ValidatingAdmissionPolicy but not from static webhooks: where the static
 // webhook is installed, deleting a generated binding (the way to switch
-// policy mode off) is a guarded write like any other. The objectSelector
+// the policy shape off) is a guarded write like any other. The objectSelector
 // (evaluated on the old and the new object) sends only objects labelled
 // app.kubernetes.io/managed-by=webhook-guard, and matchConditions skip the
 // guard's own writes and break-glass subjects, so kube-apiserver calls the

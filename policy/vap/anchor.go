@@ -22,7 +22,7 @@ import (
 // Break-glass (the configuration's breakGlass, and system:masters always,
 // whom kube-apiserver's admission cannot stop anyway for long: they may
 // delete this policy's binding) is exempt: deleting the anchor is the
-// documented way to switch policy mode off in an emergency.
+// documented way to switch the policy shape off in an emergency.
 
 // anchorPolicyPrefix starts the anchor policy's name. A mapping's policy
 // names start with NamePrefix ("webhook-guard-"), so none can collide.
@@ -72,9 +72,9 @@ func AnchorPolicy(spec *guardapi.GuardConfig, anchor *metav1.OwnerReference) (*a
 			Validations: []admv1.Validation{{
 				// A deletecollection is admitted per object, as a DELETE.
 				Expression: `request.operation != "DELETE"`,
-				Message:    fmt.Sprintf("webhook-guard: the ClusterRole %q anchors policy mode: deleting it deletes every generated policy; only break-glass may", anchor.Name),
+				Message:    fmt.Sprintf("webhook-guard: the ClusterRole %q anchors the policy shape: deleting it deletes every generated policy; only break-glass may", anchor.Name),
 				MessageExpression: CELString(fmt.Sprintf("webhook-guard denied DELETE of ClusterRole %q by \"", anchor.Name)) + ` + variables.username + ` +
-					CELString("\": it anchors policy mode (deleting it garbage-collects every generated ValidatingAdmissionPolicy and binding); only break-glass may delete it; `helm uninstall` as a break-glass subject removes it"),
+					CELString("\": it anchors the policy shape (deleting it garbage-collects every generated ValidatingAdmissionPolicy and binding); only break-glass may delete it; `helm uninstall` as a break-glass subject removes it"),
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}, {
 				// kube-apiserver hands CEL a ClusterRole whose rules may be
@@ -83,7 +83,7 @@ func AnchorPolicy(spec *guardapi.GuardConfig, anchor *metav1.OwnerReference) (*a
 				Expression: `request.operation != "UPDATE" || ` +
 					`((!has(object.rules) || type(object.rules) == null_type || size(object.rules) == 0) && ` +
 					`(!has(object.aggregationRule) || type(object.aggregationRule) == null_type))`,
-				Message: fmt.Sprintf("webhook-guard: the ClusterRole %q anchors policy mode and must grant nothing: no rules, no aggregationRule", anchor.Name),
+				Message: fmt.Sprintf("webhook-guard: the ClusterRole %q anchors the policy shape and must grant nothing: no rules, no aggregationRule", anchor.Name),
 				Reason:  ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},

@@ -14,7 +14,7 @@ func (m mappingPolicy) prefix() string {
 		verb = "webhook-guard (audit) would deny "
 	}
 	return fmt.Sprintf(`%s + request.operation + " of " + request.kind.kind + " \"" + variables.name + "\" by \"" + variables.username + "\" " + %s`,
-		CELString(verb), CELString(fmt.Sprintf("(mapping %q, %s, policy mode); ", m.owner.Name, m.mode)))
+		CELString(verb), CELString(fmt.Sprintf("(mapping %q, %s, policy shape); ", m.owner.Name, m.mode)))
 }
 
 func (m mappingPolicy) notOwnerMessage() string {
@@ -49,6 +49,6 @@ func (m mappingPolicy) caMismatchMessage() string {
 	}
 	return m.prefix() + ` + ` + CELString(string(policy.RuleCAMismatch)+": the caBundle of webhook(s) ") + ` + variables.badWebhooks.join(", ") + ` +
 		CELString(fmt.Sprintf(" is neither the owner's CA from %s [expected CA %s] as its source holds it, nor the stored caBundle followed by it; "+
-			"hint: write the owner's CA exactly as its source holds it, or append it to the stored caBundle as cert-manager's cainjector does (policy mode compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too",
+			"hint: write the owner's CA exactly as its source holds it, or append it to the stored caBundle as cert-manager's cainjector does (policy shape compares bytes, it cannot parse PEM); an emptied caBundle is a mismatch too",
 			m.ca.Source, joinShort(m.ca.Fingerprints)))
 }

@@ -272,7 +272,7 @@ func celVerdict(msgs []string) verdict {
 	var rules []policy.Rule
 	for _, m := range msgs {
 		for _, r := range policy.Rules() {
-			if strings.Contains(m, "policy mode); "+string(r)+":") {
+			if strings.Contains(m, "policy shape); "+string(r)+":") {
 				rules = append(rules, r)
 			}
 		}

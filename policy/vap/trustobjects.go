@@ -193,6 +193,6 @@ func (m mappingPolicy) trustMismatchMessage(k trustKind) string {
 			policy.RuleCAUnavailable, k.bundleField, reason, policy.RuleCAUnavailable.Info().Hint))
 	}
 	return m.prefix() + ` + ` + CELString(fmt.Sprintf("%s: %s is neither the owner's CA from %s [expected CA %s] as its source holds it, nor the stored caBundle followed by it, or it was emptied or insecureSkipTLSVerify set; "+
-		"hint: write the owner's CA exactly as its source holds it, or append it to the stored caBundle as cert-manager's cainjector does (policy mode compares bytes, it cannot parse PEM)",
+		"hint: write the owner's CA exactly as its source holds it, or append it to the stored caBundle as cert-manager's cainjector does (policy shape compares bytes, it cannot parse PEM)",
 		policy.RuleCAMismatch, k.bundleField, m.ca.Source, joinShort(m.ca.Fingerprints)))
 }

@@ -1,4 +1,4 @@
-// Package vap generates policy mode: the ValidatingAdmissionPolicies and
+// Package vap generates the policy shape: the ValidatingAdmissionPolicies and
 // bindings that enforce a GuardConfig's owner mappings inside
 // kube-apiserver, with CEL, where the static webhook cannot
 // be installed (managed control planes): kube-apiserver evaluates

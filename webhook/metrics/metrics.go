@@ -23,7 +23,7 @@ type Webhook struct {
 	//   mapping: the owner mapping's name, "" when unmanaged.
 	//   rule: a policy.Rule, each listed in policy's rule table (policy/rules.go):
 	//         none | not-owner | ca-mismatch | ca-unavailable | ambiguous-owner | unmanaged | break-glass
-	//         | policy-object (writes of policy mode's generated objects, mapping "")
+	//         | policy-object (writes of the policy shape's generated objects, mapping "")
 	//   decision: allow | deny | audit | break-glass
 	Decisions *prometheus.CounterVec
 	// Records counts decisions written to the records (audit, deny and
@@ -424,10 +424,10 @@ type PolicySync struct {
 func NewPolicySync(reg prometheus.Registerer) *PolicySync {
 	m := &PolicySync{
 		Writes: counterVec("webhook_guard_policy_writes_total",
-			"Writes of policy mode's generated objects (ValidatingAdmissionPolicies and their bindings), by kind and verb.",
+			"Writes of the policy shape's generated objects (ValidatingAdmissionPolicies and their bindings), by kind and verb.",
 			"kind", "verb"),
 		Syncs: counterVec("webhook_guard_policy_syncs_total",
-			"Policy mode sync passes by result (success, error); only the leader syncs.",
+			"Policy shape sync passes by result (success, error); only the leader syncs.",
 			"result"),
 		Refusals: counterVec("webhook_guard_policy_write_refusals_total",
 			"Writes of a mapping's generated objects that kube-apiserver refused (invalid, too large, forbidden), by mapping.",

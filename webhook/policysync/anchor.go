@@ -48,9 +48,9 @@ func (s *Syncer) mayUseSecretParams(ctx context.Context) bool {
 	if s.secretParams == nil || *s.secretParams != allowed {
 		s.secretParams = &allowed
 		if allowed {
-			s.Log.Info("policy mode: the policies read their CA Secrets as params (the guard may get Secrets cluster-wide)")
+			s.Log.Info("policy shape: the policies read their CA Secrets as params (the guard may get Secrets cluster-wide)")
 		} else {
-			s.Log.Info("policy mode: the policies hold the CA as a literal only; grant get on Secrets cluster-wide (chart value policy.caParams) so that a CA rotation reaches kube-apiserver as it reaches the writer", "reason", errText(err))
+			s.Log.Info("policy shape: the policies hold the CA as a literal only; grant get on Secrets cluster-wide (chart value policy.caParams) so that a CA rotation reaches kube-apiserver as it reaches the writer", "reason", errText(err))
 		}
 	}
 	return allowed
@@ -105,10 +105,10 @@ func (s *Syncer) reportAnchor(missing error) {
 		return
 	}
 	if missing == nil {
-		s.Log.Info("policy mode: the anchor ClusterRole exists again; writing the generated objects", "anchor", s.Anchor)
+		s.Log.Info("policy shape: the anchor ClusterRole exists again; writing the generated objects", "anchor", s.Anchor)
 		return
 	}
-	s.Log.Error(missing, "policy mode: the anchor ClusterRole is gone; every generated policy is being garbage collected and no mapping is enforced", "anchor", s.Anchor)
+	s.Log.Error(missing, "policy shape: the anchor ClusterRole is gone; every generated policy is being garbage collected and no mapping is enforced", "anchor", s.Anchor)
 	if s.Events != nil {
 		ref := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: metav1.ObjectMeta{Name: s.Anchor}}
 		s.Events.Eventf(ref, nil, "Warning", ReasonAnchorMissing, "Sync", "%s; no mapping is enforced until it exists again", missing.Error())

@@ -91,7 +91,7 @@ func (s *Syncer) applyForced(ctx context.Context, mapping, kind string, desired,
 	if live != nil {
 		verb = VerbUpdate
 		if rv == live.GetResourceVersion() {
-			s.Log.V(1).Info("policy mode: applied a generated object; kube-apiserver changed nothing", "kind", kind, "name", desired.GetName())
+			s.Log.V(1).Info("policy shape: applied a generated object; kube-apiserver changed nothing", "kind", kind, "name", desired.GetName())
 			return nil
 		}
 	}
@@ -208,7 +208,7 @@ func (s *Syncer) wrote(kind, verb, name, rv string) {
 		return
 	}
 	s.Metrics.Writes.WithLabelValues(kind, verb).Inc()
-	s.Log.Info("policy mode: wrote a generated object", "kind", kind, "name", name, "verb", verb, "resourceVersion", rv)
+	s.Log.Info("policy shape: wrote a generated object", "kind", kind, "name", name, "verb", verb, "resourceVersion", rv)
 }
 
 // delete deletes a generated object no mapping produces anymore, as the
@@ -227,6 +227,6 @@ func (s *Syncer) delete(ctx context.Context, kind string, obj client.Object) err
 	delete(s.written, kind+"/"+obj.GetName())
 	delete(s.settled, kind+"/"+obj.GetName())
 	s.mu.Unlock()
-	s.Log.Info("policy mode: deleted a generated object no mapping produces anymore", "kind", kind, "name", obj.GetName())
+	s.Log.Info("policy shape: deleted a generated object no mapping produces anymore", "kind", kind, "name", obj.GetName())
 	return nil
 }

@@ -83,7 +83,7 @@ func (s *Syncer) reportConflict(mapping, kind, name string, managers []string, e
 	fields := conflictFields(err)
 	others := slices.DeleteFunc(slices.Clone(managers), func(m string) bool { return m == FieldManager })
 	if len(others) == 0 {
-		s.Log.Info("policy mode: taking over fields of a generated object the guard wrote by update", "kind", kind, "name", name, "fields", fields)
+		s.Log.Info("policy shape: taking over fields of a generated object the guard wrote by update", "kind", kind, "name", name, "fields", fields)
 		return
 	}
 	s.reportFight(mapping, kind, name, others, fields, "the guard applied its own again with force")
@@ -99,7 +99,7 @@ func (s *Syncer) reportFight(mapping, kind, name string, others, fields []string
 	if mapping != "" {
 		note += fmt.Sprintf(" (mapping %q)", mapping)
 	}
-	s.Log.Info("policy mode: "+note, "kind", kind, "name", name, "mapping", mapping, "managers", others)
+	s.Log.Info("policy shape: "+note, "kind", kind, "name", name, "mapping", mapping, "managers", others)
 	if s.Events == nil {
 		return
 	}

@@ -65,7 +65,7 @@ func (s *Syncer) SetupWithManager(mgr ctrl.Manager, objects cache.Cache) error {
 	pass := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{passRequest}
 	})
-	s.Log.Info("policy mode: syncing the generated objects", "resync", s.Interval.String(), "fieldManager", FieldManager)
+	s.Log.Info("policy shape: syncing the generated objects", "resync", s.Interval.String(), "fieldManager", FieldManager)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policysync").
 		WatchesRawSource(source.Kind[client.Object](objects, &admv1.ValidatingAdmissionPolicy{}, pass)).

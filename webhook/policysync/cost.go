@@ -107,7 +107,7 @@ func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resol
 					// cannot compile (a CA past kube-apiserver's expression
 					// limit, which the refusal reports) would fail the same
 					// way, at the cost of compiling it again.
-					s.Log.Error(err, "policy mode: cannot check the cost of the mapping's policies", "mapping", o.Name, "configuration", key.object)
+					s.Log.Error(err, "policy shape: cannot check the cost of the mapping's policies", "mapping", o.Name, "configuration", key.object)
 					if ctx.Err() != nil {
 						continue // the pass was stopped: check it again
 					}
@@ -190,7 +190,7 @@ func (s *Syncer) reportCost(c costOf, fresh bool) bool {
 			msg = cost.Refusal(c.mapping, c.obj, c.worst)
 		}
 		s.Log.Error(errors.New(msg),
-			"policy mode: a worst-case owner write is over the guard's margin of kube-apiserver's CEL cost limit; the mapping's policies still fail closed, so kube-apiserver refuses a write it cannot decide within the limit, the owner's rotation included: split the configuration",
+			"policy shape: a worst-case owner write is over the guard's margin of kube-apiserver's CEL cost limit; the mapping's policies still fail closed, so kube-apiserver refuses a write it cannot decide within the limit, the owner's rotation included: split the configuration",
 			"mapping", c.mapping, "configuration", c.object, "entries", c.worst.Entries, "write", string(c.worst.Write),
 			"cost", c.worst.Cost, "limit", cost.PerCallLimit, "ratio", c.worst.Ratio(), "margin", CostMargin)
 	}
@@ -234,7 +234,7 @@ func (s *Syncer) guardedObjects(ctx context.Context, m guardapi.Match) []*unstru
 	read := func(obj client.Object, kind, name string) {
 		if err := s.Sources.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
 			if !apierrors.IsNotFound(err) {
-				s.Log.Error(err, "policy mode: cannot read a guarded configuration to check its cost", "configuration", kind+"/"+name)
+				s.Log.Error(err, "policy shape: cannot read a guarded configuration to check its cost", "configuration", kind+"/"+name)
 			}
 			return
 		}
@@ -257,14 +257,14 @@ func (s *Syncer) guardedObjects(ctx context.Context, m guardapi.Match) []*unstru
 	sel := client.MatchingLabelsSelector{Selector: selector}
 	var validating admv1.ValidatingWebhookConfigurationList
 	if err := s.Reader.List(ctx, &validating, sel); err != nil {
-		s.Log.Error(err, "policy mode: cannot list the configurations a mapping selects to check their cost", "kind", guardapi.KindValidatingWebhookConfiguration, "selector", selector.String())
+		s.Log.Error(err, "policy shape: cannot list the configurations a mapping selects to check their cost", "kind", guardapi.KindValidatingWebhookConfiguration, "selector", selector.String())
 	}
 	for i := range validating.Items {
 		add(&validating.Items[i], guardapi.KindValidatingWebhookConfiguration)
 	}
 	var mutating admv1.MutatingWebhookConfigurationList
 	if err := s.Reader.List(ctx, &mutating, sel); err != nil {
-		s.Log.Error(err, "policy mode: cannot list the configurations a mapping selects to check their cost", "kind", guardapi.KindMutatingWebhookConfiguration, "selector", selector.String())
+		s.Log.Error(err, "policy shape: cannot list the configurations a mapping selects to check their cost", "kind", guardapi.KindMutatingWebhookConfiguration, "selector", selector.String())
 	}
 	for i := range mutating.Items {
 		add(&mutating.Items[i], guardapi.KindMutatingWebhookConfiguration)

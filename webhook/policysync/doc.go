@@ -1,4 +1,4 @@
-// Package policysync keeps policy mode's generated objects (policy/vap) in
+// Package policysync keeps the policy shape's generated objects (policy/vap) in
 // step with the owner mappings and the owners' CA sources.
 //
 // Syncer is a controller-runtime reconciler that runs on the leader only.

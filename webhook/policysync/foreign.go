@@ -89,7 +89,7 @@ func (s *Syncer) removeForeign(ctx context.Context, mapping, kind string, desire
 		// (isSettled): one Get and one Update per object version, not per
 		// pass.
 		s.settle(kind, obj)
-		s.Log.V(1).Info("policy mode: fields other managers own in a generated object hold what the guard generates", "kind", kind, "name", desired.GetName(), "fields", foreign)
+		s.Log.V(1).Info("policy shape: fields other managers own in a generated object hold what the guard generates", "kind", kind, "name", desired.GetName(), "fields", foreign)
 		return nil
 	}
 	managers := slices.Sorted(maps.Keys(foreign))

@@ -48,10 +48,10 @@ func (s *Syncer) reportRefusals(cfg *policy.Mappings, objs *vap.Objects, refusal
 		s.mu.Unlock()
 		switch {
 		case err != nil && !was:
-			s.Log.Error(errors.New(trimReason(err.Error())), "policy mode: kube-apiserver refused a generated object; the mapping's caBundle changes fail closed (ca-unavailable) until it accepts them", "mapping", name)
+			s.Log.Error(errors.New(trimReason(err.Error())), "policy shape: kube-apiserver refused a generated object; the mapping's caBundle changes fail closed (ca-unavailable) until it accepts them", "mapping", name)
 			s.event(objs, name, "Warning", ReasonPolicyRefused, fmt.Sprintf("kube-apiserver refused a generated object of mapping %q; its caBundle changes fail closed (ca-unavailable): %s", name, trimReason(err.Error())))
 		case err == nil && was:
-			s.Log.Info("policy mode: kube-apiserver accepts the mapping's generated objects again", "mapping", name)
+			s.Log.Info("policy shape: kube-apiserver accepts the mapping's generated objects again", "mapping", name)
 			s.event(objs, name, "Normal", ReasonPolicyAccepted, fmt.Sprintf("kube-apiserver accepts the generated objects of mapping %q again", name))
 		}
 	}

@@ -102,7 +102,7 @@ func fromResult(out casource.Result) (vap.CA, error) {
 }
 
 // resolveInjected resolves the CA that the cert-manager annotations of an
-// unpinned mapping's named configurations point at. Policy mode holds one
+// unpinned mapping's named configurations point at. Policy shape holds one
 // CA per mapping: configurations injecting different CAs, or a selector-only
 // mapping (whose configurations are not known in advance), cannot be
 // expressed and fail closed with a message saying so.
@@ -119,7 +119,7 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 		configs = append(configs, named{policy.KindMutating, n})
 	}
 	if len(configs) == 0 {
-		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "policy mode resolves this CA from the annotations of the mapping's named webhook configurations (one CA per mapping, resolved before any request), and this mapping names none; name its configurations, or for CRDs and APIServices pin the CA with ca.injectedByCertManager.certificate (or .secret)", Definitive: true}
+		err := &casource.SourceError{Source: "injectedByCertManager", Reason: "the policy shape resolves this CA from the annotations of the mapping's named webhook configurations (one CA per mapping, resolved before any request), and this mapping names none; name its configurations, or for CRDs and APIServices pin the CA with ca.injectedByCertManager.certificate (or .secret)", Definitive: true}
 		return vap.CAFromError(err), err
 	}
 	var found *vap.CA
@@ -155,7 +155,7 @@ func resolveInjected(ctx context.Context, cfg *policy.Mappings, o *guardapi.Owne
 		}
 		seen[out.Source] = true
 		if found != nil && !bytes.Equal(found.PEM, ca.PEM) {
-			e := &casource.SourceError{Source: "injectedByCertManager", Reason: fmt.Sprintf("%s and %s %s inject different CAs; policy mode holds one CA per mapping: split the mapping", foundIn, c.kind, c.name), Definitive: true}
+			e := &casource.SourceError{Source: "injectedByCertManager", Reason: fmt.Sprintf("%s and %s %s inject different CAs; the policy shape holds one CA per mapping: split the mapping", foundIn, c.kind, c.name), Definitive: true}
 			return vap.CAFromError(e), e
 		}
 		found, foundIn = &ca, fmt.Sprintf("%s %s", c.kind, c.name)

@@ -18,12 +18,12 @@ func (s *Syncer) warnStaticOnly(cfg *policy.Mappings) {
 		o := &cfg.Spec.Owners[i]
 		if o.WriteBudget != nil && !s.staticOnlyWarned["writeBudget/"+o.Name] {
 			s.staticOnlyWarned["writeBudget/"+o.Name] = true
-			s.Log.Info("policy mode: writeBudget is not applied (the generated policies keep no state across requests); run the static shape to limit caBundle writes",
+			s.Log.Info("policy shape: writeBudget is not applied (the generated policies keep no state across requests); run the static shape to limit caBundle writes",
 				"mapping", o.Name, "perMinute", o.WriteBudget.PerMinute)
 		}
 		if o.VerifyServing == guardapi.VerifyServingDeny && !s.staticOnlyWarned["verifyServing/"+o.Name] {
 			s.staticOnlyWarned["verifyServing/"+o.Name] = true
-			s.Log.Info("policy mode: verifyServing: deny is not applied (the generated policies see no probe); the probe series still report what each endpoint serves",
+			s.Log.Info("policy shape: verifyServing: deny is not applied (the generated policies see no probe); the probe series still report what each endpoint serves",
 				"mapping", o.Name)
 		}
 	}

@@ -37,7 +37,7 @@ owners:
 	s.warnStaticOnly(cfg)
 	s.warnStaticOnly(cfg)
 	assert.Equal(t, []string{
-		`"level"=0 "msg"="policy mode: writeBudget is not applied (the generated policies keep no state across requests); run the static shape to limit caBundle writes" "mapping"="app" "perMinute"=30`,
-		`"level"=0 "msg"="policy mode: verifyServing: deny is not applied (the generated policies see no probe); the probe series still report what each endpoint serves" "mapping"="app"`,
+		`"level"=0 "msg"="policy shape: writeBudget is not applied (the generated policies keep no state across requests); run the static shape to limit caBundle writes" "mapping"="app" "perMinute"=30`,
+		`"level"=0 "msg"="policy shape: verifyServing: deny is not applied (the generated policies see no probe); the probe series still report what each endpoint serves" "mapping"="app"`,
 	}, lines)
 }

@@ -22,7 +22,7 @@ import (
 // the resync that repairs what a missed event left behind.
 const DefaultInterval = 2 * time.Second
 
-// Syncer keeps policy mode's objects in step. It is a reconciler
+// Syncer keeps the policy shape's objects in step. It is a reconciler
 // (SetupWithManager) that runs on the leader only: followers watch nothing
 // and write nothing, so a handover costs the new leader one pass of
 // comparisons against its watches and no write.
@@ -137,7 +137,7 @@ func (s *Syncer) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 			return reconcile.Result{}, nil //nolint:nilerr // the manager is stopping: nothing to retry
 		}
 		s.Metrics.Syncs.WithLabelValues("error").Inc()
-		s.Log.Error(err, "policy mode: sync failed; retrying at the next change or interval")
+		s.Log.Error(err, "policy shape: sync failed; retrying at the next change or interval")
 	} else {
 		s.Metrics.Syncs.WithLabelValues("success").Inc()
 	}
@@ -250,7 +250,7 @@ func (s *Syncer) keepTransient(res Resolution, l live, owners map[string]string)
 		}
 	}
 	for mapping, terr := range res.Transient {
-		s.Log.Info("policy mode: the owner's CA source cannot be read; keeping its policies as they are", "mapping", mapping, "reason", terr.Error())
+		s.Log.Info("policy shape: the owner's CA source cannot be read; keeping its policies as they are", "mapping", mapping, "reason", terr.Error())
 	}
 	return keep
 }

@@ -249,7 +249,7 @@ func Test_Recorder(t *testing.T) {
 	})
 }
 
-// Test_Recorder_policyObjects: a denied write to one of policy mode's
+// Test_Recorder_policyObjects: a denied write to one of the policy shape's
 // generated objects is recorded like any denial, in a report owned by that
 // object, under the policy-objects category, with an Event about it.
 func Test_Recorder_policyObjects(t *testing.T) {

@@ -36,7 +36,7 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// LabelKind is the guarded object's kind, lower case, without
 	// "WebhookConfiguration": validating, mutating, or (records of writes
-	// to policy mode's generated objects) validatingadmissionpolicy and
+	// to the policy shape's generated objects) validatingadmissionpolicy and
 	// validatingadmissionpolicybinding.
 	LabelKind = "webhook-guard.io/configuration-kind"
 	// AnnotationDroppedResults counts results dropped (oldest first) to keep
@@ -101,7 +101,7 @@ const (
 	// PolicyUnmanaged: results about configurations no mapping covers.
 	PolicyUnmanaged = "(unmanaged)"
 	// PolicyGeneratedObjects: results about writes to the admission
-	// policies and bindings policy mode generates.
+	// policies and bindings the policy shape generates.
 	PolicyGeneratedObjects = "(policy-objects)"
 )
 

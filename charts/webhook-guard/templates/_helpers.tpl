@@ -118,7 +118,7 @@ and from extraSecretReads/extraConfigMapReads.
 {{- end }}
 
 {{/*
-The names policy mode's generated objects may have (vap.PolicyNames for each
+The names the policy shape's generated objects may have (vap.PolicyNames for each
 mapping, and vap.AnchorPolicyName), plus those of the generated objects
 (label app.kubernetes.io/managed-by=webhook-guard) that exist at install or
 upgrade time (lookup; empty under `helm template`), so that the objects of a

@@ -90,7 +90,7 @@ spec:
         - --leader-election-namespace={{ .Release.Namespace }}
         {{- end }}
         {{- if eq .Values.shape "policy" }}
-        # Policy mode: the leader keeps the generated ValidatingAdmissionPolicies
+        # Policy shape: the leader keeps the generated ValidatingAdmissionPolicies
         # and bindings in step.
         - --policy-mode
         # Every generated object is owned by this ClusterRole (policy-anchor.yaml):

@@ -75,7 +75,7 @@ server's 400 answer).`,
 	cmd.Flags().StringVar(&o.ObjectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, Certificates, Issuers and ClusterIssuers that CA sources resolve against.")
 	cmd.Flags().StringArrayVar(&o.ServedChains, "served-chain", nil, "[ENTRY=]FILE: the PEM chain (leaf first) the reviewed object's entry serves (every entry's without ENTRY=), as a probe would find it; repeatable.")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", cmdutil.OutputTable, "Output: table (a summary), json or yaml (the AdmissionReview with its response), the vocabulary of scan and review.")
-	cmd.Flags().StringVar(&o.GuardServiceAccount, "policy-guard-service-account", "", "As serve's flag: the guard's own service account (namespace/name), the one writer besides break-glass of policy mode's generated objects.")
+	cmd.Flags().StringVar(&o.GuardServiceAccount, "policy-guard-service-account", "", "As serve's flag: the guard's own service account (namespace/name), the one writer besides break-glass of the policy shape's generated objects.")
 	return cmd
 }
 

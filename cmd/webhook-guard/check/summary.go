@@ -24,7 +24,7 @@ func printSummary(out io.Writer, d *policy.Decision) {
 	switch {
 	case mapping != "":
 	case d.Kind == policy.KindAdmissionPolicy || d.Kind == policy.KindAdmissionPolicyBinding:
-		mapping = "(none: an object policy mode generates)"
+		mapping = "(none: an object the policy shape generates)"
 	default:
 		mapping = "(none: unmanaged)"
 	}

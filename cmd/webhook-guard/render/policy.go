@@ -36,8 +36,8 @@ func NewCmdPolicy(ctx context.Context, streams genericiooptions.IOStreams) *cobr
 	o := &PolicyOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "policy --config guard.yaml|--values values.yaml [--objects objects.yaml]",
-		Short: "Render the ValidatingAdmissionPolicies and bindings of policy mode",
-		Long: `Policy mode enforces the owner mappings with CEL inside kube-apiserver, for
+		Short: "Render the ValidatingAdmissionPolicies and bindings of the policy shape",
+		Long: `Policy shape enforces the owner mappings with CEL inside kube-apiserver, for
 clusters whose control plane can't load the static webhook (managed
 clusters): ValidatingAdmissionPolicy is evaluated for webhook configuration
 objects, API-registered webhooks are not.
@@ -128,7 +128,7 @@ func (o *PolicyOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "# webhook-guard policy mode, generated from %s: %d mapping(s)\n", o.Source.Name(), len(cfg.Spec.Owners))
+	fmt.Fprintf(out, "# webhook-guard policy shape, generated from %s: %d mapping(s)\n", o.Source.Name(), len(cfg.Spec.Owners))
 	refused := printCosts(out, errOut, costs)
 	defer func() {
 		if refused > 0 && err == nil {

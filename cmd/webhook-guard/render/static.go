@@ -110,7 +110,7 @@ sends every write to the guard.`,
 	f.StringVar(&o.clientCertFile, "client-cert-file", "", "Client certificate kube-apiserver presents to the guard (absolute, as kube-apiserver sees it; the guard verifies it with serve --client-ca-file). Writes "+static.KubeconfigFileName+" next to the AdmissionConfiguration, which names it. Requires --client-key-file.")
 	f.StringVar(&o.clientKeyFile, "client-key-file", "", "Key of --client-cert-file (absolute, as kube-apiserver sees it).")
 	f.StringVar(&o.skipGrantSA, "skip-grant-service-account", "", "The guard's service account (namespace/name). When set, kube-apiserver decides alone the writes whose answer is always allowed, while this account holds the grant for --config's fingerprint ("+GrantFileName+"). Requires --config.")
-	f.StringVar(&o.guardSA, "guard-service-account", "", "The guard's service account (namespace/name). When set, the static webhook also receives writes of policy mode's generated ValidatingAdmissionPolicies and bindings by anyone else (VAP objects are exempt from VAP, not from static webhooks), and the guard denies them.")
+	f.StringVar(&o.guardSA, "guard-service-account", "", "The guard's service account (namespace/name). When set, the static webhook also receives writes of the policy shape's generated ValidatingAdmissionPolicies and bindings by anyone else (VAP objects are exempt from VAP, not from static webhooks), and the guard denies them.")
 	return cmd
 }
 

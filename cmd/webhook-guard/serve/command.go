@@ -56,7 +56,7 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	o.addAppFlags(fss.FlagSet("App"))
 	o.addWebhookFlags(fss.FlagSet("Webhook"))
 	o.addKubernetesFlags(fss.FlagSet("Kubernetes"))
-	o.addPolicyModeFlags(fss.FlagSet("Policy mode"))
+	o.addPolicyModeFlags(fss.FlagSet("Policy shape"))
 	o.addObservabilityFlags(fss.FlagSet("Observability"))
 	o.addRecordsFlags(fss.FlagSet("Records"))
 	for _, name := range fss.Order {
@@ -101,7 +101,7 @@ func (o *Options) addKubernetesFlags(fs *pflag.FlagSet) {
 }
 
 func (o *Options) addPolicyModeFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.PolicyMode, "policy-mode", false, "Keep policy mode's ValidatingAdmissionPolicies and bindings in step with the mappings and the owners' CAs (leader only).")
+	fs.BoolVar(&o.PolicyMode, "policy-mode", false, "Keep the policy shape's ValidatingAdmissionPolicies and bindings in step with the mappings and the owners' CAs (leader only).")
 	fs.DurationVar(&o.PolicySyncInterval, "policy-sync-interval", policysync.DefaultInterval, "How often the owners' CAs are re-read and the generated objects compared (a write happens only on a difference).")
 	fs.StringVar(&o.PolicyAnchor, "policy-anchor", "", "ClusterRole that owns every generated object (owner references): deleting it, as helm uninstall does, makes the garbage collector remove them. While it does not exist nothing is written.")
 	fs.BoolVar(&o.PolicyAnchorProtection, "policy-anchor-protection", true, "Generate a policy that denies deleting the --policy-anchor ClusterRole (or giving it rules) to everyone but break-glass. It also stops a non-break-glass `helm uninstall`: turn it off first (helm upgrade), or uninstall as break-glass.")

@@ -64,7 +64,7 @@ type Options struct {
 
 	// AdmissionEndpoint serves AdmissionReviews on webhook.Path over TLS.
 	// Only the static shape needs it (kube-apiserver calls it there); in the
-	// policy shape nothing calls it, and an endpoint anyone on the pod
+	// the policy shape nothing calls it, and an endpoint anyone on the pod
 	// network may post forged reviews to would only feed them into the
 	// records, Events and metrics. Complete turns it off with --policy-mode
 	// unless --admission-endpoint was given.
@@ -77,9 +77,9 @@ type Options struct {
 	// refused. Re-read when it changes.
 	ClientCAFile string
 
-	// Policy mode
+	// Policy shape
 
-	// PolicyMode runs the leader-elected controller that keeps policy mode's
+	// PolicyMode runs the leader-elected controller that keeps the policy shape's
 	// ValidatingAdmissionPolicies and bindings in step with the mappings
 	// and the owners' CA sources (policy/vap).
 	PolicyMode bool

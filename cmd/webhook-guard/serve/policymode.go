@@ -13,7 +13,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
-// addPolicySync adds policy mode's controller to the manager: leader
+// addPolicySync adds the policy shape's controller to the manager: leader
 // elected (only the leader watches and writes), a pass at every change of
 // a generated object or of a CA source, after every configuration reload,
 // and every --policy-sync-interval.

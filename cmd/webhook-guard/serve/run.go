@@ -62,7 +62,7 @@ func (o *Options) serve(ctx context.Context) error {
 	store := webhook.NewConfigStore(cfg)
 	// Admissions read owners' CA sources from watches of exactly those
 	// objects (list/watch by metadata.name, so RBAC names each one): no API
-	// call per admission. Policy mode's syncer has watches of its own.
+	// call per admission. Policy shape's syncer has watches of its own.
 	resolver, err := newWatchingResolver(mgr, scheme, o.CAMaxStale)
 	if err != nil {
 		return err

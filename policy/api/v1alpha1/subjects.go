@@ -31,7 +31,7 @@ func SplitServiceAccount(sa string) (ns, name string, ok bool) {
 }
 
 // OwnerMode is the mode an owner mapping runs in: its own, or the default.
-// The webhook and policy mode's generated policies both take it from here.
+// The webhook and the policy shape's generated policies both take it from here.
 func (s *GuardConfig) OwnerMode(o *Owner) Mode {
 	if o.Mode != "" {
 		return o.Mode
@@ -41,7 +41,7 @@ func (s *GuardConfig) OwnerMode(o *Owner) Mode {
 
 // OwnerWriters are the subjects allowed to write an owner's configurations:
 // its writers, plus cert-manager's cainjector when the CA is injected by
-// cert-manager. The webhook and policy mode's generated policies both take
+// cert-manager. The webhook and the policy shape's generated policies both take
 // them from here, so the two cannot enforce different writers.
 func (s *GuardConfig) OwnerWriters(o *Owner) Subjects {
 	w := o.Writers

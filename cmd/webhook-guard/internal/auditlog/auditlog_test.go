@@ -42,9 +42,9 @@ func Test_Read(t *testing.T) {
 // names; one naming none is counted as "policy".
 func Test_vapDecision(t *testing.T) {
 	for msg, want := range map[string]string{
-		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy mode); not-owner: userInfo: "x" is not a writer`:                   "not-owner",
-		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy mode); ca-mismatch: the caBundle of webhook(s) a is not ...`:       "ca-mismatch",
-		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy mode); ca-unavailable: the caBundle of webhook(s) a cannot be ...`: "ca-unavailable",
+		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy shape); not-owner: userInfo: "x" is not a writer`:                   "not-owner",
+		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy shape); ca-mismatch: the caBundle of webhook(s) a is not ...`:       "ca-mismatch",
+		`webhook-guard denied UPDATE ... (mapping "app", enforce, policy shape); ca-unavailable: the caBundle of webhook(s) a cannot be ...`: "ca-unavailable",
 		`webhook-guard: something else`: "policy",
 	} {
 		assert.Equal(t, want, vapDecision(Decision{}, "app", "deny", msg).Rule, msg)
@@ -60,10 +60,10 @@ func Test_mappingOfPolicy(t *testing.T) {
 		ok                   bool
 	}{
 		"if the CA policy of mapping app denied, the finding is app's": {
-			policy: "webhook-guard-app-ca", message: `webhook-guard denied UPDATE of ... (mapping "app", enforce, policy mode); ca-mismatch: ...`, exp: "app", ok: true,
+			policy: "webhook-guard-app-ca", message: `webhook-guard denied UPDATE of ... (mapping "app", enforce, policy shape); ca-mismatch: ...`, exp: "app", ok: true,
 		},
 		"if a mapping's name ends like a suffix, its message still names it": {
-			policy: "webhook-guard-team-ca-selected", message: `webhook-guard (audit) would deny UPDATE of ... (mapping "team-ca", audit, policy mode); not-owner: ...`, exp: "team-ca", ok: true,
+			policy: "webhook-guard-team-ca-selected", message: `webhook-guard (audit) would deny UPDATE of ... (mapping "team-ca", audit, policy shape); not-owner: ...`, exp: "team-ca", ok: true,
 		},
 		"if kube-apiserver used the static fallback message, it names the mapping too": {
 			policy: "webhook-guard-app-selected-ca", message: `webhook-guard: ca-mismatch (mapping "app"): certificate(s) not in the owner's CA set`, exp: "app", ok: true,
@@ -72,7 +72,7 @@ func Test_mappingOfPolicy(t *testing.T) {
 			policy: "webhook-guard-app", message: "something else", exp: "app", ok: true,
 		},
 		"if another tool's policy denied, there is no mapping": {
-			policy: "kyverno-policy", message: `(mapping "app", enforce, policy mode)`,
+			policy: "kyverno-policy", message: `(mapping "app", enforce, policy shape)`,
 		},
 	}
 	for name, test := range tests {

@@ -22,7 +22,7 @@ func Test_Read_trustObjects(t *testing.T) {
 	staticDeny := fmt.Sprintf(`"%[1]s/decision":"deny","%[1]s/mapping":"widgets","%[1]s/rule":"not-owner",`+
 		`"%[1]s/violations":"not-owner: spec.conversion.webhook.clientConfig.caBundle: not a writer"`, static.WebhookName)
 	policyAudit := `"validation.policy.admission.k8s.io/validation_failure":"[{\"message\":\"webhook-guard (audit) would deny UPDATE of APIService \\\"v1.metrics.example.com\\\" ` +
-		`by \\\"system:serviceaccount:other:intruder\\\" (mapping \\\"widgets\\\", audit, policy mode); not-owner: userInfo\",\"policy\":\"webhook-guard-widgets-apiservices\",\"validationActions\":[\"Audit\"]}]"`
+		`by \\\"system:serviceaccount:other:intruder\\\" (mapping \\\"widgets\\\", audit, policy shape); not-owner: userInfo\",\"policy\":\"webhook-guard-widgets-apiservices\",\"validationActions\":[\"Audit\"]}]"`
 	log := strings.Join([]string{
 		event("customresourcedefinitions", "widgets.example.com", staticDeny),
 		event("apiservices", "v1.metrics.example.com", policyAudit),

@@ -117,7 +117,7 @@ func unreachable(cfg discover.Configuration, svc *discover.ServiceRef, state str
 		return fmt.Sprintf("Service %s %s and failurePolicy is Fail: every request the webhook matches fails", svc, state),
 			fmt.Sprintf("run the webhook's pods behind Service %s, or set failurePolicy: Ignore until they are ready", svc)
 	case policy.KindAdmissionPolicy, policy.KindAdmissionPolicyBinding:
-		// Policy mode's generated objects call no Service: discover reads none.
+		// Policy shape's generated objects call no Service: discover reads none.
 	}
 	return fmt.Sprintf("Service %s %s: kube-apiserver cannot call what %s %s trusts", svc, state, cfg.Kind, cfg.Name),
 		fmt.Sprintf("run the pods behind Service %s", svc)
