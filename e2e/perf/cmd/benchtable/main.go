@@ -234,17 +234,22 @@ func printAPIServer(rows map[string]*row, order []string) {
 // ValidatingAdmissionWebhook plugin spent per owner write of a
 // configuration the static guard covers, what its ValidatingAdmissionPolicy
 // plugin spent on the least policy's write in the same run, their ratio
-// (each a median over rounds), and whether kube-apiserver called the guard.
+// (each a median over rounds), the ratio to the floor policy for the
+// writes that change an entry, and whether kube-apiserver called the guard.
 func printAPIServerStatic(rows map[string]*row, order []string) {
 	printRows(rows, order, "BenchmarkAPIServerStatic/",
-		"| kube-apiserver, static shape, per write | webhook plugin ms | least policy ms | × least | guard called | spread |\n|---|---:|---:|---:|---|---:|",
+		"| kube-apiserver, static shape, per write | webhook plugin ms | least policy ms | × least | × floor | guard called | spread |\n|---|---:|---:|---:|---:|---|---:|",
 		func(rest string, r *row) string {
 			took, least, ratio := againstLeast(r)
+			floor := ""
+			if f, ok := r.median("x-floor"); ok {
+				floor = fmt.Sprintf("%.2f×", f)
+			}
 			called := "no"
 			if calls, _ := r.median("guard-calls/write"); calls > 0 {
 				called = "yes"
 			}
-			return fmt.Sprintf("| %s | %.2f | %.2f | %.2f× | %s | ±%.0f%% |", rest, took/1e6, least/1e6, ratio, called, spreadOf(r.samples["ns/write"])/2)
+			return fmt.Sprintf("| %s | %.2f | %.2f | %.2f× | %s | %s | ±%.0f%% |", rest, took/1e6, least/1e6, ratio, floor, called, spreadOf(r.samples["ns/write"])/2)
 		})
 }
 
