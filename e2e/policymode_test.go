@@ -646,7 +646,7 @@ func TestPolicyModeStaticWebhookProtectsPolicyObjects(t *testing.T) {
 }
 
 // Test_chartPolicyShapeWithChartRBAC runs `webhook-guard serve` with the
-// the policy shape's Deployment args and nothing but the chart's RBAC, on an API
+// policy shape's Deployment args and nothing but the chart's RBAC, on an API
 // server without the static manifest: the leader generates the policy
 // objects (the chart's ClusterRole suffices: no "forbidden"),
 // and kube-apiserver then audits a stranger's write through them.

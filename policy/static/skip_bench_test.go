@@ -13,7 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/utils/ptr"
 
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap/vapengine"
@@ -94,8 +93,8 @@ func benchConfig(n int, gen int64, timeout int32) *admv1.ValidatingWebhookConfig
 		o.Webhooks = append(o.Webhooks, admv1.ValidatingWebhook{
 			Name: fmt.Sprintf("w%d.example.com", i),
 			ClientConfig: admv1.WebhookClientConfig{CABundle: benchCA(),
-				Service: &admv1.ServiceReference{Namespace: "app", Name: "app-webhook", Path: ptr.To("/validate"), Port: ptr.To[int32](443)}},
-			TimeoutSeconds: ptr.To(timeout),
+				Service: &admv1.ServiceReference{Namespace: "app", Name: "app-webhook", Path: new("/validate"), Port: new(int32(443))}},
+			TimeoutSeconds: new(timeout),
 		})
 	}
 	return o

@@ -64,7 +64,7 @@ type Options struct {
 
 	// AdmissionEndpoint serves AdmissionReviews on webhook.Path over TLS.
 	// Only the static shape needs it (kube-apiserver calls it there); in the
-	// the policy shape nothing calls it, and an endpoint anyone on the pod
+	// policy shape nothing calls it, and an endpoint anyone on the pod
 	// network may post forged reviews to would only feed them into the
 	// records, Events and metrics. Complete turns it off with --policy-mode
 	// unless --admission-endpoint was given.
