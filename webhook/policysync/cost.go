@@ -19,6 +19,7 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/policy/vap/cost"
+	"github.com/webhook-guard/webhook-guard/webhook/policyca"
 )
 
 // CostMargin is the share of kube-apiserver's CEL cost limit at which a
@@ -68,7 +69,7 @@ type costOf struct {
 // margin up to configurations far larger than any product writes
 // (policy/vap/cost's Test_Check_sizeBound). The report tells the owner to
 // split a configuration long before its rotation could be refused.
-func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res Resolution) map[string]bool {
+func (s *Syncer) checkCosts(ctx context.Context, cfg *policy.Mappings, res policyca.Resolution) map[string]bool {
 	// The checks run without the lock (a check may take most of a second);
 	// only the pass's own goroutine writes the cache.
 	s.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
+	"github.com/webhook-guard/webhook-guard/webhook/policyca"
 )
 
 // prefixConfig has mappings "app-crds" and "app": "app" might generate
@@ -42,7 +43,7 @@ owners:
 // error) and resolves the others with next.
 type unreachableFor struct {
 	mapping string
-	next    CAResolver
+	next    policyca.CAResolver
 }
 
 func (u unreachableFor) Resolve(ctx context.Context, req casource.Request, live bool) casource.Result {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
+	"github.com/webhook-guard/webhook-guard/webhook/policyca"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
@@ -49,7 +50,7 @@ type Syncer struct {
 	// (Resolve with live false), so it must hold what is current: a
 	// watching resolver (casource.NewWatching) whose changes Changes
 	// reports.
-	CA CAResolver
+	CA policyca.CAResolver
 	// Anchor, when set, names the ClusterRole every generated object is
 	// owned by (vap.Input.Anchor): deleting it (helm uninstall) makes the
 	// garbage collector delete them. While it does not exist the syncer
@@ -154,7 +155,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res := resolveCAs(ctx, cfg, s.CA, s.Sources, false)
+	res := policyca.Resolve(ctx, cfg, s.CA, s.Sources, false)
 	if !s.mayUseSecretParams(ctx) {
 		res.DropParams()
 	}
@@ -196,7 +197,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 
 // failClosed writes the refused mappings again, generated with no CA, and
 // returns the objects of the pass as finally generated.
-func (s *Syncer) failClosed(ctx context.Context, cfg *policy.Mappings, res Resolution, anchor *metav1.OwnerReference, first *round) (*vap.Objects, []error, error) {
+func (s *Syncer) failClosed(ctx context.Context, cfg *policy.Mappings, res policyca.Resolution, anchor *metav1.OwnerReference, first *round) (*vap.Objects, []error, error) {
 	for mapping, err := range first.refusals {
 		res.CAs[mapping] = refusalCA(err)
 	}
@@ -242,7 +243,7 @@ func (s *Syncer) listLive(ctx context.Context) (live, error) {
 // mapping itself waits for the next pass the source answers. owners names
 // the mapping of each generated name (mappingOf): only the mapping's own
 // policies are kept, never another mapping's whose name starts alike.
-func (s *Syncer) keepTransient(res Resolution, l live, owners map[string]string) map[string]bool {
+func (s *Syncer) keepTransient(res policyca.Resolution, l live, owners map[string]string) map[string]bool {
 	keep := map[string]bool{}
 	for name := range l.policies {
 		if _, transient := res.Transient[owners[name]]; transient {
@@ -257,7 +258,7 @@ func (s *Syncer) keepTransient(res Resolution, l live, owners map[string]string)
 
 // generate builds the objects of every mapping, and the anchor's own
 // policy when there is an anchor.
-func (s *Syncer) generate(cfg *policy.Mappings, res Resolution, anchor *metav1.OwnerReference) (*vap.Objects, error) {
+func (s *Syncer) generate(cfg *policy.Mappings, res policyca.Resolution, anchor *metav1.OwnerReference) (*vap.Objects, error) {
 	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs, Anchor: anchor})
 	if err != nil {
 		return nil, err

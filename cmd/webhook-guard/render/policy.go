@@ -6,18 +6,16 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/cmdutil"
-	"github.com/webhook-guard/webhook-guard/cmd/webhook-guard/internal/offline"
 	"github.com/webhook-guard/webhook-guard/policy"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/policy/vap/cost"
 	"github.com/webhook-guard/webhook-guard/webhook/casource"
-	"github.com/webhook-guard/webhook-guard/webhook/policysync"
+	"github.com/webhook-guard/webhook-guard/webhook/policyca"
 )
 
 // PolicyOptions are the flags of render policy.
@@ -88,9 +86,10 @@ func (o *PolicyOptions) Complete(_ []string) error { return nil }
 func (o *PolicyOptions) Validate() error { return nil }
 
 // Run resolves the CAs against --objects and prints the policies and
-// bindings; a CA that does not resolve is a warning on ErrOut.
-func (o *PolicyOptions) Run(ctx context.Context) (err error) {
-	out, errOut := o.Out, o.ErrOut
+// bindings; a CA that does not resolve is a warning on ErrOut. A write
+// kube-apiserver would refuse for its cost is an error on ErrOut and makes
+// the exit code Denied, after every document is printed.
+func (o *PolicyOptions) Run(ctx context.Context) error {
 	cfg, err := o.Source.LoadRequired(ctx)
 	if err != nil {
 		return err
@@ -99,24 +98,64 @@ func (o *PolicyOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	res := policysync.ResolveCAs(ctx, cfg, casource.New(objects, casource.Options{}), objects)
+	res := policyca.Resolve(ctx, cfg, casource.New(objects, casource.Options{}), objects, true)
 	if !o.CAParams {
 		res.DropParams()
 	}
+	printWarnings(o.ErrOut, cfg, res.CAs)
+	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs})
+	if err != nil {
+		return cmdutil.Invalid("%v", err)
+	}
+	configurations, err := objects.WebhookConfigurations()
+	if err != nil {
+		return err
+	}
+	costs, err := cost.WorstWrites(ctx, cfg, res.CAs, configurations)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "# webhook-guard policy shape, generated from %s: %d mapping(s)\n", o.Source.Name(), len(cfg.Spec.Owners))
+	refused := printCosts(o.Out, o.ErrOut, costs)
+	if err := printDocuments(o.Out, objs); err != nil {
+		return err
+	}
+	if refused > 0 {
+		return cmdutil.Denied()
+	}
+	return nil
+}
+
+// printWarnings warns, per mapping, of a CA that did not resolve and of a
+// writeBudget the generated policies do not apply.
+func printWarnings(errOut io.Writer, cfg *policy.Mappings, cas map[string]vap.CA) {
 	for _, owner := range cfg.Spec.Owners {
-		if ca := res.CAs[owner.Name]; ca.Err != "" {
+		if ca := cas[owner.Name]; ca.Err != "" {
 			fmt.Fprintf(errOut, "warning: owners[%s]: %s; its policy holds no CA, so its caBundle changes are denied until the guard resolves it\n", owner.Name, ca.Err)
 		}
 		if owner.WriteBudget != nil {
 			fmt.Fprintf(errOut, "warning: owners[%s].writeBudget is not applied by the generated policies (their CEL keeps no state across requests); run the static shape to limit caBundle writes\n", owner.Name)
 		}
 	}
-	objs, err := vap.Generate(vap.Input{Config: cfg, CAs: res.CAs})
-	if err != nil {
-		return cmdutil.Invalid("%v", err)
+}
+
+// printCosts prints each cost as a comment on out, and an error on errOut
+// for each write kube-apiserver would refuse; it returns how many.
+func printCosts(out, errOut io.Writer, costs []cost.ObjectResult) int {
+	refused := 0
+	for _, c := range costs {
+		fmt.Fprintf(out, "# %s\n", cost.Describe(c.Mapping, c.Object, c.Result))
+		if c.Result.Refused() {
+			fmt.Fprintf(errOut, "error: %s\n", cost.Refusal(c.Mapping, c.Object, c.Result))
+			refused++
+		}
 	}
-	// Apply order: policies first, so that no binding points at a missing
-	// policy.
+	return refused
+}
+
+// printDocuments prints the policies, then the bindings, as a YAML stream:
+// in apply order, so that no binding points at a missing policy.
+func printDocuments(out io.Writer, objs *vap.Objects) error {
 	var docs []runtime.Object
 	for _, p := range objs.Policies {
 		docs = append(docs, p)
@@ -124,17 +163,6 @@ func (o *PolicyOptions) Run(ctx context.Context) (err error) {
 	for _, b := range objs.Bindings {
 		docs = append(docs, b)
 	}
-	costs, err := worstWrites(ctx, cfg, res.CAs, objects)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "# webhook-guard policy shape, generated from %s: %d mapping(s)\n", o.Source.Name(), len(cfg.Spec.Owners))
-	refused := printCosts(out, errOut, costs)
-	defer func() {
-		if refused > 0 && err == nil {
-			err = cmdutil.Denied()
-		}
-	}()
 	for _, d := range docs {
 		b, err := marshalClean(d)
 		if err != nil {
@@ -143,61 +171,6 @@ func (o *PolicyOptions) Run(ctx context.Context) (err error) {
 		fmt.Fprintf(out, "---\n%s", b)
 	}
 	return nil
-}
-
-// objectCost is what one of the owner's worst writes costs on one guarded
-// object of --objects.
-type objectCost struct {
-	mapping string
-	object  *unstructured.Unstructured
-	result  cost.Result
-}
-
-// printCosts prints each cost as a comment on out, and an error on errOut
-// for each write kube-apiserver would refuse; it returns how many.
-func printCosts(out, errOut io.Writer, costs []objectCost) int {
-	refused := 0
-	for _, c := range costs {
-		fmt.Fprintf(out, "# %s\n", cost.Describe(c.mapping, c.object, c.result))
-		if c.result.Refused() {
-			fmt.Fprintf(errOut, "error: %s\n", cost.Refusal(c.mapping, c.object, c.result))
-			refused++
-		}
-	}
-	return refused
-}
-
-// worstWrites runs the owner's worst writes (policy/vap/cost) on every
-// webhook configuration of objects that a mapping owns, in the policies
-// generated for it.
-func worstWrites(ctx context.Context, cfg *policy.Mappings, cas map[string]vap.CA, objects *offline.Objects) ([]objectCost, error) {
-	configurations, err := objects.WebhookConfigurations()
-	if err != nil {
-		return nil, err
-	}
-	checkers := map[string]*cost.Checker{}
-	var out []objectCost
-	for _, obj := range configurations {
-		m := cfg.Match(policy.GuardedKind(obj.GetKind()), obj.GetName(), obj.GetLabels())
-		if m.Owner == nil {
-			continue
-		}
-		c, ok := checkers[m.Owner.Name]
-		if !ok {
-			if c, err = cost.New(cfg, m.Owner.Name, cas[m.Owner.Name]); err != nil {
-				return nil, err
-			}
-			checkers[m.Owner.Name] = c
-		}
-		rs, err := c.Check(ctx, obj)
-		if err != nil {
-			return nil, fmt.Errorf("owners[%s]: %s %s: %w", m.Owner.Name, obj.GetKind(), obj.GetName(), err)
-		}
-		for _, r := range rs {
-			out = append(out, objectCost{mapping: m.Owner.Name, object: obj, result: r})
-		}
-	}
-	return out, nil
 }
 
 // marshalClean prints an object without the empty creationTimestamp and

@@ -1,4 +1,14 @@
-package policysync
+// Package policyca resolves each owner mapping's CA for the policy shape's
+// generated policies (policy/vap): one CA per mapping, resolved before any
+// request, which the policies hold as a literal or read as their param. Its
+// two callers differ only in where the CA comes from: `render policy` reads
+// every source live from --objects, the policy syncer (webhook/policysync)
+// asks its watching resolver for what it holds.
+//
+// It is a package of its own, not the syncer's, so that the command
+// resolves the CAs exactly as the syncer does without importing the
+// controller.
+package policyca
 
 import (
 	"bytes"
@@ -34,17 +44,16 @@ type Resolution struct {
 	Transient map[string]error
 }
 
-// ResolveCAs reads every mapping's CA source live: nothing comes from the
-// resolver's cache. reader reads the mappings' named configurations, whose
-// cert-manager annotations name the CA of injectedByCertManager mappings.
-func ResolveCAs(ctx context.Context, cfg *policy.Mappings, r CAResolver, reader client.Reader) Resolution {
-	return resolveCAs(ctx, cfg, r, reader, true)
-}
-
-// resolveCAs resolves every mapping's CA; with live false the resolver
-// answers from what it holds (the syncer's resolver reads watches, whose
-// every change starts a pass, so what they hold is current).
-func resolveCAs(ctx context.Context, cfg *policy.Mappings, r CAResolver, reader client.Reader, live bool) Resolution {
+// Resolve resolves every mapping's CA. reader reads the mappings' named
+// configurations, whose cert-manager annotations name the CA of
+// injectedByCertManager mappings.
+//
+// With live true every source is read live: nothing comes from the
+// resolver's cache (render policy, which reads files once). With live
+// false the resolver answers from what it holds (the syncer's resolver
+// reads watches, whose every change starts a pass, so what they hold is
+// current).
+func Resolve(ctx context.Context, cfg *policy.Mappings, r CAResolver, reader client.Reader, live bool) Resolution {
 	res := Resolution{CAs: map[string]vap.CA{}, Transient: map[string]error{}}
 	for i := range cfg.Spec.Owners {
 		o := &cfg.Spec.Owners[i]

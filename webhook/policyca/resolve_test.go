@@ -1,4 +1,4 @@
-package policysync
+package policyca
 
 import (
 	"context"
@@ -112,11 +112,11 @@ func (r *recordingSource) Resolve(_ context.Context, req casource.Request, _ boo
 	return out
 }
 
-// Test_resolveCAs_pinned: a pinned injectedByCertManager mapping resolves
+// Test_Resolve_pinned: a pinned injectedByCertManager mapping resolves
 // its CA from the pin, as a fixed source: no configuration is read (a
 // mapping of CRDs and APIServices alone has none) and the resolver is asked
 // without annotations, so no object's annotation chooses the CA.
-func Test_resolveCAs_pinned(t *testing.T) {
+func Test_Resolve_pinned(t *testing.T) {
 	ca, err := testpki.NewCA("pinned")
 	require.NoError(t, err)
 	cfg, err := policy.Load([]byte(`apiVersion: webhook-guard.io/v1alpha1
@@ -132,7 +132,7 @@ owners:
 	src := &recordingSource{ca: ca.PEM}
 	reader := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
 
-	res := resolveCAs(t.Context(), cfg, src, reader, true)
+	res := Resolve(t.Context(), cfg, src, reader, true)
 
 	require.Contains(t, res.CAs, "widgets")
 	assert.Empty(t, res.CAs["widgets"].Err)
