@@ -33,14 +33,6 @@ const (
 	// unfilledWebhooks are the entries of the object with no caBundle and
 	// no stored entry of their name.
 	unfilledWebhooks = `object != null && has(object.webhooks) ? object.webhooks.filter(w, !` + newHasBundle + ` && !` + oldHasEntry + `).map(w, w.name) : []`
-	// sameNames says the request is an UPDATE that keeps every entry's name
-	// and position: then no entry is new, so the rule cannot fail. It is
-	// the common write (a caBundle or another field changed), and one
-	// comparison of the name lists decides it, so the rule costs an
-	// ordinary write one pass over the names, not a lookup of each entry
-	// in the other object.
-	sameNames = `request.operation == "UPDATE" && oldObject != null && has(oldObject.webhooks) && object != null && has(object.webhooks) && ` +
-		`object.webhooks.map(w, w.name) == oldObject.webhooks.map(o, o.name)`
 )
 
 // injected says the mapping's CA is injectedByCertManager: only then can a
@@ -50,7 +42,15 @@ func (m mappingPolicy) injected() bool { return m.owner.CA.InjectedByCertManager
 // entryVariables are the variables of the entry rule.
 func (m mappingPolicy) entryVariables() []admv1.Variable {
 	vars := []admv1.Variable{
-		{Name: "sameNames", Expression: sameNames},
+		// sameNames says the request is an UPDATE that keeps every entry's
+		// name and position: then no entry is new, so the rule cannot
+		// fail. It is the common write (a caBundle or another field
+		// changed), and one comparison of the name lists decides it, so
+		// the rule costs an ordinary write one pass over the names, not a
+		// lookup of each entry in the other object. The changes-trust
+		// matchCondition, which cannot read variables, spells the same
+		// piece.
+		{Name: "sameNames", Expression: sameEntryNames},
 		{Name: "unfilledWebhooks", Expression: unfilledWebhooks},
 	}
 	return append(vars, m.fillVariables()...)

@@ -7,8 +7,11 @@ import (
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
-// prefix is the start of every message, worded as the webhook's.
-func (m mappingPolicy) prefix() string {
+// prefix is the start of every message: the variable denial.
+func (m mappingPolicy) prefix() string { return `variables.denial` }
+
+// denial is CEL for the start of every message, worded as the webhook's.
+func (m mappingPolicy) denial() string {
 	verb := "webhook-guard denied "
 	if m.mode == guardapi.ModeAudit {
 		verb = "webhook-guard (audit) would deny "

@@ -175,12 +175,28 @@ func (r rotation) literal() string {
 // caExpression is the owner's current CA as base64 text: for partCA the
 // param's key (the literal while the key is absent), else the literal.
 func (r rotation) caExpression(part policyPart) string {
-	lit := CELString(r.literal())
+	return r.caExpressionOr(part, CELString(r.literal()))
+}
+
+// caExpressionOr is caExpression whose literal is the CEL expression lit:
+// the variable syncedCA in the variables, which hold the literal once.
+func (r rotation) caExpressionOr(part policyPart, lit string) string {
 	if part != partCA {
 		return lit
 	}
 	key := CELString(r.ca.Param.Key)
 	return fmt.Sprintf(`params != null && has(params.data) && %s in params.data ? string(params.data[%s]) : %s`, key, key, lit)
+}
+
+// synced is CEL, for the variables and validations, for the base64 text
+// of the CA the guard last synced: the variable ca where that is the CA
+// (a literal), else the variable syncedCA, which holds the literal once
+// (under a param the CA is the param's). Only when the literal is known.
+func (r rotation) synced(part policyPart) string {
+	if part == partCA {
+		return `variables.syncedCA`
+	}
+	return `variables.ca`
 }
 
 // variables are the rotation rule's variables. The CA of a param is known
@@ -195,6 +211,7 @@ func (r rotation) variables(part policyPart) []admv1.Variable {
 	}
 	return []admv1.Variable{
 		{Name: "ca", Expression: r.caExpression(part)},
+		{Name: "caIsPEM", Expression: caIsPEM},
 		{Name: "caShift1", Expression: CELString(shiftedText(r.ca.PEM, 1))},
 		{Name: "caShift2", Expression: CELString(shiftedText(r.ca.PEM, 2))},
 	}
@@ -235,7 +252,7 @@ func (r rotation) paramRef(part policyPart) *admv1.ParamRef {
 func (r rotation) allowed(part policyPart) string {
 	current := `(variables.ca != "" && (` + newBundle + ` == variables.ca` + r.orLiteral(part) + `))`
 	merged := `(variables.ca != "" && ((` + oldHasBundle + ` && [variables.oldBundles[w.name]].all(k, ` +
-		mergedAfter(`k`) + `))` + r.mergedAfterLiteral() + `))`
+		mergedAfter(`k`) + `))` + r.mergedAfterLiteral(part) + `))`
 	return current + ` || ` + oldHasSameBundle + ` || ` + merged
 }
 
@@ -245,7 +262,7 @@ func (r rotation) orLiteral(part policyPart) string {
 	if part != partCA || len(r.ca.PEM) == 0 {
 		return ""
 	}
-	return ` || ` + newBundle + ` == ` + CELString(r.literal())
+	return ` || ` + newBundle + ` == ` + r.synced(part)
 }
 
 // mergedAfter is CEL that is true when entry w's caBundle is the PEM bytes
@@ -287,10 +304,13 @@ const (
 	pemHeader = "-----BEGIN CERTIFICATE-----"
 )
 
-// caStartsWithHeader is CEL that is true when the owner's CA starts with
-// pemHeader. pemHeader is 27 bytes, whole base64 groups: its text is a
-// prefix of the CA's.
-var caStartsWithHeader = `variables.ca.startsWith(` + CELString(base64.StdEncoding.EncodeToString([]byte(pemHeader))) + `)`
+// caIsPEM is the policy variable that is true when the owner's CA starts
+// with pemHeader. pemHeader is 27 bytes, whole base64 groups: its text is
+// a prefix of the CA's. Every merge check reads it (caStartsWithHeader).
+var caIsPEM = `variables.ca.startsWith(` + CELString(base64.StdEncoding.EncodeToString([]byte(pemHeader))) + `)`
+
+// caStartsWithHeader reads caIsPEM.
+const caStartsWithHeader = `variables.caIsPEM`
 
 // endsWithFooter is CEL that is true when the bytes whose base64 text is
 // the CEL expression k end with pemFooter. Where the footer starts depends
@@ -337,13 +357,12 @@ func footerAt(k string, r int) string {
 // current one in an entry that held a caBundle: a merge that dropped the
 // stored bundle's expired certificates.
 // The literal's groups are cut in Go, not in CEL.
-func (r rotation) mergedAfterLiteral() string {
+func (r rotation) mergedAfterLiteral(part policyPart) string {
 	if len(r.ca.PEM) == 0 || !strings.HasSuffix(string(r.ca.PEM), pemFooter) {
 		// A literal that does not end with a whole footer line cannot be
 		// followed by a merge (see endsWithFooter).
 		return ""
 	}
-	lit := r.literal()
 	n := len(r.ca.PEM)
 	cut := n / 3 * 4
 	var tail string
@@ -358,7 +377,7 @@ func (r rotation) mergedAfterLiteral() string {
 	// Only an entry that held a caBundle may keep older certificates: a new
 	// or renamed entry, and every entry of a CREATE, has nothing stored and
 	// may hold only the current CA, as in the static shape.
-	return fmt.Sprintf(` || (%[6]s && %[1]s.startsWith(%[2]s) && %[1]s.substring(%[3]d) == %[4]s && %[5]s)`, newBundle, CELString(lit[:cut]), cut, tail, oldHasBundle, caStartsWithHeader)
+	return fmt.Sprintf(` || (%[6]s && %[1]s.startsWith(%[2]s.substring(0, %[3]d)) && %[1]s.substring(%[3]d) == %[4]s && %[5]s)`, newBundle, r.synced(part), cut, tail, oldHasBundle, caStartsWithHeader)
 }
 
 // newHasBundle says entry w of the request's object carries a caBundle;

@@ -118,7 +118,7 @@ func (m mappingPolicy) trustVariables(k trustKind, part policyPart) []admv1.Vari
 		admv1.Variable{Name: "unfilled", Expression: `request.operation != "DELETE" && ` + k.entry("object") + ` && variables.bundle == "" && !(request.operation == "UPDATE" && ` + k.entry("oldObject") + `)`},
 	)
 	if part != partOwner {
-		vars = append(vars, m.rotation.rotationVariables(part)...)
+		vars = append(vars, m.rotation.variables(part)...)
 	}
 	if part == partCA {
 		return vars
@@ -143,7 +143,7 @@ func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Va
 	orLiteral := ""
 	if part == partCA && len(m.ca.PEM) > 0 {
 		// The CA the guard last synced, which a writer may still write.
-		orLiteral = ` || variables.bundle == ` + CELString(m.rotation.literal())
+		orLiteral = ` || variables.bundle == ` + m.rotation.synced(part)
 	}
 	allowed := `(variables.ca != "" && !variables.insecure && variables.bundle != "" && (variables.bundle == variables.ca` + orLiteral + ` || ` +
 		mergedAfterOf("variables.oldBundle", "variables.bundle") + `))`

@@ -123,8 +123,7 @@ const sameWebhooks = `request.operation == "UPDATE" && object != null && oldObje
 // sameBundles is CEL that is true when, entry by entry, the caBundles of
 // the request's object are the stored ones ("" when absent: a zero-length
 // caBundle is omitted, and no other encodes to "").
-const sameBundles = `object.webhooks.map(e, has(e.clientConfig) && has(e.clientConfig.caBundle) ? string(e.clientConfig.caBundle) : "") == ` +
-	`oldObject.webhooks.map(e, has(e.clientConfig) && has(e.clientConfig.caBundle) ? string(e.clientConfig.caBundle) : "")`
+var sameBundles = `object.webhooks.map(e, ` + bundleOf("e") + `) == oldObject.webhooks.map(e, ` + bundleOf("e") + `)`
 
 // allBundlesAre is CEL that is true when every entry of the request's
 // object carries the caBundle whose base64 text is the CEL expression ca.

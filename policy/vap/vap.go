@@ -47,7 +47,6 @@
 package vap
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -223,21 +222,6 @@ type mappingPolicy struct {
 	rotation rotation
 }
 
-// RequestName is CEL for the name of the object the request is about (the
-// static webhook's matchConditions use it too). CEL's
-// request is built from an AdmissionRequest whose name is omitted when empty,
-// and reading an absent field is an error that fails the request whatever
-// the mapping: a deletecollection carries no name (each object it deletes is
-// admitted with oldObject), a generateName CREATE may carry none. So the name
-// comes from request.name when present, else from object (CREATE, UPDATE)
-// or oldObject (DELETE), each field read only after has() said it is there.
-const RequestName = `(has(request.name) && request.name != "" ? request.name : ` +
-	`object != null && has(object.metadata) && has(object.metadata.name) ? object.metadata.name : ` +
-	`oldObject != null && has(oldObject.metadata) && has(oldObject.metadata.name) ? oldObject.metadata.name : "")`
-
-// requestUser is the request's username; userInfo fields are omitempty too.
-const requestUser = `(has(request.userInfo.username) ? request.userInfo.username : "")`
-
 func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part policyPart) (*admv1.ValidatingAdmissionPolicy, *admv1.ValidatingAdmissionPolicyBinding) {
 	o := m.owner
 	var resources []string
@@ -247,11 +231,11 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part p
 	} else {
 		if len(o.Match.Mutating) > 0 {
 			resources = append(resources, "mutatingwebhookconfigurations")
-			nameConds = append(nameConds, fmt.Sprintf(`(request.kind.kind == "MutatingWebhookConfiguration" && %s in %s)`, RequestName, celList(o.Match.Mutating)))
+			nameConds = append(nameConds, namesOfKind("MutatingWebhookConfiguration", o.Match.Mutating))
 		}
 		if len(o.Match.Validating) > 0 {
 			resources = append(resources, "validatingwebhookconfigurations")
-			nameConds = append(nameConds, fmt.Sprintf(`(request.kind.kind == "ValidatingWebhookConfiguration" && %s in %s)`, RequestName, celList(o.Match.Validating)))
+			nameConds = append(nameConds, namesOfKind("ValidatingWebhookConfiguration", o.Match.Validating))
 		}
 	}
 	objectSelector := &metav1.LabelSelector{}
@@ -260,7 +244,7 @@ func (m mappingPolicy) build(name string, selector *metav1.LabelSelector, part p
 	}
 	var conds []admv1.MatchCondition
 	if len(nameConds) > 0 {
-		conds = append(conds, admv1.MatchCondition{Name: "owned-configuration", Expression: strings.Join(nameConds, " || ")})
+		conds = append(conds, admv1.MatchCondition{Name: "owned-configuration", Expression: ownedName(nameConds)})
 	}
 	if keeps, ok := m.writerKeepsTrust(part); ok {
 		conds = append(conds, admv1.MatchCondition{Name: "changes-trust", Expression: keeps})
@@ -329,6 +313,9 @@ func (m mappingPolicy) subjectVariables() []admv1.Variable {
 		{Name: "name", Expression: RequestName},
 		{Name: "username", Expression: requestUser},
 		{Name: "isWriter", Expression: isWriter},
+		// Every message starts with it: spelled once here rather than in
+		// each message expression.
+		{Name: "denial", Expression: m.denial()},
 	}
 }
 
@@ -342,23 +329,30 @@ func (m mappingPolicy) subjectVariables() []admv1.Variable {
 // derived.
 func (r rotation) rotationVariables(part policyPart) []admv1.Variable {
 	shift1, shift2 := caShift1, caShift2
+	var vars []admv1.Variable
+	ca := r.caExpression(part)
 	if lit := r.literal(); lit != "" {
+		// The literal once, for ca's fallback, the shifted texts' guard
+		// and the rotation rule (synced).
+		vars = append(vars, admv1.Variable{Name: "syncedCA", Expression: CELString(lit)})
+		ca = r.caExpressionOr(part, r.synced(part))
 		known := func(n int, derived string) string {
-			return `variables.ca == ` + CELString(lit) + ` ? ` + CELString(shiftedText(r.ca.PEM, n)) + ` : (` + derived + `)`
+			return `variables.ca == ` + r.synced(part) + ` ? ` + CELString(shiftedText(r.ca.PEM, n)) + ` : (` + derived + `)`
 		}
 		if e := known(1, caShift1); len(e) <= maxExpressionCodePoints {
 			shift1, shift2 = e, known(2, caShift2)
 		}
 	}
-	return []admv1.Variable{
-		{Name: "ca", Expression: r.caExpression(part)},
+	return append(vars, []admv1.Variable{
+		{Name: "ca", Expression: ca},
+		{Name: "caIsPEM", Expression: caIsPEM},
 		{Name: "b64", Expression: base64Values},
 		{Name: "b64chars", Expression: base64Chars},
 		{Name: "caValues", Expression: caValues},
 		{Name: "caLen", Expression: caLen},
 		{Name: "caShift1", Expression: shift1},
 		{Name: "caShift2", Expression: shift2},
-	}
+	}...)
 }
 
 // variables are the policy's variables: the subject's for every part, the
@@ -376,7 +370,7 @@ func (m mappingPolicy) variables(part policyPart) []admv1.Variable {
 	}
 	vars = append(vars, m.rotation.variables(part)...)
 	// The part that holds the entry variables has sameNames already.
-	names := sameNames
+	names := sameEntryNames
 	if part != partCA {
 		names = "variables.sameNames"
 	}
@@ -443,40 +437,3 @@ func (m mappingPolicy) validations(part policyPart) []admv1.Validation {
 
 // joinShort joins short fingerprints as messages show them.
 func joinShort(fps []string) string { return strings.Join(fps, ",") }
-
-// SubjectsExpression is CEL that is true for the subjects, matched exactly
-// (whole usernames, whole groups), as policy matches them. Lists are JSON
-// arrays of strings: valid CEL list literals with correct escaping. The
-// static webhook's matchConditions use it too.
-func SubjectsExpression(s guardapi.Subjects) (string, bool) {
-	users := slices.Clone(s.Users)
-	for _, sa := range s.ServiceAccounts {
-		users = append(users, guardapi.ServiceAccountUsername(sa))
-	}
-	slices.Sort(users)
-	users = slices.Compact(users)
-	groups := slices.Compact(slices.Sorted(slices.Values(s.Groups)))
-	var parts []string
-	// userInfo's fields are omitempty: read each only after has().
-	if len(users) > 0 {
-		parts = append(parts, "(has(request.userInfo.username) && request.userInfo.username in "+celList(users)+")")
-	}
-	if len(groups) > 0 {
-		parts = append(parts, "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in "+celList(groups)+"))")
-	}
-	if len(parts) == 0 {
-		return "", false
-	}
-	return strings.Join(parts, " || "), true
-}
-
-func celList(ss []string) string {
-	b, _ := json.Marshal(ss) //nolint:errchkjson // a []string always encodes
-	return string(b)
-}
-
-// CELString is s as a CEL string literal (JSON escaping is valid CEL).
-func CELString(s string) string {
-	b, _ := json.Marshal(s) //nolint:errchkjson // a string always encodes
-	return string(b)
-}

@@ -136,7 +136,8 @@ func Test_Generate(t *testing.T) {
 		assert.Equal(t, "webhook-guard-koordinator-ca", b.Spec.PolicyName)
 		require.Len(t, ca.Spec.Validations, 1)
 		assert.Equal(t, `!variables.isWriter || size(variables.badWebhooks) == 0`, ca.Spec.Validations[0].Expression, "writers only: the owner policy denies the others")
-		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : "b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`, variable(t, ca, "ca"))
+		assert.Equal(t, `params != null && has(params.data) && "ca.crt" in params.data ? string(params.data["ca.crt"]) : variables.syncedCA`, variable(t, ca, "ca"))
+		assert.Equal(t, `"b3duZXIgQ0Egb2Yga29vcmRpbmF0b3I="`, variable(t, ca, "syncedCA"), "the literal once, in its own variable")
 	})
 	t.Run("if the CA Secret is missing, the owner policy checks caBundles against the literal too", func(t *testing.T) {
 		c := load(t, namesConfig)
@@ -178,7 +179,7 @@ func Test_Generate(t *testing.T) {
 		assert.Equal(t, []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, p.Spec.MatchConstraints.ResourceRules[0].Resources)
 		assert.Equal(t, []admv1.OperationType{admv1.Create, admv1.Update, admv1.Delete}, p.Spec.MatchConstraints.ResourceRules[0].Operations)
 		require.Equal(t, []string{"owned-configuration", "changes-trust", "not-break-glass"}, conditionNames(p))
-		assert.Equal(t, `(request.kind.kind == "MutatingWebhookConfiguration" && `+RequestName+` in ["koord-mutating"]) || (request.kind.kind == "ValidatingWebhookConfiguration" && `+RequestName+` in ["koord-validating"])`,
+		assert.Equal(t, RequestName+` in (request.kind.kind == "MutatingWebhookConfiguration" ? ["koord-mutating"] : request.kind.kind == "ValidatingWebhookConfiguration" ? ["koord-validating"] : [])`,
 			p.Spec.MatchConditions[0].Expression)
 		assert.Equal(t, `!((has(request.userInfo.username) && request.userInfo.username in ["admin"]) || (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"])))`,
 			p.Spec.MatchConditions[2].Expression)

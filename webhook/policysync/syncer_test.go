@@ -134,7 +134,7 @@ func Test_Syncer(t *testing.T) {
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, before+1, e.total())
 		assert.Equal(t, 1.0, e.writes(kindAdmissionPolicy, VerbUpdate))
-		assert.Contains(t, e.badWebhooks(t, "webhook-guard-app"), base64.StdEncoding.EncodeToString(s.Data["ca.crt"]))
+		assert.Contains(t, e.variable(t, "webhook-guard-app", "ca"), base64.StdEncoding.EncodeToString(s.Data["ca.crt"]))
 	})
 	t.Run("if someone adds labels or annotations to a generated object, it is not rewritten", func(t *testing.T) {
 		e := newEnv(t, testConfig)
@@ -218,12 +218,12 @@ func Test_Syncer(t *testing.T) {
 	t.Run("if the CA source cannot be asked, the mapping's policy keeps the CA it holds", func(t *testing.T) {
 		e := newEnv(t, testConfig)
 		require.NoError(t, e.syncer.Sync(ctx))
-		good := e.badWebhooks(t, "webhook-guard-app")
+		good := e.variable(t, "webhook-guard-app", "ca")
 		e.syncer.CA = unreachable{}
 		before := e.total()
 		require.NoError(t, e.syncer.Sync(ctx))
 		assert.Equal(t, before, e.total(), "nothing is rewritten while the sources cannot be asked")
-		assert.Equal(t, good, e.badWebhooks(t, "webhook-guard-app"))
+		assert.Equal(t, good, e.variable(t, "webhook-guard-app", "ca"))
 	})
 	t.Run("if the guard may not get Secrets cluster-wide, the policy holds the CA as a literal only (kube-apiserver requires it for a Secret param)", func(t *testing.T) {
 		e := newEnv(t, testConfig)
@@ -354,14 +354,16 @@ func (e *env) policy(t *testing.T, name string) *admv1.ValidatingAdmissionPolicy
 
 // badWebhooks is the expression of the policy's badWebhooks variable,
 // where the owner's CA is compared.
-func (e *env) badWebhooks(t *testing.T, name string) string {
+// variable is the expression of the variable of the policy name (the CA
+// is the variable ca).
+func (e *env) variable(t *testing.T, name, variable string) string {
 	t.Helper()
 	for _, v := range e.policy(t, name).Spec.Variables {
-		if v.Name == "badWebhooks" {
+		if v.Name == variable {
 			return v.Expression
 		}
 	}
-	t.Fatalf("policy %s has no badWebhooks variable", name)
+	t.Fatalf("policy %s has no variable %s", name, variable)
 	return ""
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	admv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
@@ -27,6 +28,9 @@ type PolicyOptions struct {
 	// CAParams makes policies whose CA is a Secret key read that Secret as
 	// their param.
 	CAParams bool
+	// Explain prints before each policy what each of its expressions
+	// enforces, with its CEL laid out for a reader.
+	Explain bool
 }
 
 // NewCmdPolicy is `render policy`.
@@ -66,6 +70,10 @@ kube-apiserver would refuse is an error, and the exit code is 1.`,
   webhook-guard render policy --config config/samples/guard-koordinator.yaml \
     --objects config/samples/objects.yaml
 
+  # What each expression of the policies enforces, as comments beside them
+  webhook-guard render policy --config config/samples/guard-koordinator.yaml \
+    --objects config/samples/objects.yaml --explain
+
   # Policies that read a Secret's CA as their param, from Helm values
   webhook-guard render policy --values values.yaml --ca-params`,
 		Args: cobra.NoArgs,
@@ -74,6 +82,7 @@ kube-apiserver would refuse is an error, and the exit code is 1.`,
 	f := cmd.Flags()
 	o.Source.AddFileFlags(cmd, " (this or --values is required)")
 	f.BoolVar(&o.CAParams, "ca-params", false, "Policies whose CA is a Secret key read that Secret as their param (applying them needs get on every Secret).")
+	f.BoolVar(&o.Explain, "explain", false, "Before each policy, print as YAML comments what each matchCondition, variable and validation enforces, with its CEL laid out an operand per line (the output still applies).")
 	f.StringVar(&o.ObjectsPath, "objects", "", "YAML stream of Secrets, ConfigMaps, cert-manager objects (and webhook configurations, for injectedByCertManager) that CA sources resolve against.")
 	return cmd
 }
@@ -117,7 +126,7 @@ func (o *PolicyOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "# webhook-guard policy shape, generated from %s: %d mapping(s)\n", o.Source.Name(), len(cfg.Spec.Owners))
 	refused := printCosts(o.Out, o.ErrOut, costs)
-	if err := printDocuments(o.Out, objs); err != nil {
+	if err := printDocuments(o.Out, objs, o.Explain); err != nil {
 		return err
 	}
 	if refused > 0 {
@@ -155,7 +164,7 @@ func printCosts(out, errOut io.Writer, costs []cost.ObjectResult) int {
 
 // printDocuments prints the policies, then the bindings, as a YAML stream:
 // in apply order, so that no binding points at a missing policy.
-func printDocuments(out io.Writer, objs *vap.Objects) error {
+func printDocuments(out io.Writer, objs *vap.Objects, explain bool) error {
 	var docs []runtime.Object
 	for _, p := range objs.Policies {
 		docs = append(docs, p)
@@ -168,7 +177,13 @@ func printDocuments(out io.Writer, objs *vap.Objects) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "---\n%s", b)
+		fmt.Fprint(out, "---\n")
+		if p, ok := d.(*admv1.ValidatingAdmissionPolicy); ok && explain {
+			if err := printExplanation(out, p); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(out, "%s", b)
 	}
 	return nil
 }

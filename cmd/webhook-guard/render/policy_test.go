@@ -32,6 +32,9 @@ func Test_renderPolicy(t *testing.T) {
 		"if the owner's CA is in a Secret of --objects, the policy compares with its bytes": {
 			args: []string{"--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml"},
 		},
+		"if asked to explain, each expression's guarantee and laid-out CEL come as comments before its policy": {
+			args: []string{"--config", samples + "guard-koordinator.yaml", "--objects", samples + "objects.yaml", "--explain"},
+		},
 		"if the CA is injected by cert-manager, the configuration's annotation names it": {
 			args: []string{"--config", samples + "guard-cainjector.yaml", "--objects", "testdata/render-policy/cainjector-objects.yaml"},
 		},
@@ -190,7 +193,7 @@ func Test_renderPolicy_cost(t *testing.T) {
 		"if a configuration has 600 entries, its owner's merge is over kube-apiserver's limit: an error": {
 			entries: 600, code: cmdutil.ExitDenied,
 			stderr: "error: owners[koordinator]: ValidatingWebhookConfiguration koord-validating-webhook-configuration has 600 entries: " +
-				"kube-apiserver would refuse the owner's merge for its CEL cost (variables.badWebhooks in webhook-guard-koordinator costs 1169410, " +
+				"kube-apiserver would refuse the owner's merge for its CEL cost (variables.badWebhooks in webhook-guard-koordinator costs 1167010, " +
 				"over kube-apiserver's limit of 1000000 per CEL expression); split the configuration into smaller ones, or guard it with the static shape\n",
 		},
 	}
