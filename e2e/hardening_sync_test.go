@@ -16,10 +16,12 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	admv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,21 +31,78 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/webhook-guard/webhook-guard/e2e/framework"
+	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 	"github.com/webhook-guard/webhook-guard/policy/vap"
 	"github.com/webhook-guard/webhook-guard/webhook/policysync"
 	"github.com/webhook-guard/webhook-guard/webhook/records"
 )
 
-// maxLiteralCA is the largest owner CA (PEM bytes) whose generated policy
-// kube-apiserver accepts: the caBundle check holds the CA as a base64
-// literal, and kube-apiserver's CEL parser refuses an expression of more
-// than 100,000 code points ("expression code point size exceeds limit").
-// Measured on this kube-apiserver: 73,554 bytes are accepted, 73,555 are
-// refused (Invalid).
-const maxLiteralCA = 73554
+// maxLiteralCA is the largest owner CA (PEM bytes) whose generated
+// policies kube-apiserver accepts for the mapping named owner of cfg, its
+// CA a Secret key read as the policy's param: kube-apiserver's CEL parser
+// refuses an expression of more than 100,000 code points ("expression
+// code point size exceeds limit"), and the policies hold the CA as a
+// base64 literal, once in a variable and once in the changes-trust
+// matchCondition, which cannot read variables. It is found by generating
+// the policies with CAs of growing size (each expression is ASCII: a code
+// point a byte); the test then shows kube-apiserver refusing a CA past it.
+func maxLiteralCA(t testing.TB, cfg *guardapi.GuardConfig, owner string) int {
+	t.Helper()
+	spec := *cfg
+	spec.APIVersion, spec.Kind = guardapi.APIVersion, guardapi.Kind
+	doc, err := yaml.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mappings, err := policy.Load(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := func(n int) bool {
+		pemBytes := []byte("-----BEGIN CERTIFICATE-----\n" + strings.Repeat("A", n-55) + "\n-----END CERTIFICATE-----\n")
+		ref := mappings.Spec.Owners[slices.IndexFunc(mappings.Spec.Owners, func(o guardapi.Owner) bool { return o.Name == owner })].CA.Secret
+		objs, err := vap.Generate(vap.Input{Config: mappings, CAs: map[string]vap.CA{owner: {PEM: pemBytes, Source: "size probe", Param: ref}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range objs.Policies {
+			for _, e := range policyExpressions(p) {
+				if len(e) > 100000 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	lo, hi := 1000, 200000 // fits(lo), !fits(hi)
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// policyExpressions are every CEL expression of p.
+func policyExpressions(p *admv1.ValidatingAdmissionPolicy) []string {
+	var out []string
+	for _, c := range p.Spec.MatchConditions {
+		out = append(out, c.Expression)
+	}
+	for _, v := range p.Spec.Variables {
+		out = append(out, v.Expression)
+	}
+	for _, v := range p.Spec.Validations {
+		out = append(out, v.Expression, v.MessageExpression)
+	}
+	return out
+}
 
 // paddedCA is a self-signed CA certificate (PEM) of about 3 KB: many
 // DNS names, as a CA with name constraints or a long SAN list carries.
@@ -99,11 +158,12 @@ func TestHardeningSyncRefusedPolicyFailsClosed(t *testing.T) {
 	ctx := t.Context()
 	// A bundle of distinct CA certificates (the guard reads at most 64 per
 	// source), each with enough names to make it a few KB: past the limit.
+	limit := maxLiteralCA(t, opts.Config, bigMapping)
 	var bigPEM []byte
-	for i := 0; len(bigPEM) <= maxLiteralCA; i++ {
+	for i := 0; len(bigPEM) <= limit; i++ {
 		bigPEM = append(bigPEM, paddedCA(t, i)...)
 	}
-	t.Logf("the big mapping's CA: %d certificates, %d bytes (limit %d)", bytes.Count(bigPEM, []byte("BEGIN CERTIFICATE")), len(bigPEM), maxLiteralCA)
+	t.Logf("the big mapping's CA: %d certificates, %d bytes (limit %d)", bytes.Count(bigPEM, []byte("BEGIN CERTIFICATE")), len(bigPEM), limit)
 	if _, err := f.env.AdminKube.CoreV1().Secrets(appNamespace).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bigSecret}, Data: map[string][]byte{"ca.crt": bigPEM},
 	}, metav1.CreateOptions{}); err != nil {

@@ -59,6 +59,8 @@ var variableGuarantees = map[string]string{
 	"uniformRotation":  "Every stored entry holds one bundle K and every new one holds K, the CA, or K followed by the CA: a rotation decided in one pass, with no lookup per entry.",
 	"oldBundles":       "The stored caBundles by entry name, built once per request so that each entry is looked up in constant cost.",
 	"badWebhooks":      "The entries whose changed caBundle is neither the owner's CA, nor the stored one, nor the stored one followed by the CA (cainjector's merge): the rotation rule's denials.",
+	"hasEntry":         "The object has the entry (a CRD's conversion webhook, an APIService's service); false for a DELETE.",
+	"hadEntry":         "The stored object had the entry; false for a CREATE.",
 	"bundle":           "The object's caBundle as base64 text (\"\" for none or a DELETE).",
 	"oldBundle":        "The stored caBundle as base64 text (\"\" unless an UPDATE).",
 	"insecure":         "The write sets insecureSkipTLSVerify, which trusts any certificate.",

@@ -13,17 +13,15 @@ import (
 	"github.com/webhook-guard/webhook-guard/policy/vap/celfmt"
 )
 
-// Test_Explain generates every layout (a mapping per kind of CA source and
-// per guarded kind, the CA as a literal, as a param, and as a param whose
-// Secret is missing, and a label-selected mapping) and holds the
-// explanation tables to what the generator writes: every matchCondition,
-// variable and validation has a guarantee, and every guarantee is some
-// expression's. A new variable without its words fails here, and so does a
-// stale entry.
-func Test_Explain(t *testing.T) {
+// everyLayout generates every layout: a mapping per kind of CA source and
+// per guarded kind (parityConfig), and a label-selected one, with the CA
+// as a literal, as a param, as a param whose Secret is missing,
+// unresolved, and as a param whose literal is unknown.
+func everyLayout(t *testing.T) map[string][]*admv1.ValidatingAdmissionPolicy {
+	t.Helper()
 	cur := testpki.MustCA(t, "owner-ca")
 	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
-	used := map[string]bool{}
+	out := map[string][]*admv1.ValidatingAdmissionPolicy{}
 	for name, ca := range map[string]CA{
 		"CA literal":                 {PEM: cur.PEM, Source: paritySource},
 		"CA Secret as param":         {PEM: cur.PEM, Source: paritySource, Param: param},
@@ -40,16 +38,28 @@ func Test_Explain(t *testing.T) {
 			cas["injected"] = CA{PEM: cur.PEM, Source: paritySource, Pointers: []policy.Pointer{{CAFrom: parityInject}}}
 			objs, err := Generate(Input{Config: c, CAs: cas})
 			require.NoError(t, err)
-			for _, p := range objs.Policies {
-				es := Explain(p)
-				require.Len(t, es, len(p.Spec.MatchConditions)+len(p.Spec.Variables)+len(p.Spec.Validations), p.Name)
-				for _, e := range es {
-					assert.NotEmpty(t, e.Guarantee, "%s/%s: %s of %s %q has no guarantee in explain.go", name, cfgName, p.Name, e.Field, e.Name)
-					used[e.Field+"/"+e.Name] = true
-				}
-				for _, v := range p.Spec.Validations {
-					used["reads/"+readsOf(v.Expression)] = true
-				}
+			out[name+"/"+cfgName] = objs.Policies
+		}
+	}
+	return out
+}
+
+// Test_Explain holds the explanation tables to what the generator writes,
+// in every layout: every matchCondition, variable and validation has a
+// guarantee, and every guarantee is some expression's. A new variable
+// without its words fails here, and so does a stale entry.
+func Test_Explain(t *testing.T) {
+	used := map[string]bool{}
+	for layout, policies := range everyLayout(t) {
+		for _, p := range policies {
+			es := Explain(p)
+			require.Len(t, es, len(p.Spec.MatchConditions)+len(p.Spec.Variables)+len(p.Spec.Validations), p.Name)
+			for _, e := range es {
+				assert.NotEmpty(t, e.Guarantee, "%s: %s of %s %q has no guarantee in explain.go", layout, p.Name, e.Field, e.Name)
+				used[e.Field+"/"+e.Name] = true
+			}
+			for _, v := range p.Spec.Validations {
+				used["reads/"+readsOf(v.Expression)] = true
 			}
 		}
 	}
@@ -76,30 +86,29 @@ func readsOf(expr string) string {
 	return ""
 }
 
+// expressionsOf are p's variables, validations and messages: where a
+// variable can hold what several of them read (a matchCondition cannot
+// read variables).
+func expressionsOf(p *admv1.ValidatingAdmissionPolicy) []string {
+	var out []string
+	for _, v := range p.Spec.Variables {
+		out = append(out, v.Expression)
+	}
+	for _, v := range p.Spec.Validations {
+		out = append(out, v.Expression, v.MessageExpression)
+	}
+	return out
+}
+
 // Test_Format_everyExpression lays out every expression the generator
 // writes (celfmt, as `render policy --explain` prints them) and holds each
 // layout to its expression: both parse to one expression.
 func Test_Format_everyExpression(t *testing.T) {
-	cur := testpki.MustCA(t, "owner-ca")
-	param := &guardapi.KeyRef{Namespace: "app-system", Name: "app-ca", Key: "ca.crt"}
-	for _, ca := range []CA{{PEM: cur.PEM, Source: paritySource}, {PEM: cur.PEM, Source: paritySource, Param: param}} {
-		c := load(t, parityConfig)
-		cas := map[string]CA{}
-		for _, o := range c.Spec.Owners {
-			cas[o.Name] = ca
-		}
-		objs, err := Generate(Input{Config: c, CAs: cas})
-		require.NoError(t, err)
-		for _, p := range objs.Policies {
-			var exprs []string
+	for layout, policies := range everyLayout(t) {
+		for _, p := range policies {
+			exprs := expressionsOf(p)
 			for _, c := range p.Spec.MatchConditions {
 				exprs = append(exprs, c.Expression)
-			}
-			for _, v := range p.Spec.Variables {
-				exprs = append(exprs, v.Expression)
-			}
-			for _, v := range p.Spec.Validations {
-				exprs = append(exprs, v.Expression, v.MessageExpression)
 			}
 			for _, e := range exprs {
 				laidOut, err := celfmt.Format(e, 4)
@@ -108,7 +117,36 @@ func Test_Format_everyExpression(t *testing.T) {
 				require.NoError(t, err)
 				got, err := celfmt.Inline(laidOut)
 				require.NoError(t, err, laidOut)
-				require.Equal(t, want, got, "%s: the layout parses to another expression:\n%s", p.Name, laidOut)
+				require.Equal(t, want, got, "%s: %s: the layout parses to another expression:\n%s", layout, p.Name, laidOut)
+			}
+		}
+	}
+}
+
+// minRule is the length from which a sub-expression spelled twice in one
+// policy is a rule a variable should hold. Shorter ones are the guards of
+// one field (x != null && has(x.f)) and paths, which a variable would not
+// make clearer.
+const minRule = 60
+
+// Test_noRuleSpelledTwice: in every layout, no sub-expression of minRule
+// characters or more that reads only what kube-apiserver binds (so that a
+// variable could hold it) stands twice in a policy's variables,
+// validations and messages. A rule spelled twice drifts; a variable states
+// it once and is evaluated once per request.
+func Test_noRuleSpelledTwice(t *testing.T) {
+	for layout, policies := range everyLayout(t) {
+		for _, p := range policies {
+			count := map[string]int{}
+			for _, e := range expressionsOf(p) {
+				subs, err := celfmt.ClosedSubExpressions(e, minRule)
+				require.NoError(t, err, e)
+				for _, s := range subs {
+					count[s]++
+				}
+			}
+			for s, n := range count {
+				assert.Equal(t, 1, n, "%s: %s spells this %d times; a variable should hold it:\n%s", layout, p.Name, n, s)
 			}
 		}
 	}

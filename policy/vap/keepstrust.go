@@ -83,10 +83,10 @@ func TrustObjectKeepsTrust(kind string) (string, bool) {
 	}
 	k := trustKinds[i]
 	return `request.operation == "UPDATE" && object != null && oldObject != null && ` +
-		k.bundle("object") + ` == ` + k.bundle("oldObject") + ` && ` +
+		k.bundle("object", k.entry("object")) + ` == ` + k.bundle("oldObject", k.entry("oldObject")) + ` && ` +
 		k.insecure("object") + ` == ` + k.insecure("oldObject") + ` && ` +
 		k.entry("object") + ` == ` + k.entry("oldObject") + ` && ` +
-		`(!` + k.entry("object") + ` || ` + k.endpoint("object") + ` == ` + k.endpoint("oldObject") + `) && ` +
+		`(!` + k.entry("object") + ` || ` + k.sameEndpoint("object", "oldObject") + `) && ` +
 		samePointerAlways, true
 }
 

@@ -68,8 +68,8 @@ func Test_pieces(t *testing.T) {
 		// The entry rule (entries.go).
 		"unfilled-webhooks": unfilledWebhooks,
 		// The trust of CRDs and APIServices (trustobjects.go, pointer.go).
-		"crd-endpoint":        crdEndpoint("object"),
-		"apiservice-endpoint": apiServiceEndpoint("object"),
+		"crd-same-endpoint":        crdSameEndpoint("object", "oldObject"),
+		"apiservice-same-endpoint": apiServiceSameEndpoint("object", "oldObject"),
 	}
 	for name, expr := range pieces {
 		t.Run(name, func(t *testing.T) {

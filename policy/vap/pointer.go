@@ -127,27 +127,20 @@ func (m mappingPolicy) pointerValidation() admv1.Validation {
 // Webhook) or another endpoint. A removed entry is decided by its
 // caBundle.
 func (k trustKind) endpointMoves() string {
-	return `request.operation != "DELETE" && ` + k.entry("object") + ` && (request.operation == "CREATE" || !` + k.entry("oldObject") + ` || ` +
-		k.endpoint("object") + ` != ` + k.endpoint("oldObject") + `)`
+	return `variables.hasEntry && (request.operation == "CREATE" || !variables.hadEntry || !(` + k.sameEndpoint("object", "oldObject") + `))`
 }
 
-// crdEndpoint is CEL for the endpoint of a CRD's conversion webhook, which
-// the object is known to have: url, service namespace, name, path, port.
-func crdEndpoint(obj string) string {
-	cc := obj + ".spec.conversion.webhook.clientConfig"
-	svc := cc + ".service"
-	return fmt.Sprintf(`(has(%[1]s) ? [has(%[1]s.url) ? string(%[1]s.url) : "", `+
-		`has(%[1]s.service) && has(%[2]s.namespace) ? string(%[2]s.namespace) : "", `+
-		`has(%[1]s.service) && has(%[2]s.name) ? string(%[2]s.name) : "", `+
-		`has(%[1]s.service) && has(%[2]s.path) ? string(%[2]s.path) : "", `+
-		`has(%[1]s.service) && has(%[2]s.port) ? string(%[2]s.port) : ""] : [])`, cc, svc)
+// crdSameEndpoint is CEL that is true when CRDs a and b, whose conversion
+// webhooks both exist, call the same endpoint: the same url and service
+// (namespace, name, path, port), each an optional value, so that an
+// absent field equals only an absent one.
+func crdSameEndpoint(a, b string) string {
+	cc := func(o string) string { return o + ".spec.conversion.webhook.?clientConfig" }
+	return fmt.Sprintf(`%[1]s.?url == %[2]s.?url && %[1]s.?service == %[2]s.?service`, cc(a), cc(b))
 }
 
-// apiServiceEndpoint is CEL for an APIService's service, which the object
-// is known to have: namespace, name, port. Every element is converted to
-// string: a list literal's elements must have one type, and an object
-// without a schema (a CRD's, to the type checker) has dyn fields.
-func apiServiceEndpoint(obj string) string {
-	svc := obj + ".spec.service"
-	return fmt.Sprintf(`[has(%[1]s.namespace) ? string(%[1]s.namespace) : "", has(%[1]s.name) ? string(%[1]s.name) : "", has(%[1]s.port) ? string(%[1]s.port) : ""]`, svc)
+// apiServiceSameEndpoint is CEL that is true when APIServices a and b,
+// which both name a service, name the same one (namespace, name, port).
+func apiServiceSameEndpoint(a, b string) string {
+	return fmt.Sprintf(`%[1]s.spec.service == %[2]s.spec.service`, a, b)
 }

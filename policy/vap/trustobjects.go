@@ -26,12 +26,17 @@ import (
 
 // trustKind is what differs between the two kinds in CEL.
 type trustKind struct {
-	kind           policy.GuardedKind
-	suffix         string
-	names          func(m mappingPolicy) []string
-	bundle, entry  func(obj string) string
-	insecure       func(obj string) string
-	endpoint       func(obj string) string
+	kind   policy.GuardedKind
+	suffix string
+	names  func(m mappingPolicy) []string
+	entry  func(obj string) string
+	// bundle is the caBundle of obj, where entry is CEL that is true when
+	// obj has the entry (k.entry(obj), or the variable that holds it).
+	bundle   func(obj, entry string) string
+	insecure func(obj string) string
+	// sameEndpoint is CEL that is true when objects a and b, which both
+	// have the entry, call the same endpoint.
+	sameEndpoint   func(a, b string) string
 	bundleField    string
 	entryFieldName string
 }
@@ -43,11 +48,11 @@ var trustKinds = []trustKind{
 		entry: func(obj string) string {
 			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.conversion) && has(%[1]s.spec.conversion.webhook))`, obj)
 		},
-		bundle: func(obj string) string {
-			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.conversion) && has(%[1]s.spec.conversion.webhook) && has(%[1]s.spec.conversion.webhook.clientConfig) && has(%[1]s.spec.conversion.webhook.clientConfig.caBundle) ? string(%[1]s.spec.conversion.webhook.clientConfig.caBundle) : "")`, obj)
+		bundle: func(obj, entry string) string {
+			return fmt.Sprintf(`(%[2]s && has(%[1]s.spec.conversion.webhook.clientConfig) && has(%[1]s.spec.conversion.webhook.clientConfig.caBundle) ? string(%[1]s.spec.conversion.webhook.clientConfig.caBundle) : "")`, obj, entry)
 		},
 		insecure:       func(string) string { return "false" },
-		endpoint:       crdEndpoint,
+		sameEndpoint:   crdSameEndpoint,
 		bundleField:    "spec.conversion.webhook.clientConfig.caBundle",
 		entryFieldName: policy.EntryConversion,
 	},
@@ -55,13 +60,14 @@ var trustKinds = []trustKind{
 		kind: policy.KindAPIService, suffix: vapname.APIServiceSuffix,
 		names: func(m mappingPolicy) []string { return m.owner.Match.APIServices },
 		entry: func(obj string) string { return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.service))`, obj) },
-		bundle: func(obj string) string {
+		// The caBundle stands beside the service, not in it.
+		bundle: func(obj, _ string) string {
 			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.caBundle) ? string(%[1]s.spec.caBundle) : "")`, obj)
 		},
 		insecure: func(obj string) string {
 			return fmt.Sprintf(`(%[1]s != null && has(%[1]s.spec.insecureSkipTLSVerify) && %[1]s.spec.insecureSkipTLSVerify)`, obj)
 		},
-		endpoint:       apiServiceEndpoint,
+		sameEndpoint:   apiServiceSameEndpoint,
 		bundleField:    "spec.caBundle",
 		entryFieldName: policy.EntryService,
 	},
@@ -107,15 +113,20 @@ func (m mappingPolicy) buildTrust(k trustKind, part policyPart) (*admv1.Validati
 // rotation rule's variables.
 func (m mappingPolicy) trustVariables(k trustKind, part policyPart) []admv1.Variable {
 	vars := append(m.subjectVariables(),
-		admv1.Variable{Name: "bundle", Expression: `request.operation == "DELETE" ? "" : ` + k.bundle("object")},
-		admv1.Variable{Name: "oldBundle", Expression: `request.operation == "UPDATE" ? ` + k.bundle("oldObject") + ` : ""`},
+		// Whether the object has the entry (a CRD's conversion webhook,
+		// an APIService's service), and whether the stored one had it:
+		// read by the entry rule, the endpoint rule and a removal.
+		admv1.Variable{Name: "hasEntry", Expression: k.entry("object")},
+		admv1.Variable{Name: "hadEntry", Expression: k.entry("oldObject")},
+		admv1.Variable{Name: "bundle", Expression: `request.operation == "DELETE" ? "" : ` + k.bundle("object", "variables.hasEntry")},
+		admv1.Variable{Name: "oldBundle", Expression: `request.operation == "UPDATE" ? ` + k.bundle("oldObject", "variables.hadEntry") + ` : ""`},
 		admv1.Variable{Name: "insecure", Expression: `request.operation != "DELETE" && ` + k.insecure("object") + ` && !(request.operation == "UPDATE" && ` + k.insecure("oldObject") + `)`},
 		// A DELETE trusts nobody; any other write that changes the
 		// caBundle or sets insecureSkipTLSVerify changes the trust.
 		admv1.Variable{Name: "changesTrust", Expression: `request.operation != "DELETE" && (variables.bundle != variables.oldBundle || variables.insecure)`},
 		// An entry without a caBundle that was not stored (the entry
 		// rule): kube-apiserver would trust its system roots.
-		admv1.Variable{Name: "unfilled", Expression: `request.operation != "DELETE" && ` + k.entry("object") + ` && variables.bundle == "" && !(request.operation == "UPDATE" && ` + k.entry("oldObject") + `)`},
+		admv1.Variable{Name: "unfilled", Expression: `variables.hasEntry && variables.bundle == "" && !variables.hadEntry`},
 	)
 	if part != partOwner {
 		vars = append(vars, m.rotation.variables(part)...)
@@ -150,7 +161,7 @@ func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Va
 	// A writer that removes the entry (a CRD's conversion webhook, an
 	// APIService's service) takes the trust away: kube-apiserver no longer
 	// calls anything for it.
-	removed := `(!variables.insecure && !` + k.entry("object") + `)`
+	removed := `(!variables.insecure && !variables.hasEntry)`
 	caCheck := admv1.Validation{
 		Expression:        `!variables.isWriter || !variables.changesTrust || ` + removed + ` || ` + allowed,
 		Message:           m.caMismatchFallback(),

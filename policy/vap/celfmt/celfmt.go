@@ -223,3 +223,106 @@ func (p printer) conditional(args []ast.Expr, indent int) (string, error) {
 }
 
 func pad(n int) string { return strings.Repeat(" ", n) }
+
+// roots are the names kube-apiserver binds for a policy's expressions.
+var roots = map[string]bool{"request": true, "object": true, "oldObject": true, "params": true, "variables": true, "namespaceObject": true, "authorizer": true}
+
+// ClosedSubExpressions lists, as the unparser writes them, the
+// sub-expressions of expr at least minLen characters long that read only
+// what kube-apiserver binds (request, object, oldObject, params,
+// variables...): those a policy variable could hold, unlike a part of a
+// macro's body that reads the entry it walks.
+func ClosedSubExpressions(expr string, minLen int) ([]string, error) {
+	a, iss := env.Parse(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("celfmt: %w", iss.Err())
+	}
+	native := a.NativeRep()
+	p := printer{info: native.SourceInfo()}
+	var out []string
+	var walk func(e ast.Expr) (map[string]bool, error)
+	walk = func(e ast.Expr) (map[string]bool, error) {
+		free := map[string]bool{}
+		add := func(xs ...ast.Expr) error {
+			for _, x := range xs {
+				f, err := walk(x)
+				if err != nil {
+					return err
+				}
+				for n := range f {
+					free[n] = true
+				}
+			}
+			return nil
+		}
+		var err error
+		switch e.Kind() {
+		case ast.IdentKind:
+			free[e.AsIdent()] = true
+		case ast.SelectKind:
+			err = add(e.AsSelect().Operand())
+		case ast.CallKind:
+			c := e.AsCall()
+			if c.IsMemberFunction() {
+				err = add(c.Target())
+			}
+			if err == nil {
+				err = add(c.Args()...)
+			}
+		case ast.ListKind:
+			err = add(e.AsList().Elements()...)
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				if err == nil {
+					err = add(en.AsMapEntry().Key(), en.AsMapEntry().Value())
+				}
+			}
+		case ast.StructKind:
+			for _, f := range e.AsStruct().Fields() {
+				if err == nil {
+					err = add(f.AsStructField().Value())
+				}
+			}
+		case ast.ComprehensionKind:
+			c := e.AsComprehension()
+			inner := map[string]bool{}
+			for _, x := range []ast.Expr{c.LoopCondition(), c.LoopStep(), c.Result()} {
+				f, werr := walk(x)
+				if werr != nil {
+					return nil, werr
+				}
+				for n := range f {
+					inner[n] = true
+				}
+			}
+			delete(inner, c.IterVar())
+			delete(inner, c.IterVar2())
+			delete(inner, c.AccuVar())
+			for n := range inner {
+				free[n] = true
+			}
+			err = add(c.IterRange(), c.AccuInit())
+		}
+		if err != nil {
+			return nil, err
+		}
+		closed := true
+		for n := range free {
+			if !roots[n] {
+				closed = false
+			}
+		}
+		if closed && len(free) > 0 {
+			s, err := p.inline(e)
+			if err != nil {
+				return nil, err
+			}
+			if len(s) >= minLen {
+				out = append(out, s)
+			}
+		}
+		return free, nil
+	}
+	_, err := walk(native.Expr())
+	return out, err
+}

@@ -56,3 +56,15 @@ func assertSame(t *testing.T, expr, laidOut string) {
 	require.NoError(t, err, laidOut)
 	assert.Equal(t, want, got, "the layout parses to another expression:\n%s", laidOut)
 }
+
+func Test_ClosedSubExpressions(t *testing.T) {
+	subs, err := ClosedSubExpressions(`object.webhooks.all(w, w.name == variables.name) && request.operation == "UPDATE"`, 20)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{
+		`object.webhooks.all(w, w.name == variables.name)`,
+		`request.operation == "UPDATE"`,
+		`object.webhooks.all(w, w.name == variables.name) && request.operation == "UPDATE"`,
+	}, subs, "w.name == variables.name reads the entry the macro walks: no variable could hold it")
+	_, err = ClosedSubExpressions(`a &&`, 1)
+	require.ErrorContains(t, err, "celfmt: ")
+}
