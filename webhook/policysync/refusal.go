@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,16 +76,55 @@ func refusalReason(err error) string {
 // refused field whole (an expression holding a 100 KB CA), with the reason
 // at its end, so the start and the end are kept.
 const (
-	maxReasonLen = 640
-	reasonHead   = 240
+	maxReasonLen  = 640
+	reasonHead    = 240
+	maxReasonTail = 160
 )
 
 func trimReason(s string) string {
 	if len(s) <= maxReasonLen {
-		return s
+		return oneLine(s)
 	}
-	return strings.ToValidUTF8(s[:reasonHead]+" … "+s[len(s)-(maxReasonLen-reasonHead):], "")
+	// The refused values and the source lines CEL quotes under its errors
+	// (a matchCondition's, and their caret lines) are cut first: the
+	// reasons stand between them, where head and tail alone would drop
+	// them.
+	s = quotedValue.ReplaceAllStringFunc(s, func(q string) string {
+		if len(q) <= maxQuoted {
+			return q
+		}
+		return q[:maxQuoted] + ` …"`
+	})
+	var kept []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if !strings.HasPrefix(l, " | ") {
+			kept = append(kept, l)
+		}
+	}
+	s = oneLine(strings.Join(kept, "\n"))
+	if len(s) <= maxReasonLen {
+		return strings.ToValidUTF8(s, "")
+	}
+	// The first field error is kept whole where it fits: the others are
+	// often what it causes (a variable too long to compile leaves those
+	// that read it untyped).
+	head := reasonHead
+	if i := strings.Index(s, ", spec."); i > head && i <= maxReasonLen-maxReasonTail {
+		head = i
+	}
+	return strings.ToValidUTF8(s[:head]+" … "+s[len(s)-(maxReasonLen-head):], "")
 }
+
+// oneLine joins the lines of s: kube-apiserver drops a message expression
+// whose result holds a line break (and denies with the static message),
+// and CEL's errors quote the refused source on lines of their own.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// quotedValue is a field error's refused value, as kube-apiserver quotes
+// it; maxQuoted is what is kept of it, and of a long source line.
+var quotedValue = regexp.MustCompile(`Invalid value: "(?:[^"\\]|\\.)*"`)
+
+const maxQuoted = 80
 
 // mappingOf names the mapping that generates each object name: the names
 // its match generates, not every name it might (mapping "app" might

@@ -241,4 +241,19 @@ func Test_trimReason(t *testing.T) {
 	assert.True(t, strings.HasPrefix(got, `ValidatingAdmissionPolicy "webhook-guard-app-ca" is invalid`), "the start names the object")
 	assert.True(t, strings.HasSuffix(got, "expression code point size exceeds limit: size: 100001, limit 100000"), "the end says why")
 	assert.Equal(t, "short", trimReason("short"))
+
+	t.Run("if a matchCondition is refused, CEL quotes it under the reason: the reason is kept", func(t *testing.T) {
+		// kube-apiserver quotes the value as Go does (%q).
+		expr := `!((request.userInfo.username in ["a"]) && ["` + strings.Repeat("Q", 100000) + `"].all(ca, true))`
+		long := `ValidatingAdmissionPolicy.admissionregistration.k8s.io "webhook-guard-big-ca" is invalid: [spec.matchConditions[1].expression: Invalid value: ` + fmt.Sprintf("%q", expr) +
+			`: compilation failed: ERROR: <input>:1:1: expression code point size exceeds limit: size: 100041, limit 100000` + "\n | " + expr + "\n | " + strings.Repeat(".", 100000) + "^" +
+			// What the first causes: a variable that reads another which
+			// did not compile is untyped.
+			`, spec.variables[12].expression: Invalid value: "` + strings.Repeat("x", 2000) + `": compilation failed: ERROR: <input>:1:1427: expected type 'string' but found 'dyn'` + "\n | " + strings.Repeat("x", 2000) + "\n | " + strings.Repeat(".", 1426) + "^]"
+		got := trimReason(long)
+		assert.LessOrEqual(t, len(got), maxReasonLen+len(" … "))
+		assert.Contains(t, got, "expression code point size exceeds limit: size: 100041, limit 100000")
+		assert.NotContains(t, got, "\n", "a message expression's result holds no line break")
+		assert.Contains(t, got, `"webhook-guard-big-ca" is invalid: [spec.matchConditions[1].expression: Invalid value: "!((request.userInfo.username in [\"a\"])`)
+	})
 }
