@@ -132,6 +132,16 @@ func (o *Observer) NeedLeaderElection() bool { return true }
 
 // Start watches until ctx ends. The informers never resync (resync period
 // 0): with nothing changing, the only traffic is the open watch.
+//
+// Not controller-runtime's cache, on purpose: the transforms store types
+// of the observer's own (an EndpointSlice as a readySlice, a CRD or
+// APIService as a trustObject: a count or a few strings instead of the
+// object), which controller-runtime's cache reader cannot hand back (it
+// copies what it holds into the type asked for, and refuses another:
+// "cache had type ..."). The webhook configurations' informers share one
+// factory with the EndpointSlices' so that the observer reads the cluster
+// one way, and they start and stop with its leadership, as the manager's
+// cache (started on every replica) would not.
 func (o *Observer) Start(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithTransform(trim))
 	ctx = logf.IntoContext(ctx, o.Log)

@@ -160,7 +160,9 @@ func decodeBundle(s string) []byte {
 // that stops them. Nobody waits for them to sync: until they have (never,
 // if the guard may not list these kinds, or the cluster serves no
 // APIServices), their stores are empty and these kinds have no series.
-// With no dynamic client there are no stores.
+// With no dynamic client there are no stores. A dynamic factory, not
+// controller-runtime's cache: each object is stored as a trustObject (see
+// Start).
 func (o *Observer) watchTrustObjects(stop <-chan struct{}) ([]toolscache.Store, func()) {
 	if o.Dynamic == nil {
 		return nil, func() {}
