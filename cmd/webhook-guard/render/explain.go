@@ -27,7 +27,7 @@ func printExplanation(out io.Writer, p *admv1.ValidatingAdmissionPolicy) error {
 		for _, l := range wrap(e.Guarantee, 74) {
 			fmt.Fprintf(out, "#   %s\n", l)
 		}
-		for _, l := range strings.Split(elideLiterals(laidOut), "\n") {
+		for l := range strings.SplitSeq(elideLiterals(laidOut), "\n") {
 			fmt.Fprintf(out, "#     %s\n", l)
 		}
 	}
@@ -48,7 +48,7 @@ func elideLiterals(s string) string {
 func wrap(text string, width int) []string {
 	var lines []string
 	line := ""
-	for _, w := range strings.Fields(text) {
+	for w := range strings.FieldsSeq(text) {
 		if line != "" && len(line)+1+len(w) > width {
 			lines = append(lines, line)
 			line = ""

@@ -238,91 +238,105 @@ func ClosedSubExpressions(expr string, minLen int) ([]string, error) {
 		return nil, fmt.Errorf("celfmt: %w", iss.Err())
 	}
 	native := a.NativeRep()
-	p := printer{info: native.SourceInfo()}
-	var out []string
-	var walk func(e ast.Expr) (map[string]bool, error)
-	walk = func(e ast.Expr) (map[string]bool, error) {
-		free := map[string]bool{}
-		add := func(xs ...ast.Expr) error {
-			for _, x := range xs {
-				f, err := walk(x)
-				if err != nil {
-					return err
-				}
-				for n := range f {
-					free[n] = true
-				}
-			}
-			return nil
-		}
-		var err error
-		switch e.Kind() {
-		case ast.IdentKind:
-			free[e.AsIdent()] = true
-		case ast.SelectKind:
-			err = add(e.AsSelect().Operand())
-		case ast.CallKind:
-			c := e.AsCall()
-			if c.IsMemberFunction() {
-				err = add(c.Target())
-			}
-			if err == nil {
-				err = add(c.Args()...)
-			}
-		case ast.ListKind:
-			err = add(e.AsList().Elements()...)
-		case ast.MapKind:
-			for _, en := range e.AsMap().Entries() {
-				if err == nil {
-					err = add(en.AsMapEntry().Key(), en.AsMapEntry().Value())
-				}
-			}
-		case ast.StructKind:
-			for _, f := range e.AsStruct().Fields() {
-				if err == nil {
-					err = add(f.AsStructField().Value())
-				}
-			}
-		case ast.ComprehensionKind:
-			c := e.AsComprehension()
-			inner := map[string]bool{}
-			for _, x := range []ast.Expr{c.LoopCondition(), c.LoopStep(), c.Result()} {
-				f, werr := walk(x)
-				if werr != nil {
-					return nil, werr
-				}
-				for n := range f {
-					inner[n] = true
-				}
-			}
-			delete(inner, c.IterVar())
-			delete(inner, c.IterVar2())
-			delete(inner, c.AccuVar())
-			for n := range inner {
-				free[n] = true
-			}
-			err = add(c.IterRange(), c.AccuInit())
-		}
-		if err != nil {
+	w := &closedWalker{p: printer{info: native.SourceInfo()}, minLen: minLen}
+	_, err := w.walk(native.Expr())
+	return w.out, err
+}
+
+// closedWalker collects the closed sub-expressions of one expression.
+type closedWalker struct {
+	p      printer
+	minLen int
+	out    []string
+}
+
+// walk returns the names e reads that it does not bind itself, and
+// collects e when it reads only roots.
+func (w *closedWalker) walk(e ast.Expr) (map[string]bool, error) {
+	free := map[string]bool{}
+	if e.Kind() == ast.IdentKind {
+		free[e.AsIdent()] = true
+	}
+	if err := w.addFree(free, children(e), nil); err != nil {
+		return nil, err
+	}
+	if e.Kind() == ast.ComprehensionKind {
+		// The loop's own variables are bound inside it; its range and
+		// initial value are read outside and are children too.
+		c := e.AsComprehension()
+		bound := map[string]bool{c.IterVar(): true, c.IterVar2(): true, c.AccuVar(): true}
+		if err := w.addFree(free, []ast.Expr{c.LoopCondition(), c.LoopStep(), c.Result()}, bound); err != nil {
 			return nil, err
 		}
-		closed := true
-		for n := range free {
-			if !roots[n] {
-				closed = false
-			}
-		}
-		if closed && len(free) > 0 {
-			s, err := p.inline(e)
-			if err != nil {
-				return nil, err
-			}
-			if len(s) >= minLen {
-				out = append(out, s)
-			}
-		}
+	}
+	if len(free) == 0 || !onlyRoots(free) {
 		return free, nil
 	}
-	_, err := walk(native.Expr())
-	return out, err
+	s, err := w.p.inline(e)
+	if err == nil && len(s) >= w.minLen {
+		w.out = append(w.out, s)
+	}
+	return free, err
+}
+
+// addFree walks each of xs and adds what it reads, but bound, to free.
+func (w *closedWalker) addFree(free map[string]bool, xs []ast.Expr, bound map[string]bool) error {
+	for _, x := range xs {
+		f, err := w.walk(x)
+		if err != nil {
+			return err
+		}
+		for n := range f {
+			if !bound[n] {
+				free[n] = true
+			}
+		}
+	}
+	return nil
+}
+
+// onlyRoots says every name of free is one kube-apiserver binds.
+func onlyRoots(free map[string]bool) bool {
+	for n := range free {
+		if !roots[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// children are the expressions e reads directly, outside any loop it
+// binds: a comprehension's range and initial value (its loop is walked
+// apart, with its variables bound).
+func children(e ast.Expr) []ast.Expr {
+	switch e.Kind() {
+	case ast.SelectKind:
+		return []ast.Expr{e.AsSelect().Operand()}
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() {
+			return append([]ast.Expr{c.Target()}, c.Args()...)
+		}
+		return c.Args()
+	case ast.ListKind:
+		return e.AsList().Elements()
+	case ast.MapKind:
+		var out []ast.Expr
+		for _, en := range e.AsMap().Entries() {
+			out = append(out, en.AsMapEntry().Key(), en.AsMapEntry().Value())
+		}
+		return out
+	case ast.StructKind:
+		var out []ast.Expr
+		for _, f := range e.AsStruct().Fields() {
+			out = append(out, f.AsStructField().Value())
+		}
+		return out
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		return []ast.Expr{c.IterRange(), c.AccuInit()}
+	case ast.IdentKind, ast.LiteralKind, ast.UnspecifiedExprKind:
+		return nil
+	}
+	return nil
 }
