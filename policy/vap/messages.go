@@ -2,6 +2,7 @@ package vap
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/webhook-guard/webhook-guard/policy"
 	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
@@ -41,12 +42,20 @@ func (m mappingPolicy) caMismatchFallback() string {
 	return fallbackMessage(policy.RuleCAMismatch, m.owner.Name)
 }
 
+// unresolvedReason says why the mapping has no CA, on one line:
+// kube-apiserver ignores a message expression whose result holds a line
+// break and denies with the static message, and a reason may quote an
+// error of several lines (a refused policy's CEL error, an API error).
+func (m mappingPolicy) unresolvedReason() string {
+	if m.ca.Err == "" {
+		return "the owner's CA is empty"
+	}
+	return strings.ReplaceAll(m.ca.Err, "\n", " ")
+}
+
 func (m mappingPolicy) caMismatchMessage() string {
 	if len(m.ca.PEM) == 0 {
-		reason := m.ca.Err
-		if reason == "" {
-			reason = "the owner's CA is empty"
-		}
+		reason := m.unresolvedReason()
 		return m.prefix() + ` + ` + CELString(string(policy.RuleCAUnavailable)+": the caBundle of webhook(s) ") + ` + variables.badWebhooks.join(", ") + ` +
 			CELString(fmt.Sprintf(" cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read; hint: %s", reason, policy.RuleCAUnavailable.Info().Hint))
 	}

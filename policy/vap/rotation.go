@@ -207,7 +207,7 @@ func (r rotation) synced(part policyPart) string {
 // the first two, which is exactly what caShift1 and caShift2 compute.
 func (r rotation) variables(part policyPart) []admv1.Variable {
 	if part == partCA {
-		return r.rotationVariables(part)
+		return r.paramVariables()
 	}
 	return []admv1.Variable{
 		{Name: "ca", Expression: r.caExpression(part)},

@@ -196,10 +196,7 @@ func (m mappingPolicy) trustValidations(k trustKind, part policyPart) []admv1.Va
 
 func (m mappingPolicy) trustMismatchMessage(k trustKind) string {
 	if len(m.ca.PEM) == 0 {
-		reason := m.ca.Err
-		if reason == "" {
-			reason = "the owner's CA is empty"
-		}
+		reason := m.unresolvedReason()
 		return m.prefix() + ` + ` + CELString(fmt.Sprintf("%s: %s cannot be verified: the guard could not resolve the owner's CA (%s); caBundle changes fail closed until the source can be read; hint: %s",
 			policy.RuleCAUnavailable, k.bundleField, reason, policy.RuleCAUnavailable.Info().Hint))
 	}

@@ -319,25 +319,26 @@ func (m mappingPolicy) subjectVariables() []admv1.Variable {
 	}
 }
 
-// rotationVariables are the rotation rule's: the owner's CA as base64 text
-// (r.caExpression) and what the merge check computes from it in CEL, for a
-// CA read from a param. A CA the guard resolved has its shifted texts as
+// paramVariables are the rotation rule's variables in the policy that
+// reads the CA Secret as its param (partCA): the owner's CA as base64 text
+// (r.caExpression) and what the merge check computes from it in CEL. A CA the guard resolved has its shifted texts as
 // literals: CEL derives them (a pass over every character of the CA, tens
 // of milliseconds inside kube-apiserver) only when the CA it reads is
 // another one, a param the guard has not synced yet. A CA so large that
 // the literals would pass kube-apiserver's expression limit is always
 // derived.
-func (r rotation) rotationVariables(part policyPart) []admv1.Variable {
+func (r rotation) paramVariables() []admv1.Variable {
 	shift1, shift2 := caShift1, caShift2
 	var vars []admv1.Variable
-	ca := r.caExpression(part)
+	ca := r.caExpression(partCA)
 	if lit := r.literal(); lit != "" {
 		// The literal once, for ca's fallback, the shifted texts' guard
 		// and the rotation rule (synced).
+		synced := r.synced(partCA)
 		vars = append(vars, admv1.Variable{Name: "syncedCA", Expression: CELString(lit)})
-		ca = r.caExpressionOr(part, r.synced(part))
+		ca = r.caExpressionOr(partCA, synced)
 		known := func(n int, derived string) string {
-			return `variables.ca == ` + r.synced(part) + ` ? ` + CELString(shiftedText(r.ca.PEM, n)) + ` : (` + derived + `)`
+			return `variables.ca == ` + synced + ` ? ` + CELString(shiftedText(r.ca.PEM, n)) + ` : (` + derived + `)`
 		}
 		if e := known(1, caShift1); len(e) <= maxExpressionCodePoints {
 			shift1, shift2 = e, known(2, caShift2)

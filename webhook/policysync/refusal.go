@@ -73,8 +73,8 @@ func refusalReason(err error) string {
 
 // maxReasonLen bounds the refusal quoted in the fail-closed policy's
 // message, the Event and the log: kube-apiserver's answer may quote the
-// refused field whole (an expression holding a 100 KB CA), with the reason
-// at its end, so the start and the end are kept.
+// refused field whole (an expression holding a 100 KB CA), so what is left
+// once the quoted values are cut is kept by its start and its end.
 const (
 	maxReasonLen  = 640
 	reasonHead    = 240
@@ -101,7 +101,7 @@ func trimReason(s string) string {
 			kept = append(kept, l)
 		}
 	}
-	s = oneLine(strings.Join(kept, "\n"))
+	s = strings.Join(kept, " ")
 	if len(s) <= maxReasonLen {
 		return strings.ToValidUTF8(s, "")
 	}
@@ -121,7 +121,7 @@ func trimReason(s string) string {
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 // quotedValue is a field error's refused value, as kube-apiserver quotes
-// it; maxQuoted is what is kept of it, and of a long source line.
+// it; maxQuoted is what is kept of it.
 var quotedValue = regexp.MustCompile(`Invalid value: "(?:[^"\\]|\\.)*"`)
 
 const maxQuoted = 80

@@ -40,25 +40,31 @@ var env = func() *cel.Env {
 // indented by indent plus its depth. The result parses to the same
 // expression as expr (Test_Format_roundTrip).
 func Format(expr string, indent int) (string, error) {
-	a, iss := env.Parse(expr)
-	if iss.Err() != nil {
-		return "", fmt.Errorf("celfmt: %w", iss.Err())
+	p, e, err := parse(expr)
+	if err != nil {
+		return "", err
 	}
-	native := a.NativeRep()
-	p := printer{info: native.SourceInfo()}
-	return p.node(native.Expr(), indent)
+	return p.node(e, indent)
 }
 
 // Inline is expr on one line, as the unparser writes it: the form the
 // round trip compares.
 func Inline(expr string) (string, error) {
+	p, e, err := parse(expr)
+	if err != nil {
+		return "", err
+	}
+	return p.inline(e)
+}
+
+// parse parses expr, keeping its macro calls for the printer.
+func parse(expr string) (printer, ast.Expr, error) {
 	a, iss := env.Parse(expr)
 	if iss.Err() != nil {
-		return "", fmt.Errorf("celfmt: %w", iss.Err())
+		return printer{}, nil, fmt.Errorf("celfmt: %w", iss.Err())
 	}
 	native := a.NativeRep()
-	p := printer{info: native.SourceInfo()}
-	return p.inline(native.Expr())
+	return printer{info: native.SourceInfo()}, native.Expr(), nil
 }
 
 type printer struct{ info *ast.SourceInfo }
@@ -233,13 +239,12 @@ var roots = map[string]bool{"request": true, "object": true, "oldObject": true, 
 // variables...): those a policy variable could hold, unlike a part of a
 // macro's body that reads the entry it walks.
 func ClosedSubExpressions(expr string, minLen int) ([]string, error) {
-	a, iss := env.Parse(expr)
-	if iss.Err() != nil {
-		return nil, fmt.Errorf("celfmt: %w", iss.Err())
+	p, e, err := parse(expr)
+	if err != nil {
+		return nil, err
 	}
-	native := a.NativeRep()
-	w := &closedWalker{p: printer{info: native.SourceInfo()}, minLen: minLen}
-	_, err := w.walk(native.Expr())
+	w := &closedWalker{p: p, minLen: minLen}
+	_, err = w.walk(e)
 	return w.out, err
 }
 
