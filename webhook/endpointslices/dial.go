@@ -15,27 +15,27 @@ import (
 // Reader finds a Service's ready endpoints to dial from the EndpointSlices
 // the endpointslice controller manages for it (labels
 // kubernetes.io/service-name and endpointslice.kubernetes.io/managed-by):
-// Addresses of one list call.
+// addresses of one list call.
 type Reader struct {
 	// Client lists EndpointSlices.
 	Client client.Reader
 }
 
 // Ready lists the Service's slices of the endpointslice controller and
-// returns their Addresses for port; sorted.
+// returns their addresses for port; sorted.
 func (r Reader) Ready(ctx context.Context, namespace, name string, port int32) ([]string, error) {
 	var list discoveryv1.EndpointSliceList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace),
 		client.MatchingLabels{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ControllerManagedBy}); err != nil {
 		return nil, err
 	}
-	return Addresses(list.Items, port)
+	return addresses(list.Items, port)
 }
 
-// Addresses are the host:port of the ready endpoints of a Service's slices
+// addresses are the host:port of the ready endpoints of a Service's slices
 // that a non-writer cannot fill at will, at the port the entry's port
 // reaches, sorted and without duplicates: of the slices the endpointslice
-// controller manages (Dialable), the first address of each ready endpoint
+// controller manages (dialable), the first address of each ready endpoint
 // (Ready), when it is an IP of the slice's address type.
 //
 // Only those, because anyone who may create an EndpointSlice can name any
@@ -55,10 +55,10 @@ func (r Reader) Ready(ctx context.Context, namespace, name string, port int32) (
 // one (a webhook Service's usual shape), otherwise the port whose number is
 // the entry's (a Service whose targetPort is its port). A Service with
 // several ports, none of them the entry's, is an error that says why.
-func Addresses(all []discoveryv1.EndpointSlice, port int32) ([]string, error) {
+func addresses(all []discoveryv1.EndpointSlice, port int32) ([]string, error) {
 	var items []*discoveryv1.EndpointSlice
 	for i := range all {
-		if Dialable(&all[i]) {
+		if dialable(&all[i]) {
 			items = append(items, &all[i])
 		}
 	}
@@ -88,11 +88,11 @@ func Addresses(all []discoveryv1.EndpointSlice, port int32) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// Dialable reports whether a slice is one whose endpoints kube-apiserver
+// dialable reports whether a slice is one whose endpoints kube-apiserver
 // may be routed to and a non-writer cannot fill at will: the controller's,
 // of an IP address type (a list by label already asks for the
 // controller's; a reader that ignores the selector is not trusted).
-func Dialable(sl *discoveryv1.EndpointSlice) bool {
+func dialable(sl *discoveryv1.EndpointSlice) bool {
 	return sl.Labels[discoveryv1.LabelManagedBy] == ControllerManagedBy &&
 		(sl.AddressType == discoveryv1.AddressTypeIPv4 || sl.AddressType == discoveryv1.AddressTypeIPv6)
 }
@@ -117,7 +117,7 @@ type slicePort struct {
 }
 
 // targetPort is the slices' port the entry's port reaches (see
-// Addresses); false with no slices.
+// addresses); false with no slices.
 func targetPort(items []*discoveryv1.EndpointSlice, port int32) (slicePort, bool, error) {
 	var ports []slicePort
 	for _, sl := range items {

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func Test_Addresses(t *testing.T) {
+func Test_addresses(t *testing.T) {
 	// slice is the endpointslice controller's IPv4 slice; handMade and
 	// fqdn are slices anyone who may create one can write.
 	slice := func(ports []discoveryv1.EndpointPort, eps ...discoveryv1.Endpoint) discoveryv1.EndpointSlice {
@@ -76,7 +76,7 @@ func Test_Addresses(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := Addresses(tc.items, 443)
+			got, err := addresses(tc.items, 443)
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
 				return

@@ -108,7 +108,7 @@ func trimTrust(info guardapi.KindInfo) toolscache.TransformFunc {
 			ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
 			TrustKind:  policy.GuardedKind(info.Kind),
 		}
-		cc, ok := trustEntry(info.Entries, u.Object)
+		cc, ok := info.Entries.ClientConfigOf(u.Object)
 		if !ok {
 			return out, nil
 		}
@@ -123,18 +123,6 @@ func trimTrust(info guardapi.KindInfo) toolscache.TransformFunc {
 		}
 		return out, nil
 	}
-}
-
-// trustEntry finds the map that holds the object's caBundle and service
-// where the kind's row says it is: a CRD's
-// spec.conversion.webhook.clientConfig (set only with strategy Webhook),
-// an APIService's spec when it has a service. False when the object
-// trusts nothing.
-func trustEntry(e guardapi.Entries, obj map[string]any) (map[string]any, bool) {
-	if _, present := nestedMap(obj, e.Present...); !present {
-		return nil, false
-	}
-	return nestedMap(obj, e.ClientConfigPath()...)
 }
 
 // nestedMap is the map at path in obj; false when there is none.

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"encoding/base64"
-	"slices"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -103,12 +102,13 @@ func TrustObjectPath(cfg *policy.Mappings, kind policy.GuardedKind, u *unstructu
 	}
 	e := info.Entries
 	p := TrustPath{Kind: string(kind), Configuration: u.GetName(), Mapping: mapping, Webhook: e.Name, FailurePolicy: string(admv1.Fail)}
-	if e.InsecureSkipTLSVerify {
-		if skip, _, _ := unstructured.NestedBool(u.Object, append(slices.Clone(e.At), "insecureSkipTLSVerify")...); skip {
-			return TrustPath{}, false
-		}
+	if e.InsecureSkipTLSVerifyOf(u.Object) {
+		return TrustPath{}, false
 	}
-	cc, _, _ := unstructured.NestedMap(u.Object, e.ClientConfigPath()...)
+	cc, ok := e.ClientConfigOf(u.Object)
+	if !ok {
+		return TrustPath{}, false
+	}
 	p.URL, _, _ = unstructured.NestedString(cc, "url")
 	if svc, ok, _ := unstructured.NestedMap(cc, "service"); ok {
 		ns, _, _ := unstructured.NestedString(svc, "namespace")

@@ -95,6 +95,40 @@ func (e Entries) ClientConfigPath() []string {
 // object's root, or of each item of List from the item.
 func (e Entries) CABundlePath() []string { return append(e.ClientConfigPath(), "caBundle") }
 
+// ClientConfigOf is the map of obj (an object as JSON decodes it) that
+// holds the one entry's caBundle, url and service, read in place; false
+// when obj does not hold the entry (nothing at Present: a CRD without a
+// conversion webhook, a local APIService) or holds no such map.
+func (e Entries) ClientConfigOf(obj map[string]any) (map[string]any, bool) {
+	if _, present := mapAt(obj, e.Present); !present {
+		return nil, false
+	}
+	return mapAt(obj, e.ClientConfigPath())
+}
+
+// InsecureSkipTLSVerifyOf reports whether the one entry of obj skips
+// verification: false for a kind whose entry has no such field.
+func (e Entries) InsecureSkipTLSVerifyOf(obj map[string]any) bool {
+	if !e.InsecureSkipTLSVerify {
+		return false
+	}
+	at, ok := mapAt(obj, e.At)
+	skip, _ := at["insecureSkipTLSVerify"].(bool)
+	return ok && skip
+}
+
+// mapAt is the map at path in obj; false when there is none.
+func mapAt(obj map[string]any, path []string) (map[string]any, bool) {
+	for _, k := range path {
+		next, ok := obj[k].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		obj = next
+	}
+	return obj, obj != nil
+}
+
 // APIVersion is the kind's group/version.
 func (k KindInfo) APIVersion() string { return k.Group + "/" + k.Version }
 

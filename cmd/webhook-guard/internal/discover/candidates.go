@@ -36,13 +36,17 @@ func mountedSources(workloads []Workload) map[string]bool {
 func candidates(sources []Source, bundle []cabundle.Fingerprint) map[string]Source {
 	byObject := map[string]Source{}
 	extraOf := map[string]int{}
-	want := distinct(bundle)
+	want := cabundle.NewCASetFromFingerprints("", bundle...).Len()
 	for _, s := range sources {
 		fps, err := cabundle.Parse(s.PEM)
-		if err != nil || !containsAll(cabundle.NewCASetFromFingerprints("", fps...), bundle) {
+		if err != nil {
 			continue
 		}
-		extra := distinct(fps) - want
+		set := cabundle.NewCASetFromFingerprints("", fps...)
+		if !containsAll(set, bundle) {
+			continue
+		}
+		extra := set.Len() - want
 		if prev, ok := byObject[s.Ref()]; ok && !betterKey(s, extra, prev, extraOf[s.Ref()]) {
 			continue
 		}
@@ -61,15 +65,6 @@ func betterKey(s Source, extra int, prev Source, prevExtra int) bool {
 		return s.Key == guardapi.DefaultCAKey
 	}
 	return s.Key < prev.Key
-}
-
-// distinct counts the different certificates of fps.
-func distinct(fps []cabundle.Fingerprint) int {
-	seen := map[cabundle.Fingerprint]bool{}
-	for _, fp := range fps {
-		seen[fp] = true
-	}
-	return len(seen)
 }
 
 // placeCandidates sorts the candidates into those the workloads mount,

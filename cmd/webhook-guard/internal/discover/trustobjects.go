@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"slices"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -92,19 +91,13 @@ func skippable(err error) bool {
 // hold the entry: a CRD without a conversion webhook (strategy None), a
 // local APIService (no service), served by kube-apiserver itself.
 func trustObjectOf(info guardapi.KindInfo, u *unstructured.Unstructured) (TrustObject, bool) {
-	e := info.Entries
-	if _, present, _ := unstructured.NestedMap(u.Object, e.Present...); !present {
-		return TrustObject{}, false
-	}
-	cc, ok, _ := unstructured.NestedMap(u.Object, e.ClientConfigPath()...)
+	cc, ok := info.Entries.ClientConfigOf(u.Object)
 	if !ok {
 		return TrustObject{}, false
 	}
 	o := TrustObject{Kind: policy.GuardedKind(info.Kind), Meta: metaOf(u)}
 	o.Group, _, _ = unstructured.NestedString(u.Object, "spec", "group")
-	if e.InsecureSkipTLSVerify {
-		o.InsecureSkipTLSVerify, _, _ = unstructured.NestedBool(u.Object, append(slices.Clone(e.At), "insecureSkipTLSVerify")...)
-	}
+	o.InsecureSkipTLSVerify = info.Entries.InsecureSkipTLSVerifyOf(u.Object)
 	if url, ok, _ := unstructured.NestedString(cc, "url"); ok {
 		o.ClientConfig.URL = &url
 	}
