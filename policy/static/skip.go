@@ -105,12 +105,19 @@ func (s *Skip) condition() (string, error) {
 	if len(skips) == 0 {
 		return "", nil
 	}
-	ns, name, _ := guardapi.SplitServiceAccount(s.GrantServiceAccount)
 	// The grant last: the authorizer is asked only about a write the rest
 	// would skip.
-	grant := fmt.Sprintf(`authorizer.serviceAccount(%s, %s).group(%s).resource(%s).name(%s).check(%s).allowed()`,
+	return `!(request.operation == "UPDATE" && (` + strings.Join(skips, " || ") + `) && ` + s.Grant() + `)`, nil
+}
+
+// Grant is CEL that is true while GrantServiceAccount holds the grant for
+// Fingerprint. kube-apiserver answers it with its authorizer (RBAC walks
+// the cluster's ClusterRoleBindings), once per write the rest of the
+// condition would skip.
+func (s *Skip) Grant() string {
+	ns, name, _ := guardapi.SplitServiceAccount(s.GrantServiceAccount)
+	return fmt.Sprintf(`authorizer.serviceAccount(%s, %s).group(%s).resource(%s).name(%s).check(%s).allowed()`,
 		vap.CELString(ns), vap.CELString(name), vap.CELString(GrantGroup), vap.CELString(GrantResource), vap.CELString(s.Fingerprint), vap.CELString(GrantVerb))
-	return `!(request.operation == "UPDATE" && (` + strings.Join(skips, " || ") + `) && ` + grant + `)`, nil
 }
 
 // namedTrustKinds are the kinds whose trust alone a mapping owns (CRDs,
@@ -132,19 +139,37 @@ func (s *Skip) namedTrustKinds() []guardapi.KindInfo {
 }
 
 // writerOfOnlyOwner is CEL that is true when exactly one mapping claims the
-// webhook configuration (by name, or by a selector matching its stored or
-// its written labels: policy.Mappings.MatchInput), the subject is one of
-// that mapping's writers, and no selector's verdict changes with the
-// write; "" when no mapping can claim one.
+// webhook configuration (by name, or by a selector matching its labels:
+// policy.Mappings.MatchInput), the subject is one of that mapping's
+// writers, and no selector's verdict changes with the write; "" when no
+// mapping can claim one. It is read only for an UPDATE, where the request
+// names the object.
+//
+// kube-apiserver evaluates it for every write it decides alone, so each
+// piece is evaluated once. Webhook matchConditions have no variables: the
+// pieces are the elements of one list, bound to c by all() over a list
+// of that one list, and the rest reads them by index. A mapping's pieces
+// are its names (one element) and its selector's verdicts on the new and
+// the stored object (two). The verdicts must be equal (a relabel that
+// moves the object between mappings goes to the guard), so a mapping
+// claims by its names or its verdict on the new object. Exactly one
+// mapping may claim, and the writer test is that claimant's.
 func (s *Skip) writerOfOnlyOwner() (string, error) {
-	var pairs, stable []string
+	var pieces, stable, claims, writers []string
+	piece := func(expr string) string {
+		pieces = append(pieces, expr)
+		return fmt.Sprintf("c[%d]", len(pieces)-1)
+	}
 	for i := range s.Config.Owners {
 		o := &s.Config.Owners[i]
-		var claims []string
+		var byName, claim []string
 		for _, n := range o.Match.Named() {
 			if _, ownsTrustOnly := vap.TrustObjectKeepsTrust(n.Kind); len(n.Names) > 0 && !ownsTrustOnly {
-				claims = append(claims, `(request.resource.resource == `+vap.CELString(n.Resource)+` && `+vap.RequestName+` in `+celList(n.Names)+`)`)
+				byName = append(byName, `request.resource.resource == `+vap.CELString(n.Resource)+` && request.name in `+celList(n.Names))
 			}
+		}
+		if len(byName) > 0 {
+			claim = append(claim, piece(strings.Join(byName, " || ")))
 		}
 		if sel := o.Match.LabelSelector; sel != nil {
 			now, err := vap.LabelSelectorExpression(sel, "object")
@@ -152,29 +177,45 @@ func (s *Skip) writerOfOnlyOwner() (string, error) {
 				return "", fmt.Errorf("owners[%s].match.labelSelector: %w", o.Name, err)
 			}
 			was, _ := vap.LabelSelectorExpression(sel, "oldObject")
-			claims = append(claims, now, was)
-			// A relabel into or out of a label-selected mapping moves
-			// the object between owners: the guard decides it.
-			stable = append(stable, now+` == `+was)
+			claim = append(claim, piece(now))
+			stable = append(stable, claim[len(claim)-1]+` == `+piece(was))
 		}
-		if len(claims) == 0 {
+		if len(claim) == 0 {
 			continue
 		}
 		writer, ok := vap.SubjectsExpression(s.Config.OwnerWriters(o))
 		if !ok {
 			writer = "false"
 		}
-		pairs = append(pairs, `[`+strings.Join(claims, " || ")+`, `+writer+`]`)
+		claims = append(claims, strings.Join(claim, " || "))
+		writers = append(writers, writer)
 	}
-	if len(pairs) == 0 {
+	if len(claims) == 0 {
 		return "", nil
 	}
-	// Each pair is [claims, is a writer]; the claimants are bound to c.
-	only := `[[` + strings.Join(pairs, ", ") + `].filter(p, p[0])].all(c, size(c) == 1 && c[0][1])`
-	if len(stable) > 0 {
-		only = `(` + strings.Join(stable, " && ") + `) && ` + only
+	if len(pieces) == 1 {
+		// One mapping, by name alone: nothing to bind.
+		return `(` + pieces[0] + `) && ` + writers[0], nil
 	}
-	return only, nil
+	return `[[` + strings.Join(pieces, ", ") + `]].all(c, ` + strings.Join(append(stable, onlyClaimantsWriter(claims, writers)), " && ") + `)`, nil
+}
+
+// onlyClaimantsWriter is CEL that is true when exactly one of claims holds
+// and so does the writer test of the same index.
+func onlyClaimantsWriter(claims, writers []string) string {
+	count := make([]string, len(claims))
+	for i, c := range claims {
+		count[i] = `(` + c + ` ? 1 : 0)`
+	}
+	// Exactly one claim holds, so the first that holds is the claimant's;
+	// mappings with the same writers need no choice between them.
+	writer := writers[len(writers)-1]
+	for i := len(writers) - 2; i >= 0; i-- {
+		if writers[i] != writer {
+			writer = `(` + claims[i] + ` ? ` + writers[i] + ` : ` + writer + `)`
+		}
+	}
+	return strings.Join(count, " + ") + ` == 1 && ` + writer
 }
 
 // SkipGrantName names the grant's ClusterRole and ClusterRoleBinding.

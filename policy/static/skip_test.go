@@ -2,6 +2,7 @@ package static
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +10,7 @@ import (
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
@@ -221,4 +223,110 @@ func Test_Skip_validate(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "2c26b46b68ffc68ff99b453c1d304134", Fingerprint([]byte("foo")))
+}
+
+// Test_skipCondition_selectorAsLabelsSelector holds the skip condition's
+// label selectors to labels.Selector: a writer's annotation of a
+// configuration claimed only by a selector is skipped exactly when the
+// selector matches its labels, for every operator and for absent labels.
+func Test_skipCondition_selectorAsLabelsSelector(t *testing.T) {
+	sel := &metav1.LabelSelector{
+		MatchLabels: map[string]string{"team": "a"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", ""}},
+			{Key: "stage", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"test"}},
+			{Key: "owned", Operator: metav1.LabelSelectorOpExists},
+			{Key: "legacy", Operator: metav1.LabelSelectorOpDoesNotExist},
+		},
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	require.NoError(t, err)
+	in := validInput(t)
+	in.Skip = &Skip{Fingerprint: testFingerprint, GrantServiceAccount: "webhook-guard/webhook-guard", Config: &guardapi.GuardConfig{
+		Owners: []guardapi.Owner{{Name: "team-a", Match: guardapi.Match{LabelSelector: sel}, Writers: guardapi.Subjects{ServiceAccounts: []string{"team-a/ctrl"}}}},
+	}}
+	vwc, err := ValidatingWebhookConfiguration(in)
+	require.NoError(t, err)
+	matcher := webhook.NewValidatingWebhookAccessor("uid", ConfigName, &vwc.Webhooks[0]).GetCompiledMatcher(plugincel.NewConditionCompiler(vapengine.Env()))
+	granted := grantAuthorizer{user: "system:serviceaccount:webhook-guard:webhook-guard", fingerprint: testFingerprint}
+	writer := &user.DefaultInfo{Name: guardapi.ServiceAccountUsername("team-a/ctrl")}
+	base := map[string]string{"team": "a", "tier": "web", "owned": ""}
+	with := func(edit func(map[string]string)) map[string]string {
+		l := maps.Clone(base)
+		edit(l)
+		return l
+	}
+	for name, l := range map[string]map[string]string{
+		"no labels":                 nil,
+		"all requirements met":      base,
+		"matchLabels value differs": with(func(l map[string]string) { l["team"] = "b" }),
+		"In: empty value listed":    with(func(l map[string]string) { l["tier"] = "" }),
+		"In: value not listed":      with(func(l map[string]string) { l["tier"] = "db" }),
+		"In: key absent":            with(func(l map[string]string) { delete(l, "tier") }),
+		"NotIn: listed value":       with(func(l map[string]string) { l["stage"] = "test" }),
+		"NotIn: other value":        with(func(l map[string]string) { l["stage"] = "prod" }),
+		"Exists: key absent":        with(func(l map[string]string) { delete(l, "owned") }),
+		"DoesNotExist: key present": with(func(l map[string]string) { l["legacy"] = "" }),
+		"unrelated label added":     with(func(l map[string]string) { l["x"] = "y" }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			stored := vwcObject("team-vwc", l, nil)
+			annotated := stored.DeepCopy()
+			annotated.Annotations = map[string]string{"argocd.argoproj.io/sync": "now"}
+			attrs, _ := vapengine.Attributes(admission.Update, stored.Name, annotated, stored, writer)
+			res := matcher.Match(context.Background(), attrs, nil, granted)
+			require.NoError(t, res.Error)
+			assert.Equal(t, selector.Matches(labels.Set(l)), !res.Matches, "skipped")
+		})
+	}
+}
+
+// Test_skipCondition_claimants: with three mappings of different writers,
+// one by name, one by label and one by both, a writer's annotation is
+// skipped only when its own mapping is the only one that claims the
+// configuration.
+func Test_skipCondition_claimants(t *testing.T) {
+	team := func(v string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"team": v}}
+	}
+	in := validInput(t)
+	in.Skip = &Skip{Fingerprint: testFingerprint, GrantServiceAccount: "webhook-guard/webhook-guard", Config: &guardapi.GuardConfig{
+		Owners: []guardapi.Owner{
+			{Name: "a", Match: guardapi.Match{Validating: []string{"a-vwc"}}, Writers: guardapi.Subjects{ServiceAccounts: []string{"a/ctrl"}}},
+			{Name: "b", Match: guardapi.Match{LabelSelector: team("b")}, Writers: guardapi.Subjects{ServiceAccounts: []string{"b/ctrl"}}},
+			{Name: "c", Match: guardapi.Match{Validating: []string{"c-vwc"}, LabelSelector: team("c")}, Writers: guardapi.Subjects{ServiceAccounts: []string{"c/ctrl"}}},
+		},
+	}}
+	vwc, err := ValidatingWebhookConfiguration(in)
+	require.NoError(t, err)
+	matcher := webhook.NewValidatingWebhookAccessor("uid", ConfigName, &vwc.Webhooks[0]).GetCompiledMatcher(plugincel.NewConditionCompiler(vapengine.Env()))
+	granted := grantAuthorizer{user: "system:serviceaccount:webhook-guard:webhook-guard", fingerprint: testFingerprint}
+	for name, tc := range map[string]struct {
+		writer, object, team string
+		skipped              bool
+	}{
+		"named, its writer":               {writer: "a/ctrl", object: "a-vwc", skipped: true},
+		"named, another mapping's writer": {writer: "b/ctrl", object: "a-vwc"},
+		"selected, its writer":            {writer: "b/ctrl", object: "x-vwc", team: "b", skipped: true},
+		"both ways, by name":              {writer: "c/ctrl", object: "c-vwc", skipped: true},
+		"both ways, by label":             {writer: "c/ctrl", object: "y-vwc", team: "c", skipped: true},
+		"both ways, by name and label":    {writer: "c/ctrl", object: "c-vwc", team: "c", skipped: true},
+		"both ways, the other's writer":   {writer: "a/ctrl", object: "c-vwc"},
+		"claimed by two mappings":         {writer: "c/ctrl", object: "a-vwc", team: "c"},
+		"claimed by none":                 {writer: "a/ctrl", object: "z-vwc"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var l map[string]string
+			if tc.team != "" {
+				l = map[string]string{"team": tc.team}
+			}
+			stored := vwcObject(tc.object, l, nil)
+			annotated := stored.DeepCopy()
+			annotated.Annotations = map[string]string{"argocd.argoproj.io/sync": "now"}
+			attrs, _ := vapengine.Attributes(admission.Update, stored.Name, annotated, stored, &user.DefaultInfo{Name: guardapi.ServiceAccountUsername(tc.writer)})
+			res := matcher.Match(context.Background(), attrs, nil, granted)
+			require.NoError(t, res.Error)
+			assert.Equal(t, tc.skipped, !res.Matches, "skipped")
+		})
+	}
 }

@@ -2,6 +2,7 @@ package vap
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -31,8 +32,9 @@ func keepsEntries(entriesOK string) string {
 	return `(` + sameWebhooks + ` || ` + sameEntryNames + ` && (` + entriesOK + `))`
 }
 
-// sameClientConfigs is CEL that is true for an UPDATE that keeps every
-// entry's name, position and clientConfig (caBundle, url, service). It
+// sameClientConfigs is CEL that is true for an UPDATE (both objects
+// present: its caller says so) that keeps every entry's name, position
+// and clientConfig (caBundle, url, service). It
 // walks the entries once, each beside the stored entry at its index, and
 // compares four fields of each: the name, the caBundle, the URL and the
 // service (a small struct, compared as a whole). Each field read is a
@@ -41,7 +43,7 @@ func keepsEntries(entriesOK string) string {
 // least caBundle policy for a timeout change at 50 entries, and comparing
 // whole clientConfigs walks every caBundle byte by reflection. An absent
 // field compares equal only to an absent one (optional values).
-var sameClientConfigs = `request.operation == "UPDATE" && object != null && oldObject != null && has(object.webhooks) && has(oldObject.webhooks) && ` +
+var sameClientConfigs = `has(object.webhooks) && has(oldObject.webhooks) && ` +
 	`size(object.webhooks) == size(oldObject.webhooks) && object.webhooks.all(i, e, ` +
 	`e.name == oldObject.webhooks[i].name && ` +
 	`e.clientConfig.?caBundle == oldObject.webhooks[i].clientConfig.?caBundle && ` +
@@ -65,9 +67,11 @@ var samePointerAlways = func() string {
 // configuration that leaves its trust alone: every entry keeps its name,
 // its position and its clientConfig (caBundle and endpoint), and the CA
 // pointer stays. A timeout, a rule, a failurePolicy, a label or an
-// annotation may change.
+// annotation may change. It reads both objects without asking whether
+// the request is an UPDATE: the caller's condition has, and kube-apiserver
+// evaluates this for every write it decides alone, where each test costs.
 func WebhooksKeepTrust() string {
-	return `(` + sameWebhooks + ` || ` + sameClientConfigs + `) && ` + samePointerAlways
+	return `(` + sameGeneration + ` || ` + sameClientConfigs + `) && ` + samePointerAlways
 }
 
 // TrustObjectKeepsTrust is CEL that is true for an UPDATE of an object of
@@ -94,39 +98,41 @@ func TrustObjectKeepsTrust(kind string) (string, bool) {
 // object obj (an expression, such as "object") match sel, as
 // labels.Selector matches them: every matchLabels pair, and every
 // matchExpressions requirement (In, NotIn, Exists, DoesNotExist). A null
-// object matches nothing.
+// object matches nothing. Each requirement reads its one label as an
+// optional value (absent when the object has no such label or no labels),
+// so that kube-apiserver builds no list or map to evaluate it.
 func LabelSelectorExpression(sel *metav1.LabelSelector, obj string) (string, error) {
 	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
 		return "", err
 	}
-	var reqs []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range sel.MatchLabels {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		reqs = append(reqs, fmt.Sprintf(`(%[1]s in l && l[%[1]s] == %[2]s)`, CELString(k), CELString(sel.MatchLabels[k])))
+	label := func(key string) string { return obj + `.metadata.?labels[?` + CELString(key) + `]` }
+	reqs := []string{obj + ` != null`}
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
+		reqs = append(reqs, label(k)+` == optional.of(`+CELString(sel.MatchLabels[k])+`)`)
 	}
 	for _, r := range sel.MatchExpressions {
-		key := CELString(r.Key)
 		switch r.Operator {
 		case metav1.LabelSelectorOpIn:
-			reqs = append(reqs, fmt.Sprintf(`(%[1]s in l && l[%[1]s] in %[2]s)`, key, celList(r.Values)))
+			reqs = append(reqs, label(r.Key)+` in `+optionalList(r.Values))
 		case metav1.LabelSelectorOpNotIn:
-			reqs = append(reqs, fmt.Sprintf(`(!(%[1]s in l) || !(l[%[1]s] in %[2]s))`, key, celList(r.Values)))
+			reqs = append(reqs, `!(`+label(r.Key)+` in `+optionalList(r.Values)+`)`)
 		case metav1.LabelSelectorOpExists:
-			reqs = append(reqs, fmt.Sprintf(`(%s in l)`, key))
+			reqs = append(reqs, label(r.Key)+`.hasValue()`)
 		case metav1.LabelSelectorOpDoesNotExist:
-			reqs = append(reqs, fmt.Sprintf(`!(%s in l)`, key))
+			reqs = append(reqs, `!`+label(r.Key)+`.hasValue()`)
 		default:
 			return "", fmt.Errorf("label selector operator %q is not supported", r.Operator)
 		}
 	}
-	match := "true"
-	if len(reqs) > 0 {
-		match = strings.Join(reqs, " && ")
+	return `(` + strings.Join(reqs, " && ") + `)`, nil
+}
+
+// optionalList is CEL for the list of values, each as a present optional
+// value: an absent label is in no such list.
+func optionalList(values []string) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = `optional.of(` + CELString(v) + `)`
 	}
-	return fmt.Sprintf(`(%[1]s != null && [has(%[1]s.metadata.labels) ? %[1]s.metadata.labels : {}].all(l, %[2]s))`, obj, match), nil
+	return "[" + strings.Join(parts, ", ") + "]"
 }

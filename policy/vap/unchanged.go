@@ -117,8 +117,11 @@ const sameEntryNames = `request.operation == "UPDATE" && object != null && oldOb
 
 // sameWebhooks is CEL that is true for an UPDATE that leaves the webhooks
 // as stored, read from the generation kube-apiserver computed for it.
-const sameWebhooks = `request.operation == "UPDATE" && object != null && oldObject != null && ` +
-	`has(object.metadata.generation) && has(oldObject.metadata.generation) && object.metadata.generation == oldObject.metadata.generation`
+const sameWebhooks = `request.operation == "UPDATE" && object != null && oldObject != null && ` + sameGeneration
+
+// sameGeneration is sameWebhooks for a caller that knows the request is
+// an UPDATE.
+const sameGeneration = `has(object.metadata.generation) && has(oldObject.metadata.generation) && object.metadata.generation == oldObject.metadata.generation`
 
 // sameBundles is CEL that is true when, entry by entry, the caBundles of
 // the request's object are the stored ones ("" when absent: a zero-length
