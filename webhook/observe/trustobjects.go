@@ -2,7 +2,6 @@ package observe
 
 import (
 	"bytes"
-	"encoding/base64"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,9 +117,7 @@ func trimTrust(info guardapi.KindInfo) toolscache.TransformFunc {
 			name, _ := svc["name"].(string)
 			out.Service = &admv1.ServiceReference{Namespace: ns, Name: name}
 		}
-		if b, _ := cc["caBundle"].(string); b != "" {
-			out.CABundle = decodeBundle(b)
-		}
+		out.CABundle = guardapi.CABundleIn(cc)
 		return out, nil
 	}
 }
@@ -130,17 +127,6 @@ func nestedMap(obj map[string]any, path ...string) (map[string]any, bool) {
 	v, found, err := unstructured.NestedFieldNoCopy(obj, path...)
 	m, ok := v.(map[string]any)
 	return m, found && err == nil && ok
-}
-
-// decodeBundle decodes a caBundle as JSON carries it (base64). A value
-// that is not base64, which kube-apiserver would not have stored, is kept
-// as it is: it parses as no certificate ("invalid").
-func decodeBundle(s string) []byte {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return []byte(s)
-	}
-	return b
 }
 
 // watchTrustObjects starts the watches of the kinds whose objects hold one

@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"encoding/base64"
 	"strings"
 
 	admv1 "k8s.io/api/admissionregistration/v1"
@@ -9,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/webhook-guard/webhook-guard/policy"
+	guardapi "github.com/webhook-guard/webhook-guard/policy/api/v1alpha1"
 )
 
 // defaultPort is the Service port kube-apiserver calls when none is set.
@@ -122,18 +122,6 @@ func TrustObjectPath(cfg *policy.Mappings, kind policy.GuardedKind, u *unstructu
 	if p.URL == "" && p.Service == nil {
 		return TrustPath{}, false
 	}
-	if b, _, _ := unstructured.NestedString(cc, "caBundle"); b != "" {
-		p.CABundle = decodeBundle(b)
-	}
+	p.CABundle = guardapi.CABundleIn(cc)
 	return p, true
-}
-
-// decodeBundle decodes a caBundle as JSON carries it (base64); a value
-// that is not base64 is kept as it is, and then holds no certificate.
-func decodeBundle(s string) []byte {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return []byte(s)
-	}
-	return b
 }

@@ -106,6 +106,22 @@ func (e Entries) ClientConfigOf(obj map[string]any) (map[string]any, bool) {
 	return mapAt(obj, e.ClientConfigPath())
 }
 
+// CABundleIn is the caBundle of a clientConfig map (ClientConfigOf's),
+// decoded from the base64 that JSON carries; nil when it holds none. A
+// value that is not base64, which kube-apiserver would not have stored, is
+// kept as it is: it parses as no certificate.
+func CABundleIn(clientConfig map[string]any) []byte {
+	s, _ := clientConfig["caBundle"].(string)
+	if s == "" {
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return []byte(s)
+	}
+	return b
+}
+
 // InsecureSkipTLSVerifyOf reports whether the one entry of obj skips
 // verification: false for a kind whose entry has no such field.
 func (e Entries) InsecureSkipTLSVerifyOf(obj map[string]any) bool {

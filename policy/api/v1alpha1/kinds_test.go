@@ -125,3 +125,24 @@ func nested(obj map[string]any, path ...string) any {
 	}
 	return v
 }
+
+// Test_CABundleIn: a clientConfig's caBundle as JSON carries it, decoded;
+// a value that is not base64 is kept as it is (it holds no certificate)
+// and an absent or empty one is nil.
+func Test_CABundleIn(t *testing.T) {
+	for name, tc := range map[string]struct {
+		clientConfig map[string]any
+		want         []byte
+	}{
+		"base64":       {clientConfig: map[string]any{"caBundle": "UEVN"}, want: []byte("PEM")},
+		"not base64":   {clientConfig: map[string]any{"caBundle": "not base64!"}, want: []byte("not base64!")},
+		"empty":        {clientConfig: map[string]any{"caBundle": ""}},
+		"absent":       {clientConfig: map[string]any{"url": "https://a.example.com"}},
+		"not a string": {clientConfig: map[string]any{"caBundle": int64(1)}},
+		"no map":       {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, CABundleIn(tc.clientConfig))
+		})
+	}
+}
