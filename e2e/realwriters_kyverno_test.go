@@ -135,12 +135,17 @@ func runKyvernoScenario(t *testing.T, env *framework.Env) (*framework.Kyverno, [
 			_, err := k.WaitInjected(t, ca(), 0)
 			return err == nil && entries(names)
 		}
-		for !done() && time.Since(start) < kyvernoConvergence+30*time.Second {
+		// One reading decides: Kyverno may rewrite its configurations
+		// right after they converged, and a second reading would see that
+		// rewrite in flight (its follow-up writes are waited for below).
+		converged := done()
+		for !converged && time.Since(start) < kyvernoConvergence+30*time.Second {
 			time.Sleep(20 * time.Millisecond)
+			converged = done()
 		}
 		s.converged = time.Since(start)
-		s.ok = s.converged <= kyvernoConvergence && done()
-		if !done() {
+		s.ok = s.converged <= kyvernoConvergence && converged
+		if !converged {
 			names, _ := k.Entries(t)
 			_, err := k.WaitInjected(t, ca(), 0)
 			t.Fatalf("%s: not converged after %s: entries %v; %v", what, s.converged.Round(time.Millisecond), names, err)
