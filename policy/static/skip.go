@@ -125,7 +125,7 @@ func (s *Skip) Grant() string {
 func (s *Skip) namedTrustKinds() []guardapi.KindInfo {
 	var out []guardapi.KindInfo
 	for _, info := range guardapi.Kinds {
-		if _, ownsTrustOnly := vap.TrustObjectKeepsTrust(info.Kind); !ownsTrustOnly {
+		if !info.OwnsTrustOnly {
 			continue
 		}
 		for i := range s.Config.Owners {
@@ -164,7 +164,7 @@ func (s *Skip) writerOfOnlyOwner() (string, error) {
 		o := &s.Config.Owners[i]
 		var byName, claim []string
 		for _, n := range o.Match.Named() {
-			if _, ownsTrustOnly := vap.TrustObjectKeepsTrust(n.Kind); len(n.Names) > 0 && !ownsTrustOnly {
+			if len(n.Names) > 0 && !n.OwnsTrustOnly {
 				byName = append(byName, `request.resource.resource == `+vap.CELString(n.Resource)+` && request.name in `+celList(n.Names))
 			}
 		}

@@ -112,7 +112,7 @@ func trimTrust(info guardapi.KindInfo) toolscache.TransformFunc {
 			return out, nil
 		}
 		out.HasEntry = true
-		if svc, ok := nestedMap(cc, "service"); ok {
+		if svc, ok := cc["service"].(map[string]any); ok {
 			ns, _ := svc["namespace"].(string)
 			name, _ := svc["name"].(string)
 			out.Service = &admv1.ServiceReference{Namespace: ns, Name: name}
@@ -120,13 +120,6 @@ func trimTrust(info guardapi.KindInfo) toolscache.TransformFunc {
 		out.CABundle = guardapi.CABundleIn(cc)
 		return out, nil
 	}
-}
-
-// nestedMap is the map at path in obj; false when there is none.
-func nestedMap(obj map[string]any, path ...string) (map[string]any, bool) {
-	v, found, err := unstructured.NestedFieldNoCopy(obj, path...)
-	m, ok := v.(map[string]any)
-	return m, found && err == nil && ok
 }
 
 // watchTrustObjects starts the watches of the kinds whose objects hold one
